@@ -1,0 +1,1 @@
+"""Bundled network cases (MATPOWER ``.m`` files) and zone partitions (``bus,zone`` CSV files)."""

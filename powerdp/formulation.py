@@ -1,0 +1,245 @@
+"""The W-space SOC relaxation of AC power flow as a Pyomo model (SPEC §3).
+
+One builder serves the whole network and a single zone (SPEC §4): pass the
+buses a model *owns*; it then also holds copies of the neighbouring buses at
+the far end of its tie-lines, every branch with an end among its own buses,
+the generators at its own buses, and power-balance terms for its own buses
+only. Components are indexed by the network's global indices (bus, bus pair,
+branch, generator), so the same variable has the same key in every zone's
+model: ``("w", bus)``, ``("wr", pair)``, ``("wi", pair)``, ``("pf", branch)``,
+``("qf", …)``, ``("pt", …)``, ``("qt", …)``, ``("pg", gen)``, ``("qg", gen)``.
+
+Objectives: ``cost`` (generation cost, power balance as constraints) and
+``shedding`` (Σ sp_i² + sq_i² over own buses, balance not constrained, so the
+feasible set does not depend on the loads).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Literal
+
+import numpy as np
+import pyomo.environ as pyo
+
+from .errors import ModelError
+from .network import Network, voltage_product_bounds
+
+__all__ = ["build_model", "OBJECTIVES", "FLOW_MODES", "branch_flow_coefficients"]
+
+OBJECTIVES = ("cost", "shedding")
+FLOW_MODES = ("variables", "expressions")
+Objective = Literal["cost", "shedding"]
+FlowMode = Literal["variables", "expressions"]
+
+
+def branch_flow_coefficients(net: Network) -> dict[str, np.ndarray]:
+    """Per-branch coefficients of the flows as linear functions of (w_f, w_t, wr, wi) (SPEC §3).
+
+    ``wr``/``wi`` are oriented from the branch's f to its t bus. Returns arrays
+    ``pf_w, pf_wr, pf_wi, qf_w, qf_wr, qf_wi, pt_w, pt_wr, pt_wi, qt_w, qt_wr, qt_wi``.
+    """
+    z = net.r + 1j * net.x
+    y = 1.0 / z
+    g, b = y.real, y.imag
+    tm = net.tap
+    tr, ti = tm * np.cos(net.shift), tm * np.sin(net.shift)
+    tm2 = tm**2
+    return {
+        "pf_w": (g + net.g_fr) / tm2,
+        "pf_wr": (-g * tr + b * ti) / tm2,
+        "pf_wi": (-b * tr - g * ti) / tm2,
+        "qf_w": -(b + net.b_fr) / tm2,
+        "qf_wr": -(-b * tr - g * ti) / tm2,
+        "qf_wi": (-g * tr + b * ti) / tm2,
+        "pt_w": g + net.g_to,
+        "pt_wr": (-g * tr - b * ti) / tm2,
+        "pt_wi": -(-b * tr + g * ti) / tm2,
+        "qt_w": -(b + net.b_to),
+        "qt_wr": -(-b * tr + g * ti) / tm2,
+        "qt_wi": -(-g * tr - b * ti) / tm2,
+    }
+
+
+def _zone_elements(net: Network, own: np.ndarray):
+    own_mask = np.zeros(net.n_bus, dtype=bool)
+    own_mask[own] = True
+    branches = np.flatnonzero(own_mask[net.f_bus] | own_mask[net.t_bus])
+    buses = np.union1d(own, np.concatenate([net.f_bus[branches], net.t_bus[branches]]))
+    pairs = np.unique(net.branch_pair[branches])
+    gens = np.flatnonzero(own_mask[net.gen_bus])
+    return buses, branches, pairs, gens
+
+
+def build_model(
+    net: Network,
+    own_buses: Iterable[int] | None = None,
+    objective: Objective = "cost",
+    flows: FlowMode = "variables",
+    name: str | None = None,
+) -> pyo.ConcreteModel:
+    """Build the SOC relaxation (SPEC §3) for the whole network or one zone (SPEC §4).
+
+    Parameters
+    ----------
+    net: the network.
+    own_buses: internal indices of the buses the model owns (a zone's N_p); all buses when omitted.
+    objective: ``"cost"`` or ``"shedding"``.
+    flows: ``"variables"`` (flows are variables linked by equalities, as in the paper and
+        PowerModels) or ``"expressions"`` (flows eliminated, SPEC §4; same optimum, smaller problem).
+    """
+    if objective not in OBJECTIVES:
+        raise ModelError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+    if flows not in FLOW_MODES:
+        raise ModelError(f"unknown flow mode {flows!r}; choose one of {', '.join(FLOW_MODES)}")
+    if objective == "cost" and not net.has_costs:
+        raise ModelError(f"network {net.name!r} has no generator costs (mpc.gencost); the cost objective needs them")
+    own = np.arange(net.n_bus) if own_buses is None else np.unique(np.asarray(list(own_buses), dtype=np.int64))
+    if own.size == 0:
+        raise ModelError("a model needs at least one bus")
+    if own.min() < 0 or own.max() >= net.n_bus:
+        raise ModelError(f"bus index out of range 0..{net.n_bus - 1} in own_buses")
+    buses, branches, pairs, gens = _zone_elements(net, own)
+    pm = net.convention == "powermodels"
+
+    m = pyo.ConcreteModel(name=name or net.name)
+    m.BUS = pyo.Set(initialize=buses.tolist(), ordered=True)
+    m.OWN = pyo.Set(initialize=own.tolist(), ordered=True)
+    m.BRANCH = pyo.Set(initialize=branches.tolist(), ordered=True)
+    m.PAIR = pyo.Set(initialize=pairs.tolist(), ordered=True)
+    m.GEN = pyo.Set(initialize=gens.tolist(), ordered=True)
+
+    # ---- variables
+    vmin2, vmax2 = net.vmin**2, net.vmax**2
+    m.w = pyo.Var(m.BUS, bounds=lambda _, i: (vmin2[i], vmax2[i]), initialize=1.0)
+    if pm:
+        wr_min, wr_max, wi_min, wi_max = voltage_product_bounds(net)
+        # flat start (wr = 1, wi = 0) moved inside the voltage-product bounds
+        m.wr = pyo.Var(m.PAIR, bounds=lambda _, p: (wr_min[p], wr_max[p]), initialize=lambda _, p: float(np.clip(1.0, wr_min[p], wr_max[p])))
+        m.wi = pyo.Var(m.PAIR, bounds=lambda _, p: (wi_min[p], wi_max[p]), initialize=lambda _, p: float(np.clip(0.0, wi_min[p], wi_max[p])))
+    else:
+        m.wr = pyo.Var(m.PAIR, initialize=1.0)
+        m.wi = pyo.Var(m.PAIR, initialize=0.0)
+    m.pg = pyo.Var(m.GEN, bounds=lambda _, g: (net.pmin[g], net.pmax[g]), initialize=lambda _, g: 0.5 * (net.pmin[g] + net.pmax[g]))
+    m.qg = pyo.Var(m.GEN, bounds=lambda _, g: (net.qmin[g], net.qmax[g]), initialize=lambda _, g: 0.5 * (net.qmin[g] + net.qmax[g]))
+
+    # ---- branch flows (SPEC §3), wr/wi oriented from the branch's f to its t bus
+    cf = branch_flow_coefficients(net)
+    fb, tb, bp, sg = net.f_bus, net.t_bus, net.branch_pair, net.branch_pair_sign
+
+    def flow_expr(kind: str, l: int):
+        end = fb[l] if kind[1] == "f" else tb[l]
+        return cf[kind + "_w"][l] * m.w[end] + cf[kind + "_wr"][l] * m.wr[bp[l]] + cf[kind + "_wi"][l] * sg[l] * m.wi[bp[l]]
+
+    rate = net.rate_a
+    if flows == "variables":
+        def fbounds(_, l):
+            return (-rate[l], rate[l]) if np.isfinite(rate[l]) else (None, None)
+
+        for kind in ("pf", "qf", "pt", "qt"):
+            setattr(m, kind, pyo.Var(m.BRANCH, bounds=fbounds, initialize=0.0))
+        m.ohm = pyo.Constraint(
+            m.BRANCH,
+            ["pf", "qf", "pt", "qt"],
+            rule=lambda _, l, kind: getattr(m, kind)[l] == flow_expr(kind, l),
+        )
+    else:
+        for kind in ("pf", "qf", "pt", "qt"):
+            setattr(m, kind, pyo.Expression(m.BRANCH, rule=lambda _, l, kind=kind: flow_expr(kind, l)))
+
+    # ---- W-space constraints per bus pair
+    pf_, pt_ = net.pair_f, net.pair_t
+    m.soc = pyo.Constraint(m.PAIR, rule=lambda _, p: m.wr[p] ** 2 + m.wi[p] ** 2 <= m.w[pf_[p]] * m.w[pt_[p]])
+    amin, amax = net.pair_angmin, net.pair_angmax
+    half_pi = np.pi / 2
+    lo_ok = np.isfinite(amin) & (np.abs(amin) < half_pi)
+    hi_ok = np.isfinite(amax) & (np.abs(amax) < half_pi)
+    m.PAIR_ANG_LO = pyo.Set(initialize=[p for p in pairs.tolist() if lo_ok[p]], ordered=True)
+    m.PAIR_ANG_HI = pyo.Set(initialize=[p for p in pairs.tolist() if hi_ok[p]], ordered=True)
+    m.angle_lo = pyo.Constraint(m.PAIR_ANG_LO, rule=lambda _, p: m.wi[p] >= np.tan(amin[p]) * m.wr[p])
+    m.angle_hi = pyo.Constraint(m.PAIR_ANG_HI, rule=lambda _, p: m.wi[p] <= np.tan(amax[p]) * m.wr[p])
+    if pm:
+        # lifted nonlinear cuts (PowerModels cut_complex_product_and_angle_difference)
+        both = lo_ok & hi_ok & (amin < amax)
+        m.PAIR_LNC = pyo.Set(initialize=[p for p in pairs.tolist() if both[p]], ordered=True)
+        vf_lb, vf_ub, vt_lb, vt_ub = net.vmin[pf_], net.vmax[pf_], net.vmin[pt_], net.vmax[pt_]
+        phi, d = (amax + amin) / 2, (amax - amin) / 2
+        sf, st = vf_lb + vf_ub, vt_lb + vt_ub
+
+        def lnc(_, p, k):
+            lhs = sf[p] * st[p] * (np.cos(phi[p]) * m.wr[p] + np.sin(phi[p]) * m.wi[p])
+            if k == 1:
+                lhs = lhs - vt_ub[p] * np.cos(d[p]) * st[p] * m.w[pf_[p]] - vf_ub[p] * np.cos(d[p]) * sf[p] * m.w[pt_[p]]
+                rhs = vf_ub[p] * vt_ub[p] * np.cos(d[p]) * (vf_lb[p] * vt_lb[p] - vf_ub[p] * vt_ub[p])
+            else:
+                lhs = lhs - vt_lb[p] * np.cos(d[p]) * st[p] * m.w[pf_[p]] - vf_lb[p] * np.cos(d[p]) * sf[p] * m.w[pt_[p]]
+                rhs = -vf_lb[p] * vt_lb[p] * np.cos(d[p]) * (vf_lb[p] * vt_lb[p] - vf_ub[p] * vt_ub[p])
+            return lhs >= rhs
+
+        m.lnc = pyo.Constraint(m.PAIR_LNC, [1, 2], rule=lnc)
+
+    # ---- thermal limits at both ends
+    m.RATED = pyo.Set(initialize=[l for l in branches.tolist() if np.isfinite(rate[l])], ordered=True)
+    m.thermal = pyo.Constraint(
+        m.RATED,
+        ["f", "t"],
+        rule=lambda _, l, e: getattr(m, "p" + e)[l] ** 2 + getattr(m, "q" + e)[l] ** 2 <= rate[l] ** 2,
+    )
+
+    # ---- power balance terms of own buses (SPEC §3); loads are mutable parameters
+    leaving, entering, at_bus = defaultdict(list), defaultdict(list), defaultdict(list)
+    for l in branches.tolist():
+        leaving[int(fb[l])].append(l)
+        entering[int(tb[l])].append(l)
+    for g in gens.tolist():
+        at_bus[int(net.gen_bus[g])].append(g)
+    m.pd = pyo.Param(m.OWN, initialize=lambda _, i: float(net.pd[i]), mutable=True)
+    m.qd = pyo.Param(m.OWN, initialize=lambda _, i: float(net.qd[i]), mutable=True)
+    m.sp = pyo.Expression(
+        m.OWN,
+        rule=lambda _, i: sum(m.pf[l] for l in leaving[i]) + sum(m.pt[l] for l in entering[i])
+        - sum(m.pg[g] for g in at_bus[i]) + m.pd[i] + float(net.gs[i]) * m.w[i],
+    )
+    m.sq = pyo.Expression(
+        m.OWN,
+        rule=lambda _, i: sum(m.qf[l] for l in leaving[i]) + sum(m.qt[l] for l in entering[i])
+        - sum(m.qg[g] for g in at_bus[i]) + m.qd[i] - float(net.bs[i]) * m.w[i],
+    )
+
+    # ---- objective
+    if objective == "cost":
+        m.balance_p = pyo.Constraint(m.OWN, rule=lambda _, i: m.sp[i] == 0)
+        m.balance_q = pyo.Constraint(m.OWN, rule=lambda _, i: m.sq[i] == 0)
+        gen_set = set(gens.tolist())
+        pwl_rows = [k for k in range(len(net.pwl_gen)) if int(net.pwl_gen[k]) in gen_set]
+        pwl_gens = sorted({int(net.pwl_gen[k]) for k in pwl_rows})
+        m.PWL = pyo.Set(initialize=pwl_rows, ordered=True)
+        m.PWL_GEN = pyo.Set(initialize=pwl_gens, ordered=True)
+        # PowerModels' lambda formulation of piecewise-linear costs
+        m.pwl_lambda = pyo.Var(m.PWL, bounds=(0.0, 1.0), initialize=0.0)
+        rows_of = defaultdict(list)
+        for k in pwl_rows:
+            rows_of[int(net.pwl_gen[k])].append(k)
+        m.pwl_convex = pyo.Constraint(m.PWL_GEN, rule=lambda _, g: sum(m.pwl_lambda[k] for k in rows_of[g]) == 1.0)
+        m.pwl_mw = pyo.Constraint(
+            m.PWL_GEN, rule=lambda _, g: sum(net.pwl_mw[k] * m.pwl_lambda[k] for k in rows_of[g]) == m.pg[g]
+        )
+        poly = [g for g in gens.tolist() if g not in rows_of]
+        m.obj = pyo.Objective(
+            expr=sum(net.cost_c2[g] * m.pg[g] ** 2 + net.cost_c1[g] * m.pg[g] + net.cost_c0[g] for g in poly)
+            + sum(net.pwl_cost[k] * m.pwl_lambda[k] for k in pwl_rows),
+            sense=pyo.minimize,
+        )
+    else:
+        m.obj = pyo.Objective(expr=sum(m.sp[i] ** 2 + m.sq[i] ** 2 for i in m.OWN), sense=pyo.minimize)
+    m._powerdp_meta = {
+        "network": net.name,
+        "objective": objective,
+        "flows": flows,
+        "own": own,
+        "buses": buses,
+        "branches": branches,
+        "pairs": pairs,
+        "gens": gens,
+    }
+    return m

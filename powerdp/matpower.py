@@ -1,0 +1,191 @@
+"""Reading MATPOWER ``.m`` case files (format version 2).
+
+The parser reads the numeric matrices ``mpc.bus``, ``mpc.gen``, ``mpc.branch``
+and ``mpc.gencost`` plus the scalars ``mpc.baseMVA`` and ``mpc.version``.
+Other matrices are kept in :attr:`MatpowerData.extra`; cell arrays (``{...}``)
+and strings other than the version are skipped. It does not evaluate MATLAB:
+a case file that computes its data with code is rejected with a clear error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import CaseDataError
+
+__all__ = ["MatpowerData", "read_matpower", "parse_matpower"]
+
+# Minimum column counts of MATPOWER's case format, version 2 (caseformat.m).
+MIN_COLUMNS = {"bus": 13, "gen": 10, "branch": 11}
+
+_ASSIGN = re.compile(r"^\s*mpc\.(\w+)\s*=\s*(.*)$", re.DOTALL)
+_FUNCTION = re.compile(r"^\s*function\s+(?:\w+\s*=\s*)?(\w+)")
+
+
+@dataclass
+class MatpowerData:
+    """Raw tables of a MATPOWER case, in MATPOWER's own units (MW, MVAr, degrees)."""
+
+    name: str
+    base_mva: float
+    bus: np.ndarray
+    gen: np.ndarray
+    branch: np.ndarray
+    gencost: np.ndarray | None = None
+    version: str = "2"
+    source: str = "<string>"
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _strip_comment(line: str) -> str:
+    """Drop a ``%`` comment, ignoring ``%`` inside single-quoted strings."""
+    in_str = False
+    for k, ch in enumerate(line):
+        if ch == "'":
+            in_str = not in_str
+        elif ch == "%" and not in_str:
+            return line[:k]
+    return line
+
+
+def _parse_matrix(body: str, name: str, source: str, first_line: int) -> np.ndarray:
+    rows: list[list[float]] = []
+    # rows end at ';' or at a line break
+    for k, raw_line in enumerate(body.split("\n")):
+        for chunk in raw_line.split(";"):
+            tokens = chunk.replace(",", " ").split()
+            if not tokens:
+                continue
+            try:
+                rows.append([float(t) for t in tokens])
+            except ValueError:
+                bad = next(t for t in tokens if not _is_float(t))
+                raise CaseDataError(
+                    f"{source}, line {first_line + k}: mpc.{name} has a non-numeric entry {bad!r}"
+                ) from None
+    if not rows:
+        return np.zeros((0, 0))
+    widths = {len(r) for r in rows}
+    if len(widths) != 1:
+        counts = [len(r) for r in rows]
+        bad_row = next(i for i, c in enumerate(counts) if c != counts[0])
+        raise CaseDataError(
+            f"{source}: mpc.{name} row {bad_row + 1} has {counts[bad_row]} columns, "
+            f"row 1 has {counts[0]}; every row must have the same number of columns"
+        )
+    return np.array(rows, dtype=float)
+
+
+def _is_float(token: str) -> bool:
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False
+
+
+def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
+    """Parse the text of a MATPOWER case file. See :func:`read_matpower`."""
+    lines = [_strip_comment(line) for line in text.splitlines()]
+    name = Path(source).stem if source != "<string>" else "case"
+    scalars: dict[str, str] = {}
+    matrices: dict[str, np.ndarray] = {}
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        fm = _FUNCTION.match(line)
+        if fm:
+            name = fm.group(1)
+            k += 1
+            continue
+        m = _ASSIGN.match(line)
+        if not m:
+            k += 1
+            continue
+        field_name, rhs = m.group(1), m.group(2).strip()
+        start = k + 1
+        if rhs.startswith("["):
+            body = rhs[1:]
+            while "]" not in body:
+                k += 1
+                if k >= len(lines):
+                    raise CaseDataError(
+                        f"{source}, line {start}: mpc.{field_name} opens '[' but never closes it"
+                    )
+                body += "\n" + lines[k]
+            body = body[: body.index("]")]
+            matrices[field_name] = _parse_matrix(body, field_name, source, start)
+        elif rhs.startswith("{"):
+            body = rhs
+            while "}" not in body:
+                k += 1
+                if k >= len(lines):
+                    raise CaseDataError(
+                        f"{source}, line {start}: mpc.{field_name} opens '{{' but never closes it"
+                    )
+                body += lines[k]
+        else:
+            scalars[field_name] = rhs.rstrip(";").strip().strip("'\"")
+        k += 1
+
+    version = scalars.get("version", "2")
+    if version != "2":
+        raise CaseDataError(f"{source}: mpc.version is {version!r}; only MATPOWER format version 2 is supported")
+    if "baseMVA" not in scalars:
+        raise CaseDataError(f"{source}: missing field mpc.baseMVA")
+    try:
+        base_mva = float(scalars["baseMVA"])
+    except ValueError:
+        raise CaseDataError(f"{source}: mpc.baseMVA is {scalars['baseMVA']!r}, not a number") from None
+    if not np.isfinite(base_mva) or base_mva <= 0:
+        raise CaseDataError(f"{source}: mpc.baseMVA must be a positive number, got {base_mva}")
+
+    tables = {}
+    for table, ncol in MIN_COLUMNS.items():
+        if table not in matrices:
+            raise CaseDataError(f"{source}: missing field mpc.{table}")
+        arr = matrices.pop(table)
+        if arr.size == 0:
+            if table == "gen":
+                arr = np.zeros((0, ncol))
+            else:
+                raise CaseDataError(f"{source}: mpc.{table} is empty")
+        if arr.shape[1] < ncol:
+            raise CaseDataError(
+                f"{source}: mpc.{table} has {arr.shape[1]} columns; MATPOWER format version 2 needs at least {ncol}"
+            )
+        tables[table] = arr
+    gencost = matrices.pop("gencost", None)
+    if gencost is not None and gencost.size == 0:
+        gencost = None
+    return MatpowerData(
+        name=name,
+        base_mva=base_mva,
+        bus=tables["bus"],
+        gen=tables["gen"],
+        branch=tables["branch"],
+        gencost=gencost,
+        version=version,
+        source=source,
+        extra=matrices,
+    )
+
+
+def read_matpower(path: str | Path) -> MatpowerData:
+    """Read a MATPOWER ``.m`` case file (format version 2) into raw numpy tables.
+
+    Raises :class:`~powerdp.errors.CaseDataError` naming the file, the field and
+    the line when the file is malformed.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise CaseDataError(f"case file not found: {path}") from None
+    except UnicodeDecodeError:
+        raise CaseDataError(f"{path}: not a text file") from None
+    return parse_matpower(text, source=str(path))

@@ -1,0 +1,606 @@
+"""Network data: a case as per-unit numpy arrays, and the two data conventions.
+
+:func:`load_case` turns a bundled case name, a MATPOWER ``.m`` file or a
+pandapower network into a :class:`Network`: every quantity per unit on
+``base_mva``, angles in radians, out-of-service elements and isolated buses
+dropped (SPEC §2).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import CaseDataError
+from .matpower import MatpowerData, read_matpower
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Network", "load_case", "bundled_cases", "network_from_matpower", "CONVENTIONS"]
+
+Convention = Literal["powermodels", "matpower"]
+CONVENTIONS = ("powermodels", "matpower")
+PM_ANGLE_PAD = 1.0472  # PowerModels' default_pad for angle limits (rad, ~60 deg)
+
+BUS_COLUMNS = ["bus_i", "type", "Pd", "Qd", "Gs", "Bs", "area", "Vm", "Va", "baseKV", "zone", "Vmax", "Vmin"]
+GEN_COLUMNS = ["bus", "Pg", "Qg", "Qmax", "Qmin", "Vg", "mBase", "status", "Pmax", "Pmin"]
+BRANCH_COLUMNS = ["fbus", "tbus", "r", "x", "b", "rateA", "rateB", "rateC", "ratio", "angle", "status", "angmin", "angmax"]
+
+
+@dataclass(eq=False)
+class Network:
+    """A power network as per-unit numpy arrays (SPEC §2).
+
+    Buses, generators and branches are numbered 0..n-1 internally; ``bus_ids``,
+    ``gen_ids`` and ``branch_ids`` give the ids a user knows (MATPOWER bus
+    numbers, 1-based generator and branch rows of the source file).
+
+    Bus pairs: every pair of buses joined by at least one branch has one entry
+    (``pair_f``, ``pair_t``), oriented like the first branch between them;
+    ``branch_pair`` maps each branch to its pair and ``branch_pair_sign`` is +1
+    when the branch runs like its pair and -1 when it runs the other way (its
+    ``wi`` is then ``-wi`` of the pair).
+    """
+
+    name: str
+    base_mva: float
+    convention: str
+    # buses
+    bus_ids: np.ndarray
+    bus_type: np.ndarray
+    pd: np.ndarray
+    qd: np.ndarray
+    gs: np.ndarray
+    bs: np.ndarray
+    vmin: np.ndarray
+    vmax: np.ndarray
+    bus_area: np.ndarray
+    bus_zone: np.ndarray
+    # generators
+    gen_ids: np.ndarray
+    gen_bus: np.ndarray
+    pmin: np.ndarray
+    pmax: np.ndarray
+    qmin: np.ndarray
+    qmax: np.ndarray
+    # polynomial costs in $/h with pg in p.u.: c2*pg^2 + c1*pg + c0
+    cost_c2: np.ndarray
+    cost_c1: np.ndarray
+    cost_c0: np.ndarray
+    # piecewise-linear costs: flat list of (gen, mw p.u., $/h) points, cleaned as PowerModels' calc_pwl_points
+    pwl_gen: np.ndarray
+    pwl_mw: np.ndarray
+    pwl_cost: np.ndarray
+    # branches
+    branch_ids: np.ndarray
+    f_bus: np.ndarray
+    t_bus: np.ndarray
+    r: np.ndarray
+    x: np.ndarray
+    g_fr: np.ndarray
+    b_fr: np.ndarray
+    g_to: np.ndarray
+    b_to: np.ndarray
+    tap: np.ndarray
+    shift: np.ndarray
+    rate_a: np.ndarray  # inf where there is no thermal limit
+    angmin: np.ndarray  # -inf where there is no limit
+    angmax: np.ndarray  # +inf where there is no limit
+    # bus pairs
+    pair_f: np.ndarray = field(init=False)
+    pair_t: np.ndarray = field(init=False)
+    branch_pair: np.ndarray = field(init=False)
+    branch_pair_sign: np.ndarray = field(init=False)
+    pair_angmin: np.ndarray = field(init=False)
+    pair_angmax: np.ndarray = field(init=False)
+    has_costs: bool = True
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        self._build_pairs()
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_bus(self) -> int:
+        return len(self.bus_ids)
+
+    @property
+    def n_gen(self) -> int:
+        return len(self.gen_ids)
+
+    @property
+    def n_branch(self) -> int:
+        return len(self.branch_ids)
+
+    @property
+    def n_pair(self) -> int:
+        return len(self.pair_f)
+
+    def __repr__(self) -> str:
+        return (
+            f"Network({self.name!r}, buses={self.n_bus}, generators={self.n_gen}, "
+            f"branches={self.n_branch}, convention={self.convention!r})"
+        )
+
+    # -------------------------------------------------------------- structure
+    def _build_pairs(self) -> None:
+        n = self.n_bus
+        lo = np.minimum(self.f_bus, self.t_bus)
+        hi = np.maximum(self.f_bus, self.t_bus)
+        key = lo.astype(np.int64) * n + hi
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        # orient each pair like the first branch (in file order) between its buses
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        first_sorted = first[order]
+        self.branch_pair = rank[inverse]
+        self.pair_f = self.f_bus[first_sorted].copy()
+        self.pair_t = self.t_bus[first_sorted].copy()
+        self.branch_pair_sign = np.where(self.f_bus == self.pair_f[self.branch_pair], 1.0, -1.0)
+        # a branch running against its pair bounds the pair's angle by the negated limits
+        amin = np.where(self.branch_pair_sign > 0, self.angmin, -self.angmax)
+        amax = np.where(self.branch_pair_sign > 0, self.angmax, -self.angmin)
+        self.pair_angmin = np.full(self.n_pair, -np.inf)
+        self.pair_angmax = np.full(self.n_pair, np.inf)
+        np.maximum.at(self.pair_angmin, self.branch_pair, amin)
+        np.minimum.at(self.pair_angmax, self.branch_pair, amax)
+
+    def bus_index(self, bus_id: Any) -> int:
+        """Internal index of the bus with external id ``bus_id``."""
+        idx = self._bus_lookup().get(int(bus_id))
+        if idx is None:
+            raise KeyError(f"bus {bus_id} is not in network {self.name!r}")
+        return idx
+
+    def _bus_lookup(self) -> dict[int, int]:
+        lookup = self.__dict__.get("_bus_lookup_cache")
+        if lookup is None:
+            lookup = {int(b): i for i, b in enumerate(self.bus_ids)}
+            self.__dict__["_bus_lookup_cache"] = lookup
+        return lookup
+
+    def graph(self):
+        """The bus graph as a ``networkx.Graph`` on internal bus indices (one edge per bus pair)."""
+        import networkx as nx
+
+        g = nx.Graph()
+        g.add_nodes_from(range(self.n_bus))
+        g.add_edges_from(zip(self.pair_f.tolist(), self.pair_t.tolist()))
+        return g
+
+    def with_loads(self, pd: np.ndarray, qd: np.ndarray) -> "Network":
+        """A copy with other loads (p.u.), e.g. for sensitivity or neighbouring-dataset tests."""
+        return replace(self, pd=np.asarray(pd, float).copy(), qd=np.asarray(qd, float).copy())
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "convention": self.convention,
+            "base_mva": self.base_mva,
+            "n_buses": self.n_bus,
+            "n_generators": self.n_gen,
+            "n_branches": self.n_branch,
+            "n_bus_pairs": self.n_pair,
+            "total_load_mw": float(self.pd.sum() * self.base_mva),
+            "total_load_mvar": float(self.qd.sum() * self.base_mva),
+        }
+
+
+# ---------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------
+
+
+def bundled_cases() -> list[str]:
+    """Names of the cases shipped with powerdp (``cases/``)."""
+    root = resources.files("powerdp.cases")
+    return sorted(p.name[:-2] for p in root.iterdir() if p.name.endswith(".m"))
+
+
+def _bundled_path(name: str) -> Path | None:
+    root = resources.files("powerdp.cases")
+    candidate = root / f"{name}.m"
+    return Path(str(candidate)) if candidate.is_file() else None
+
+
+def load_case(
+    source: Any,
+    convention: Convention = "powermodels",
+    fill_thermal_limits: bool = False,
+) -> Network:
+    """Load a network case.
+
+    Parameters
+    ----------
+    source:
+        a bundled case name (``"case14"``, ``"case118"``; see :func:`bundled_cases`),
+        a path to a MATPOWER ``.m`` file (format version 2), a pandapower network,
+        ``"pandapower:NAME"`` for a network of ``pandapower.networks``, or a
+        :class:`Network` (returned as is when its convention matches).
+    convention:
+        ``"powermodels"`` (default; results match PowerModels.jl) or ``"matpower"``
+        (raw data), see SPEC §2.
+    fill_thermal_limits:
+        give branches without a rating PowerModels' ``calc_thermal_limits!`` value
+        (off by default, as in PowerModels).
+    """
+    if convention not in CONVENTIONS:
+        raise CaseDataError(f"unknown convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
+    if isinstance(source, Network):
+        if source.convention != convention:
+            raise CaseDataError(
+                f"network {source.name!r} was loaded with convention {source.convention!r}, not {convention!r}; reload it"
+            )
+        return source
+    if isinstance(source, MatpowerData):
+        return network_from_matpower(source, convention, fill_thermal_limits)
+    if _is_pandapower_net(source):
+        return network_from_matpower(_pandapower_to_matpower(source), convention, fill_thermal_limits)
+    if isinstance(source, (str, Path)):
+        text = str(source)
+        if text.startswith("pandapower:"):
+            return network_from_matpower(
+                _pandapower_to_matpower(_pandapower_builtin(text.split(":", 1)[1]), name=text.split(":", 1)[1]),
+                convention,
+                fill_thermal_limits,
+            )
+        path = Path(text)
+        if not path.exists() and path.suffix == "" and _bundled_path(text) is not None:
+            path = _bundled_path(text)
+        if not path.exists():
+            known = ", ".join(bundled_cases())
+            raise CaseDataError(f"no case {text!r}: not a file, and not a bundled case ({known})")
+        return network_from_matpower(read_matpower(path), convention, fill_thermal_limits)
+    raise CaseDataError(f"cannot load a case from a {type(source).__name__}")
+
+
+def _is_pandapower_net(obj: Any) -> bool:
+    return type(obj).__name__ == "pandapowerNet"
+
+
+def _pandapower_builtin(name: str):
+    import pandapower.networks as pn
+
+    fn = getattr(pn, name, None)
+    if fn is None or not callable(fn):
+        raise CaseDataError(f"pandapower.networks has no network {name!r}")
+    return fn()
+
+
+def _pandapower_to_matpower(net, name: str | None = None) -> MatpowerData:
+    """Convert a pandapower network through its MATPOWER export (``pandapower.converter.to_mpc``)."""
+    from pandapower.converter.matpower.to_mpc import to_mpc
+
+    try:
+        mpc = to_mpc(net, init="flat")
+        mpc = mpc.get("mpc", mpc)
+    except Exception as exc:  # pandapower raises many exception types here
+        raise CaseDataError(f"pandapower could not convert the network to MATPOWER form: {exc}") from exc
+    gencost = mpc.get("gencost")
+    return MatpowerData(
+        name=name or (getattr(net, "name", "") or "pandapower"),
+        base_mva=float(mpc["baseMVA"]),
+        bus=np.asarray(mpc["bus"], float),
+        gen=np.asarray(mpc["gen"], float),
+        branch=np.asarray(mpc["branch"], float),
+        gencost=None if gencost is None or len(gencost) == 0 else np.asarray(gencost, float),
+        source=f"pandapower network {name or ''}".strip(),
+    )
+
+
+def _check_finite(
+    table: np.ndarray, table_name: str, columns: list[str], used: list[int], ids: np.ndarray, source: str
+) -> None:
+    """NaN/inf in a column powerdp uses is an error naming the element and the field."""
+    used = [c for c in used if c < table.shape[1]]
+    bad = np.zeros(table.shape, dtype=bool)
+    bad[:, used] = ~np.isfinite(table[:, used])
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        colname = columns[col] if col < len(columns) else f"column {col + 1}"
+        raise CaseDataError(
+            f"{source}: {table_name} {ids[row]:g} (row {row + 1}) has {table[row, col]} in field {colname}"
+        )
+
+
+def network_from_matpower(
+    data: MatpowerData, convention: Convention = "powermodels", fill_thermal_limits: bool = False
+) -> Network:
+    """Build a per-unit :class:`Network` from raw MATPOWER tables (SPEC §2)."""
+    src = data.source
+    S = data.base_mva
+    bus, gen, branch = data.bus, data.gen, data.branch
+    _check_finite(bus, "bus", BUS_COLUMNS, [0, 1, 2, 3, 4, 5, 6, 10, 11, 12], bus[:, 0], src)
+    _check_finite(gen, "generator", GEN_COLUMNS, [0, 3, 4, 7, 8, 9], np.arange(1, len(gen) + 1), src)
+    _check_finite(branch, "branch", BRANCH_COLUMNS, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12], np.arange(1, len(branch) + 1), src)
+
+    # ---- buses
+    bus_ids_all = bus[:, 0]
+    if np.any(bus_ids_all != np.round(bus_ids_all)) or np.any(bus_ids_all <= 0):
+        k = int(np.flatnonzero((bus_ids_all != np.round(bus_ids_all)) | (bus_ids_all <= 0))[0])
+        raise CaseDataError(f"{src}: bus row {k + 1} has bus_i {bus_ids_all[k]:g}; bus numbers must be positive integers")
+    bus_ids_all = bus_ids_all.astype(np.int64)
+    uniq, counts = np.unique(bus_ids_all, return_counts=True)
+    if np.any(counts > 1):
+        raise CaseDataError(f"{src}: bus {uniq[counts > 1][0]} appears {counts[counts > 1][0]} times in mpc.bus")
+    btype = bus[:, 1].astype(int)
+    bad_type = ~np.isin(btype, [0, 1, 2, 3, 4])
+    if bad_type.any():
+        k = int(np.flatnonzero(bad_type)[0])
+        raise CaseDataError(f"{src}: bus {bus_ids_all[k]} has type {bus[k, 1]:g}; MATPOWER bus types are 1-4")
+    if np.any(btype == 0):
+        log.info("%s: %d bus(es) of type 0 treated as PQ buses", src, int(np.sum(btype == 0)))
+        btype = np.where(btype == 0, 1, btype)
+    vmin_all, vmax_all = bus[:, 12], bus[:, 11]
+    bad_v = (vmin_all > vmax_all) | (vmin_all < 0)
+    if bad_v.any():
+        k = int(np.flatnonzero(bad_v)[0])
+        raise CaseDataError(
+            f"{src}: bus {bus_ids_all[k]} has Vmin {vmin_all[k]:g} and Vmax {vmax_all[k]:g}; need 0 <= Vmin <= Vmax"
+        )
+    active_bus = btype != 4
+    if not active_bus.all():
+        log.info("%s: dropping %d isolated bus(es) (type 4)", src, int((~active_bus).sum()))
+    lookup = {int(b): i for i, b in enumerate(bus_ids_all)}
+    keep_bus = np.flatnonzero(active_bus)
+    new_index = -np.ones(len(bus_ids_all), dtype=np.int64)
+    new_index[keep_bus] = np.arange(len(keep_bus))
+
+    def bus_of(ids: np.ndarray, what: str, field_name: str) -> np.ndarray:
+        out = np.empty(len(ids), dtype=np.int64)
+        for k, b in enumerate(ids):
+            idx = lookup.get(int(b)) if float(b) == int(b) else None
+            if idx is None:
+                raise CaseDataError(f"{src}: {what} {k + 1} has {field_name} {b:g}, which is not a bus in mpc.bus")
+            out[k] = idx
+        return out
+
+    # ---- branches
+    f_all = bus_of(branch[:, 0], "branch", "fbus")
+    t_all = bus_of(branch[:, 1], "branch", "tbus")
+    loops = f_all == t_all
+    if loops.any():
+        k = int(np.flatnonzero(loops)[0])
+        raise CaseDataError(f"{src}: branch {k + 1} connects bus {bus_ids_all[f_all[k]]} to itself")
+    zero_z = (branch[:, 2] == 0) & (branch[:, 3] == 0)
+    if zero_z.any():
+        k = int(np.flatnonzero(zero_z)[0])
+        raise CaseDataError(f"{src}: branch {k + 1} has zero impedance (r = x = 0); its admittance is undefined")
+    if np.any(branch[:, 5] < 0):
+        k = int(np.flatnonzero(branch[:, 5] < 0)[0])
+        raise CaseDataError(f"{src}: branch {k + 1} has a negative rateA ({branch[k, 5]:g})")
+    ncols = branch.shape[1]
+    angmin_deg = branch[:, 11] if ncols > 11 else np.full(len(branch), -360.0)
+    angmax_deg = branch[:, 12] if ncols > 12 else np.full(len(branch), 360.0)
+    bad_ang = angmin_deg > angmax_deg
+    if bad_ang.any():
+        k = int(np.flatnonzero(bad_ang)[0])
+        raise CaseDataError(f"{src}: branch {k + 1} has angmin {angmin_deg[k]:g} > angmax {angmax_deg[k]:g}")
+    br_active = (branch[:, 10] != 0) & active_bus[f_all] & active_bus[t_all]
+    if not br_active.all():
+        log.info("%s: dropping %d out-of-service branch(es)", src, int((~br_active).sum()))
+    bk = np.flatnonzero(br_active)
+    f_bus, t_bus = new_index[f_all[bk]], new_index[t_all[bk]]
+    r, x, bc = branch[bk, 2], branch[bk, 3], branch[bk, 4]
+    tap = branch[bk, 8].copy()
+    tap[tap <= 0] = 1.0  # a tap ratio of 0 means 1 (and PowerModels resets non-positive taps)
+    shift = np.deg2rad(branch[bk, 9])
+    rate_a = branch[bk, 5] / S
+    rate_a = np.where(np.isclose(rate_a, 0.0), np.inf, rate_a)
+    amin_deg, amax_deg = angmin_deg[bk], angmax_deg[bk]
+    if convention == "powermodels":
+        both_zero = (amin_deg == 0) & (amax_deg == 0)
+        amin = np.where(amin_deg <= -90, -PM_ANGLE_PAD, np.deg2rad(amin_deg))
+        amax = np.where(amax_deg >= 90, PM_ANGLE_PAD, np.deg2rad(amax_deg))
+        amin[both_zero], amax[both_zero] = -PM_ANGLE_PAD, PM_ANGLE_PAD
+    else:
+        none_min = (amin_deg == 0) | (amin_deg <= -360)
+        none_max = (amax_deg == 0) | (amax_deg >= 360)
+        amin = np.where(none_min, -np.inf, np.deg2rad(amin_deg))
+        amax = np.where(none_max, np.inf, np.deg2rad(amax_deg))
+
+    # ---- generators
+    n_gen_rows = len(gen)
+    gen_bus_all = bus_of(gen[:, 0], "generator", "bus") if n_gen_rows else np.zeros(0, np.int64)
+    pmin_all, pmax_all = gen[:, 9], gen[:, 8]
+    qmin_all, qmax_all = gen[:, 4], gen[:, 3]
+    for lo_, hi_, nm in ((pmin_all, pmax_all, "Pmin/Pmax"), (qmin_all, qmax_all, "Qmin/Qmax")):
+        bad = lo_ > hi_
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise CaseDataError(f"{src}: generator {k + 1} has {nm} = {lo_[k]:g}/{hi_[k]:g}; the minimum exceeds the maximum")
+    gen_active = (gen[:, 7] > 0) & active_bus[gen_bus_all] if n_gen_rows else np.zeros(0, bool)
+    if n_gen_rows and not gen_active.all():
+        log.info("%s: dropping %d out-of-service generator(s)", src, int((~gen_active).sum()))
+    gk = np.flatnonzero(gen_active)
+
+    # ---- costs
+    c2 = np.zeros(n_gen_rows)
+    c1 = np.zeros(n_gen_rows)
+    c0 = np.zeros(n_gen_rows)
+    pwl_points: list[tuple[int, np.ndarray, np.ndarray]] = []
+    has_costs = data.gencost is not None
+    if has_costs:
+        gc = data.gencost
+        if len(gc) < n_gen_rows:
+            raise CaseDataError(f"{src}: mpc.gencost has {len(gc)} rows for {n_gen_rows} generators")
+        if len(gc) > n_gen_rows:
+            log.info("%s: ignoring %d extra mpc.gencost row(s) (reactive power costs)", src, len(gc) - n_gen_rows)
+        for k in range(n_gen_rows):
+            row = gc[k]
+            if not np.all(np.isfinite(row[:4])):
+                raise CaseDataError(f"{src}: generator {k + 1} has a non-finite value in mpc.gencost")
+            model, ncost = int(row[0]), int(round(row[3]))
+            if model == 2:
+                coeffs = row[4 : 4 + ncost]
+                if len(coeffs) < ncost or not np.all(np.isfinite(coeffs)):
+                    raise CaseDataError(f"{src}: generator {k + 1}: mpc.gencost needs {ncost} finite cost coefficients")
+                nz = np.flatnonzero(coeffs != 0)
+                coeffs = coeffs[nz[0]:] if len(nz) else coeffs[:0]
+                if len(coeffs) > 3:
+                    raise CaseDataError(
+                        f"{src}: generator {k + 1} has a polynomial cost of degree {len(coeffs) - 1}; "
+                        "powerdp supports degree 2 at most"
+                    )
+                padded = np.concatenate([np.zeros(3 - len(coeffs)), coeffs])
+                c2[k], c1[k], c0[k] = padded[0] * S**2, padded[1] * S, padded[2]
+            elif model == 1:
+                vals = row[4 : 4 + 2 * ncost]
+                if ncost < 2 or len(vals) < 2 * ncost or not np.all(np.isfinite(vals)):
+                    raise CaseDataError(
+                        f"{src}: generator {k + 1}: a piecewise-linear cost needs at least 2 finite (MW, $/h) points"
+                    )
+                mw, cost = vals[0::2] / S, vals[1::2]
+                if np.any(np.diff(mw) < 0):
+                    raise CaseDataError(f"{src}: generator {k + 1}: non-increasing MW values in its piecewise-linear cost")
+                if gen_active[k]:
+                    pmw, pc = _calc_pwl_points(mw, cost, pmin_all[k] / S, pmax_all[k] / S)
+                    pwl_points.append((k, pmw, pc))
+            else:
+                raise CaseDataError(f"{src}: generator {k + 1} has cost model {row[0]:g}; MATPOWER models are 1 or 2")
+    gen_new = -np.ones(n_gen_rows, dtype=np.int64)
+    gen_new[gk] = np.arange(len(gk))
+    pwl_points = [(int(gen_new[k]), m, c) for k, m, c in pwl_points if gen_new[k] >= 0]
+    if pwl_points:
+        pwl_gen = np.concatenate([np.full(len(m), k) for k, m, _ in pwl_points]).astype(np.int64)
+        pwl_mw = np.concatenate([m for _, m, _ in pwl_points])
+        pwl_cost = np.concatenate([c for _, _, c in pwl_points])
+    else:
+        pwl_gen, pwl_mw, pwl_cost = np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+
+    net = Network(
+        name=data.name,
+        base_mva=S,
+        convention=convention,
+        bus_ids=bus_ids_all[keep_bus],
+        bus_type=btype[keep_bus],
+        pd=bus[keep_bus, 2] / S,
+        qd=bus[keep_bus, 3] / S,
+        gs=bus[keep_bus, 4] / S,
+        bs=bus[keep_bus, 5] / S,
+        vmin=vmin_all[keep_bus],
+        vmax=vmax_all[keep_bus],
+        bus_area=bus[keep_bus, 6].astype(np.int64),
+        bus_zone=bus[keep_bus, 10].astype(np.int64),
+        gen_ids=gk + 1,
+        gen_bus=new_index[gen_bus_all[gk]],
+        pmin=pmin_all[gk] / S,
+        pmax=pmax_all[gk] / S,
+        qmin=qmin_all[gk] / S,
+        qmax=qmax_all[gk] / S,
+        cost_c2=c2[gk],
+        cost_c1=c1[gk],
+        cost_c0=c0[gk],
+        pwl_gen=pwl_gen,
+        pwl_mw=pwl_mw,
+        pwl_cost=pwl_cost,
+        branch_ids=bk + 1,
+        f_bus=f_bus,
+        t_bus=t_bus,
+        r=r,
+        x=x,
+        g_fr=np.zeros(len(bk)),
+        b_fr=bc / 2,
+        g_to=np.zeros(len(bk)),
+        b_to=bc / 2,
+        tap=tap,
+        shift=shift,
+        rate_a=rate_a,
+        angmin=amin,
+        angmax=amax,
+        has_costs=has_costs,
+        source=src,
+    )
+    if fill_thermal_limits:
+        _fill_thermal_limits(net)
+    if convention == "matpower":
+        wide = (np.abs(net.pair_angmin) >= np.pi / 2) & np.isfinite(net.pair_angmin) | (
+            (np.abs(net.pair_angmax) >= np.pi / 2) & np.isfinite(net.pair_angmax)
+        )
+        if wide.any():
+            log.warning(
+                "%s: %d bus pair(s) have angle-difference limits of 90 degrees or more, which the SOC "
+                "relaxation cannot express; they are not enforced",
+                src,
+                int(wide.sum()),
+            )
+    return net
+
+
+def _fill_thermal_limits(net: Network) -> None:
+    """PowerModels' ``calc_thermal_limits!`` for branches without a rating (SPEC §2)."""
+    missing = ~np.isfinite(net.rate_a)
+    if not missing.any():
+        return
+    y = 1.0 / np.abs(net.r + 1j * net.x)
+    vf, vt = net.vmax[net.f_bus], net.vmax[net.t_bus]
+    theta = np.maximum(np.abs(net.angmin), np.abs(net.angmax))
+    theta = np.where(np.isfinite(theta), theta, np.pi)
+    c_max = np.sqrt(np.maximum(vf**2 + vt**2 - 2 * vf * vt * np.cos(theta), 0.0))
+    rate = y * np.maximum(vf, vt) * c_max
+    net.rate_a = np.where(missing, rate, net.rate_a)
+
+
+def _calc_pwl_points(mw: np.ndarray, cost: np.ndarray, pmin: float, pmax: float, tol: float = 1e-2):
+    """PowerModels' ``calc_pwl_points``: keep the active segments, extend past [pmin, pmax]."""
+    n = len(mw)
+    first = 0
+    for i in range(n - 1):
+        first = i
+        if pmin <= mw[i + 1]:
+            break
+    last = n - 1
+    for i in range(1, n):
+        last = n - i
+        if pmax >= mw[n - 1 - i]:
+            break
+    mw, cost = mw[first : last + 1].copy(), cost[first : last + 1].copy()
+    if mw[0] > pmin:
+        x0 = pmin - tol
+        dx = mw[1] - mw[0]
+        cost[0] = cost[1] - (cost[1] - cost[0]) / dx * (mw[1] - x0) if dx != 0 else cost[0]
+        mw[0] = x0
+    if mw[-1] < pmax:
+        x3 = pmax + tol
+        dx = mw[-1] - mw[-2]
+        cost[-1] = (cost[-1] - cost[-2]) / dx * (x3 - mw[-2]) + cost[-2] if dx != 0 else cost[-1]
+        mw[-1] = x3
+    return mw, cost
+
+
+def voltage_product_bounds(net: Network) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Bounds on (wr, wi) per bus pair, PowerModels' ``ref_calc_voltage_product_bounds``."""
+    f, t = net.pair_f, net.pair_t
+    amin, amax = net.pair_angmin, net.pair_angmax
+    fmax, tmax, fmin, tmin = net.vmax[f], net.vmax[t], net.vmin[f], net.vmin[t]
+    big = fmax * tmax
+    wr_min, wr_max = -big.copy(), big.copy()
+    wi_min, wi_max = -big.copy(), big.copy()
+    with np.errstate(invalid="ignore"):
+        pos = amin >= 0
+        neg = amax <= 0
+        mid = (amin < 0) & (amax > 0)
+        fin = np.isfinite(amin) & np.isfinite(amax)
+        pos &= fin
+        neg &= fin
+        mid &= fin
+        wr_max = np.where(pos, big * np.cos(amin), wr_max)
+        wr_min = np.where(pos, fmin * tmin * np.cos(amax), wr_min)
+        wi_max = np.where(pos, big * np.sin(amax), wi_max)
+        wi_min = np.where(pos, fmin * tmin * np.sin(amin), wi_min)
+        wr_max = np.where(neg, big * np.cos(amax), wr_max)
+        wr_min = np.where(neg, fmin * tmin * np.cos(amin), wr_min)
+        wi_max = np.where(neg, fmin * tmin * np.sin(amax), wi_max)
+        wi_min = np.where(neg, big * np.sin(amin), wi_min)
+        wr_max = np.where(mid, big, wr_max)
+        wr_min = np.where(mid, fmin * tmin * np.minimum(np.cos(amin), np.cos(amax)), wr_min)
+        wi_max = np.where(mid, big * np.sin(amax), wi_max)
+        wi_min = np.where(mid, big * np.sin(amin), wi_min)
+    return wr_min, wr_max, wi_min, wi_max

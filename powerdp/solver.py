@@ -1,0 +1,321 @@
+"""Solve a :class:`~powerdp.compiled.CompiledProblem` with Ipopt through cyipopt.
+
+The callbacks are vectorized numpy kernels with exact first and second
+derivatives. An :class:`IpoptSolver` keeps one ``cyipopt.Problem`` for its
+compiled problem and re-solves it with a new :class:`QuadraticObjective`
+(only the objective's values change between solves; its sparsity pattern must
+lie inside the Hessian pattern fixed at construction: the constraint
+Hessians, the problem's own objective and the full diagonal).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .compiled import CompiledProblem, QuadraticObjective
+from .errors import ConfigError, InfeasibleError, SolverError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["IpoptSolver", "SolveResult", "load_ipopt_profile", "ipopt_profiles"]
+
+# Ipopt ApplicationReturnStatus codes
+SUCCESS_STATUSES = {0, 1}  # Solve_Succeeded, Solved_To_Acceptable_Level
+INFEASIBLE_STATUSES = {2}  # Infeasible_Problem_Detected
+STATUS_NAMES = {
+    0: "Solve_Succeeded",
+    1: "Solved_To_Acceptable_Level",
+    2: "Infeasible_Problem_Detected",
+    3: "Search_Direction_Becomes_Too_Small",
+    4: "Diverging_Iterates",
+    5: "User_Requested_Stop",
+    6: "Feasible_Point_Found",
+    -1: "Maximum_Iterations_Exceeded",
+    -2: "Restoration_Failed",
+    -3: "Error_In_Step_Computation",
+    -4: "Maximum_CpuTime_Exceeded",
+    -5: "Maximum_WallTime_Exceeded",
+    -10: "Not_Enough_Degrees_Of_Freedom",
+    -11: "Invalid_Problem_Definition",
+    -12: "Invalid_Option",
+    -13: "Invalid_Number_Detected",
+    -100: "Unrecoverable_Exception",
+    -101: "NonIpopt_Exception_Thrown",
+    -102: "Insufficient_Memory",
+    -199: "Internal_Error",
+}
+
+
+def ipopt_profiles() -> list[str]:
+    """Names of the Ipopt option profiles shipped in ``solvers/``."""
+    root = resources.files("powerdp.solvers")
+    return sorted(p.name[:-4] for p in root.iterdir() if p.name.endswith(".opt"))
+
+
+def load_ipopt_profile(name_or_path: str | Path = "default") -> dict[str, Any]:
+    """Read an Ipopt option profile: a bundled name (``default``, ``warm``) or a path to a ``.opt`` file."""
+    path = Path(str(name_or_path))
+    if not path.is_file():
+        candidate = resources.files("powerdp.solvers") / f"{name_or_path}.opt"
+        if not candidate.is_file():
+            raise ConfigError(f"no Ipopt profile {name_or_path!r}; bundled profiles: {', '.join(ipopt_profiles())}")
+        text = candidate.read_text()
+        path = Path(str(candidate))
+    else:
+        text = path.read_text()
+    options: dict[str, Any] = {}
+    for k, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise ConfigError(f"{path}, line {k}: expected 'name value', got {line!r}")
+        name, value = parts
+        options[name] = _option_value(value)
+    return options
+
+
+def _option_value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+@dataclass
+class SolveResult:
+    """The outcome of one Ipopt solve."""
+
+    x: np.ndarray
+    objective: float
+    status: int
+    message: str
+    iterations: int
+    wall_s: float
+    callback_s: float
+    mult_g: np.ndarray = field(repr=False)
+    mult_x_lower: np.ndarray = field(repr=False)
+    mult_x_upper: np.ndarray = field(repr=False)
+
+    @property
+    def success(self) -> bool:
+        return self.status in SUCCESS_STATUSES
+
+    @property
+    def status_name(self) -> str:
+        return STATUS_NAMES.get(self.status, f"status {self.status}")
+
+    @property
+    def ipopt_s(self) -> float:
+        """Time inside Ipopt itself (wall time less our callbacks)."""
+        return max(self.wall_s - self.callback_s, 0.0)
+
+    def check(self, context: str = "") -> "SolveResult":
+        """Raise :class:`InfeasibleError` / :class:`SolverError` unless the solve succeeded."""
+        if self.status in INFEASIBLE_STATUSES:
+            raise InfeasibleError(
+                f"Ipopt reports the problem locally infeasible ({self.status_name}) after {self.iterations} iterations",
+                self.status,
+                context,
+            )
+        if not self.success:
+            raise SolverError(
+                f"Ipopt failed with {self.status_name} ({self.message}) after {self.iterations} iterations",
+                self.status,
+                context,
+            )
+        if not np.all(np.isfinite(self.x)):
+            raise SolverError("Ipopt returned a solution with NaN or inf entries", self.status, context)
+        return self
+
+
+class _Callbacks:
+    """The cyipopt problem object: vectorized evaluation of a compiled QCQP."""
+
+    def __init__(self, prob: CompiledProblem):
+        self.prob = prob
+        n, m = prob.n, prob.m
+        self.n, self.m = n, m
+        # ---- Jacobian pattern: linear part ∪ quadratic parts
+        A = prob.A.tocoo()
+        jr = np.concatenate([A.row, prob.qrow, prob.qrow]).astype(np.int64)
+        jc = np.concatenate([A.col, prob.qi, prob.qj]).astype(np.int64)
+        jkey = jr * n + jc
+        ukey, inv = np.unique(jkey, return_inverse=True)
+        self.jac_rows, self.jac_cols = ukey // max(n, 1), ukey % max(n, 1)
+        self.jac_nnz = len(ukey)
+        na, nq = A.nnz, len(prob.qv)
+        self.jac_base = np.bincount(inv[:na], A.data, minlength=self.jac_nnz)
+        self.jpos_i = inv[na : na + nq]  # position of (row, qi): gets v * x[qj]
+        self.jpos_j = inv[na + nq :]  # position of (row, qj): gets v * x[qi]
+        # ---- Hessian pattern (lower triangle): constraints ∪ base objective ∪ diagonal
+        obj = prob.objective
+        diag = np.arange(n, dtype=np.int64)
+        hr = np.concatenate([prob.qi, obj.qi, diag])
+        hc = np.concatenate([prob.qj, obj.qj, diag])
+        hkey = hr * n + hc
+        self.hess_keys = np.unique(hkey)
+        self.hess_rows, self.hess_cols = self.hess_keys // max(n, 1), self.hess_keys % max(n, 1)
+        self.hess_nnz = len(self.hess_keys)
+        self.hpos_con = np.searchsorted(self.hess_keys, prob.qi * n + prob.qj)
+        self.hcon_vals = np.where(prob.qi == prob.qj, 2.0 * prob.qv, prob.qv)
+        self.hpos_diag = np.searchsorted(self.hess_keys, diag * n + diag)
+        self.callback_s = 0.0
+        self.iterations = 0
+        self.set_objective(obj)
+
+    def set_objective(self, obj: QuadraticObjective) -> None:
+        n = self.n
+        if obj.c.shape != (n,):
+            raise ValueError(f"objective vector has shape {obj.c.shape}, expected ({n},)")
+        keys = obj.qi * n + obj.qj
+        pos = np.searchsorted(self.hess_keys, keys)
+        if len(keys) and (np.any(pos >= self.hess_nnz) or np.any(self.hess_keys[np.minimum(pos, self.hess_nnz - 1)] != keys)):
+            raise ValueError("objective Hessian has entries outside the compiled Hessian pattern")
+        hobj = np.bincount(pos, np.where(obj.qi == obj.qj, 2.0 * obj.qv, obj.qv), minlength=self.hess_nnz)
+        if obj.diag is not None:
+            hobj = hobj + np.bincount(self.hpos_diag, obj.diag, minlength=self.hess_nnz)
+        self.obj = obj
+        self.hobj = hobj
+
+    # ---- cyipopt interface
+    def objective(self, x):
+        t = time.perf_counter()
+        val = self.obj.value(x)
+        self.callback_s += time.perf_counter() - t
+        return val
+
+    def gradient(self, x):
+        t = time.perf_counter()
+        g = self.obj.gradient(x)
+        self.callback_s += time.perf_counter() - t
+        return g
+
+    def constraints(self, x):
+        t = time.perf_counter()
+        p = self.prob
+        g = p.A @ x + np.bincount(p.qrow, p.qv * x[p.qi] * x[p.qj], minlength=self.m)
+        self.callback_s += time.perf_counter() - t
+        return g
+
+    def jacobianstructure(self):
+        return self.jac_rows, self.jac_cols
+
+    def jacobian(self, x):
+        t = time.perf_counter()
+        p = self.prob
+        vals = (
+            self.jac_base
+            + np.bincount(self.jpos_i, p.qv * x[p.qj], minlength=self.jac_nnz)
+            + np.bincount(self.jpos_j, p.qv * x[p.qi], minlength=self.jac_nnz)
+        )
+        self.callback_s += time.perf_counter() - t
+        return vals
+
+    def hessianstructure(self):
+        return self.hess_rows, self.hess_cols
+
+    def hessian(self, x, lagrange, obj_factor):
+        t = time.perf_counter()
+        vals = obj_factor * self.hobj
+        if self.m:
+            vals = vals + np.bincount(self.hpos_con, lagrange[self.prob.qrow] * self.hcon_vals, minlength=self.hess_nnz)
+        self.callback_s += time.perf_counter() - t
+        return vals
+
+    def intermediate(self, alg_mod, iter_count, *args):
+        self.iterations = iter_count
+        return True
+
+
+class IpoptSolver:
+    """Ipopt (via cyipopt) on one compiled problem, re-solvable with new objectives.
+
+    Parameters
+    ----------
+    problem: the compiled problem; its constraints and bounds are fixed for the solver's life.
+    profile: an Ipopt option profile name or path (see :func:`load_ipopt_profile`).
+    options: extra Ipopt options, overriding the profile.
+    """
+
+    def __init__(self, problem: CompiledProblem, profile: str | Path = "default", options: dict[str, Any] | None = None):
+        import cyipopt
+
+        self.problem = problem
+        self._cb = _Callbacks(problem)
+        self._nlp = cyipopt.Problem(
+            n=problem.n,
+            m=problem.m,
+            problem_obj=self._cb,
+            lb=problem.lb,
+            ub=problem.ub,
+            cl=problem.cl,
+            cu=problem.cu,
+        )
+        self.options: dict[str, Any] = {}
+        self.set_options(load_ipopt_profile(profile))
+        if options:
+            self.set_options(options)
+
+    def set_options(self, options: dict[str, Any]) -> None:
+        for key, value in options.items():
+            try:
+                self._nlp.add_option(key, value)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"invalid Ipopt option {key} = {value!r}: {exc}") from None
+            self.options[key] = value
+
+    def solve(
+        self,
+        objective: QuadraticObjective | None = None,
+        x0: np.ndarray | None = None,
+        mult_g: np.ndarray | None = None,
+        mult_x_lower: np.ndarray | None = None,
+        mult_x_upper: np.ndarray | None = None,
+    ) -> SolveResult:
+        """Solve with ``objective`` (default: the compiled problem's own) from ``x0``.
+
+        Multipliers are passed to Ipopt for a warm start (used when the
+        ``warm_start_init_point`` option is ``yes``). Never raises on a failed
+        solve: inspect the result or call :meth:`SolveResult.check`.
+        """
+        cb = self._cb
+        cb.set_objective(objective if objective is not None else self.problem.objective)
+        x0 = self.problem.x0 if x0 is None else np.asarray(x0, dtype=float)
+        cb.callback_s = 0.0
+        cb.iterations = 0
+        t = time.perf_counter()
+        kwargs = {}
+        if mult_g is not None:
+            kwargs["lagrange"] = mult_g
+        if mult_x_lower is not None:
+            kwargs["zl"] = mult_x_lower
+        if mult_x_upper is not None:
+            kwargs["zu"] = mult_x_upper
+        x, info = self._nlp.solve(x0, **kwargs)
+        wall = time.perf_counter() - t
+        msg = info["status_msg"]
+        if isinstance(msg, bytes):
+            msg = msg.decode(errors="replace")
+        return SolveResult(
+            x=np.asarray(x, dtype=float),
+            objective=float(info["obj_val"]),
+            status=int(info["status"]),
+            message=str(msg),
+            iterations=int(cb.iterations),
+            wall_s=wall,
+            callback_s=cb.callback_s,
+            mult_g=np.asarray(info["mult_g"], dtype=float),
+            mult_x_lower=np.asarray(info["mult_x_L"], dtype=float),
+            mult_x_upper=np.asarray(info["mult_x_U"], dtype=float),
+        )

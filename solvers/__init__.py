@@ -1,0 +1,1 @@
+"""Ipopt option profiles shipped with powerdp (``*.opt`` files, one ``name value`` per line)."""

@@ -1,0 +1,32 @@
+"""Shared fixtures: bundled networks and the path of the shared reference data."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from powerdp.network import load_case
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+logging.getLogger("pyomo").setLevel(logging.ERROR)
+
+
+def shared_case(*parts: str) -> Path:
+    """Path of a case in ../shared/data; skips the test when the folder is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared reference data not found: {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def case14():
+    return load_case("case14")
+
+
+@pytest.fixture(scope="session")
+def case118():
+    return load_case("case118")

@@ -1,0 +1,120 @@
+import numpy as np
+import pytest
+
+from powerdp.errors import CaseDataError
+from powerdp.network import PM_ANGLE_PAD, bundled_cases, load_case, voltage_product_bounds
+
+from .conftest import shared_case
+from .test_matpower import MINI
+
+
+def write(tmp_path, text, name="case.m"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_bundled_cases_listed():
+    assert {"case14", "case118"} <= set(bundled_cases())
+
+
+def test_case14_per_unit(case14):
+    net = case14
+    assert (net.n_bus, net.n_gen, net.n_branch) == (14, 5, 20)
+    assert net.base_mva == 100
+    np.testing.assert_allclose(net.pd.sum(), 2.59)  # 259 MW
+    np.testing.assert_allclose(net.bs[net.bus_index(9)], 0.19)
+    # MATPOWER's case14 costs: 0.0430293 $/MW^2h on gen 1 -> c2 = 430.293 $/h per p.u.^2
+    np.testing.assert_allclose(net.cost_c2[0], 0.0430292599 * 100**2, rtol=1e-9)
+    # powermodels convention: +-360 degree limits become +-60 degrees; no rating means no limit
+    np.testing.assert_allclose(net.angmin, -PM_ANGLE_PAD)
+    np.testing.assert_allclose(net.angmax, PM_ANGLE_PAD)
+    assert np.all(np.isinf(net.rate_a))
+    # tap 0 means 1; transformer 4-7 has tap 0.978
+    assert np.all(net.tap > 0)
+    k = np.flatnonzero((net.bus_ids[net.f_bus] == 4) & (net.bus_ids[net.t_bus] == 7))[0]
+    assert net.tap[k] == pytest.approx(0.978)
+
+
+def test_matpower_convention_keeps_raw_limits(case14):
+    raw = load_case("case14", convention="matpower")
+    assert np.all(np.isinf(raw.angmin)) and np.all(np.isinf(raw.angmax))
+
+
+def test_parallel_and_reversed_branches_share_one_pair(tmp_path):
+    # case5 of PowerModels has branches 3->4 and 4->3: one bus pair, opposite signs
+    net = load_case(shared_case("powermodels", "case5.m"))
+    assert net.n_branch == 7 and net.n_pair == 6
+    k34 = np.flatnonzero((net.bus_ids[net.f_bus] == 3) & (net.bus_ids[net.t_bus] == 4))[0]
+    k43 = np.flatnonzero((net.bus_ids[net.f_bus] == 4) & (net.bus_ids[net.t_bus] == 3))[0]
+    assert net.branch_pair[k34] == net.branch_pair[k43]
+    assert net.branch_pair_sign[k34] == -net.branch_pair_sign[k43]
+
+
+def test_out_of_service_and_isolated_dropped(tmp_path):
+    text = MINI.replace("];\nmpc.gen = [", "\t3\t4\t10\t0\t0\t0\t1\t1\t0\t135\t1\t1.1\t0.9;\n];\nmpc.gen = [")
+    text = text.replace(
+        "\t1\t2\t0.01\t0.1\t0.02\t250\t250\t250\t0\t0\t1\t-360\t360;",
+        "\t1\t2\t0.01\t0.1\t0.02\t250\t250\t250\t0\t0\t1\t-360\t360;\n\t1\t3\t0.01\t0.1\t0.02\t250\t250\t250\t0\t0\t1\t-360\t360;\n\t1\t2\t0.02\t0.2\t0.0\t0\t0\t0\t0\t0\t0\t-30\t30;",
+    )
+    net = load_case(write(tmp_path, text))
+    assert net.n_bus == 2  # bus 3 (type 4) dropped
+    assert net.n_branch == 1  # 1-3 touches an isolated bus, the third branch is out of service
+    assert list(net.branch_ids) == [1]
+
+
+def test_voltage_product_bounds_match_powermodels_rule(case14):
+    wr_min, wr_max, wi_min, wi_max = voltage_product_bounds(case14)
+    # angmin < 0 < angmax: wr in [vmin^2 cos(60), vmax^2], wi in +-vmax^2 sin(60)
+    np.testing.assert_allclose(wr_max, 1.06**2)
+    np.testing.assert_allclose(wr_min, 0.94**2 * np.cos(PM_ANGLE_PAD))
+    np.testing.assert_allclose(wi_max, 1.06**2 * np.sin(PM_ANGLE_PAD))
+    np.testing.assert_allclose(wi_min, -(1.06**2) * np.sin(PM_ANGLE_PAD))
+
+
+@pytest.mark.parametrize(
+    "old, new, match",
+    [
+        ("\t1\t2\t0.01\t0.1", "\t1\t7\t0.01\t0.1", r"branch 1 has tbus 7, which is not a bus"),
+        ("\t1\t0\t0\t300", "\t9\t0\t0\t300", r"generator 1 has bus 9, which is not a bus"),
+        ("90\t30", "nan\t30", r"bus 2 \(row 2\) has nan in field Pd"),
+        ("0.01\t0.1\t0.02", "0.01\tinf\t0.02", r"branch 1 \(row 1\) has inf in field x"),
+        ("0.01\t0.1\t0.02", "0\t0\t0.02", "branch 1 has zero impedance"),
+        ("1\t1.1\t0.9; % a", "1\t0.9\t1.1; % a", "bus 2 has Vmin 1.1 and Vmax 0.9"),
+        ("250\t250\t250\t0\t0\t1", "-5\t250\t250\t0\t0\t1", "branch 1 has a negative rateA"),
+        ("1\t2\t0.01", "1\t1\t0.01", "branch 1 connects bus 1 to itself"),
+        ("\t2\t1\t90", "\t1\t1\t90", "bus 1 appears 2 times"),
+        ("250\t10;", "5\t10;", "generator 1 has Pmin/Pmax = 10/5"),
+        ("\t2\t0\t0\t3\t0.11\t5\t150;", "\t2\t0\t0\t5\t1\t1\t0.11\t5\t150;", "polynomial cost of degree 4"),
+    ],
+)
+def test_bad_data_names_element_and_field(tmp_path, old, new, match):
+    assert old in MINI
+    path = write(tmp_path, MINI.replace(old, new, 1), "broken.m")
+    with pytest.raises(CaseDataError, match=match) as info:
+        load_case(path)
+    assert "broken.m" in str(info.value)
+
+
+def test_unknown_case_and_convention():
+    with pytest.raises(CaseDataError, match="not a bundled case"):
+        load_case("case99999")
+    with pytest.raises(CaseDataError, match="unknown convention"):
+        load_case("case14", convention="psse")
+
+
+def test_pandapower_network_matches_matpower_file():
+    import pandapower.networks as pn
+
+    from_pp = load_case(pn.case14())
+    from_m = load_case("case14")
+    assert from_pp.n_bus == from_m.n_bus and from_pp.n_branch == from_m.n_branch
+    np.testing.assert_allclose(np.sort(from_pp.pd), np.sort(from_m.pd), atol=1e-9)
+
+
+def test_thermal_limit_fill(case14):
+    filled = load_case("case14", fill_thermal_limits=True)
+    assert np.all(np.isfinite(filled.rate_a)) and np.all(filled.rate_a > 0)
+    # branch 1-2: |y| * vmax * sqrt(2 vmax^2 (1 - cos 60deg)) = |y| * vmax^2
+    y = 1 / abs(0.01938 + 0.05917j)
+    assert filled.rate_a[0] == pytest.approx(y * 1.06 * 1.06 * np.sqrt(2 - 2 * np.cos(PM_ANGLE_PAD)), rel=1e-9)
