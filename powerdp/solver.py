@@ -142,7 +142,7 @@ class SolveResult:
 class _Callbacks:
     """The cyipopt problem object: vectorized evaluation of a compiled QCQP."""
 
-    def __init__(self, prob: CompiledProblem):
+    def __init__(self, prob: CompiledProblem, pattern: QuadraticObjective | None = None):
         self.prob = prob
         n, m = prob.n, prob.m
         self.n, self.m = n, m
@@ -160,9 +160,10 @@ class _Callbacks:
         self.jpos_j = inv[na + nq :]  # position of (row, qj): gets v * x[qi]
         # ---- Hessian pattern (lower triangle): constraints ∪ base objective ∪ diagonal
         obj = prob.objective
+        pattern = obj if pattern is None else pattern
         diag = np.arange(n, dtype=np.int64)
-        hr = np.concatenate([prob.qi, obj.qi, diag])
-        hc = np.concatenate([prob.qj, obj.qj, diag])
+        hr = np.concatenate([prob.qi, pattern.qi, diag])
+        hc = np.concatenate([prob.qj, pattern.qj, diag])
         hkey = hr * n + hc
         self.hess_keys = np.unique(hkey)
         self.hess_rows, self.hess_cols = self.hess_keys // max(n, 1), self.hess_keys % max(n, 1)
@@ -172,7 +173,7 @@ class _Callbacks:
         self.hpos_diag = np.searchsorted(self.hess_keys, diag * n + diag)
         self.callback_s = 0.0
         self.iterations = 0
-        self.set_objective(obj)
+        self.set_objective(pattern)
 
     def set_objective(self, obj: QuadraticObjective) -> None:
         n = self.n
@@ -246,13 +247,24 @@ class IpoptSolver:
     problem: the compiled problem; its constraints and bounds are fixed for the solver's life.
     profile: an Ipopt option profile name or path (see :func:`load_ipopt_profile`).
     options: extra Ipopt options, overriding the profile.
+    objective_pattern: the objective whose Hessian pattern the solver reserves (with the
+        constraints' and the diagonal); default the problem's own objective. Pass a purely
+        linear objective when every solve has a diagonal Hessian (linearized ADMM steps):
+        Ipopt then factors a sparser KKT system.
     """
 
-    def __init__(self, problem: CompiledProblem, profile: str | Path = "default", options: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        problem: CompiledProblem,
+        profile: str | Path = "default",
+        options: dict[str, Any] | None = None,
+        objective_pattern: QuadraticObjective | None = None,
+    ):
         import cyipopt
 
         self.problem = problem
-        self._cb = _Callbacks(problem)
+        self._default_objective = problem.objective if objective_pattern is None else objective_pattern
+        self._cb = _Callbacks(problem, objective_pattern)
         self._nlp = cyipopt.Problem(
             n=problem.n,
             m=problem.m,
@@ -290,7 +302,7 @@ class IpoptSolver:
         solve: inspect the result or call :meth:`SolveResult.check`.
         """
         cb = self._cb
-        cb.set_objective(objective if objective is not None else self.problem.objective)
+        cb.set_objective(objective if objective is not None else self._default_objective)
         x0 = self.problem.x0 if x0 is None else np.asarray(x0, dtype=float)
         cb.callback_s = 0.0
         cb.iterations = 0

@@ -1,0 +1,278 @@
+"""A zone agent: one zone's private data, its compiled local problem, its local updates.
+
+The agent builds its zone's Pyomo model once (SPEC §4), compiles it, and from
+then on only re-solves the compiled problem with new linear and diagonal
+objective terms (SPEC §5 step 2). Its loads live inside its compiled objective
+``f_p`` and never leave it: :meth:`ZoneAgent.step` returns a
+:class:`~powerdp.messages.ZoneUpdate` holding only ``B_p z_p`` and solver
+statistics. :meth:`ZoneAgent.diagnostics` (the true objective and the
+constraint violation of the released point) exists for experiments, which is
+how the paper's figures are drawn; the coordinator never calls it.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Hashable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from .compiled import CompiledProblem, QuadraticObjective, compile_model
+from .config import RunConfig
+from .errors import SolverError
+from .formulation import build_model
+from .messages import ConsensusMessage, SolverStats, ZoneUpdate
+from .network import Network
+from .privacy import (
+    PrivacyLedger,
+    gradient_sensitivity,
+    make_mechanism,
+    noise_magnitude,
+    output_sensitivity,
+    zone_rng,
+)
+from .solver import IpoptSolver
+
+__all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant"]
+
+
+def lipschitz_constant(objective: QuadraticObjective, n: int) -> float:
+    """L_p = λ_max of the objective's Hessian (for shedding 2·λ_max(M_pᵀM_p), SPEC §5)."""
+    H = objective.hessian_matrix(n)
+    if H.nnz == 0:
+        return 0.0
+    if n <= 400:
+        return float(max(np.linalg.eigvalsh(H.toarray()).max(), 0.0))
+    val = spla.eigsh(H, k=1, which="LA", return_eigenvectors=False, tol=1e-8)
+    return float(max(val[0], 0.0))
+
+
+def step_size(schedule: str | float, t: int, lipschitz: float, epsilon: float | None = None) -> float:
+    """η_t of SPEC §5: ``capped`` min(1.9/L, 1/√t), ``sqrt`` 1/√t, ``theorem`` 1/(L + √t/ε), or a constant."""
+    if schedule == "sqrt":
+        return 1.0 / math.sqrt(t)
+    if schedule == "capped":
+        return min(1.9 / lipschitz, 1.0 / math.sqrt(t)) if lipschitz > 0 else 1.0 / math.sqrt(t)
+    if schedule == "theorem":
+        if not epsilon:
+            raise ValueError("the theorem schedule needs epsilon")
+        return 1.0 / (lipschitz + math.sqrt(t) / epsilon)
+    return float(schedule)
+
+
+@dataclass(frozen=True)
+class ZoneDiagnostics:
+    """Evaluation-only figures of a zone (experiments and plots; never sent to the coordinator)."""
+
+    zone: int
+    objective: float  # f_p at the released point, with the true loads
+    max_violation: float  # how far the released point lies outside W_p
+    epsilon_spent: float
+    privacy: dict[str, Any] | None
+    solution: dict[Hashable, float] | None = None
+
+
+class ZoneAgent:
+    """One zone's operator in the distributed solve.
+
+    Parameters
+    ----------
+    net: the network (the agent reads only its own buses' loads).
+    zone: the zone id.
+    own_buses: internal indices of the buses the zone owns.
+    shared_keys: the zone's shared variables, in the order of its consensus entries.
+    config: the run configuration.
+    """
+
+    def __init__(
+        self,
+        net: Network,
+        zone: int,
+        own_buses: np.ndarray,
+        shared_keys: Sequence[Hashable],
+        config: RunConfig,
+    ):
+        self.zone = int(zone)
+        self.config = config
+        t0 = time.perf_counter()
+        model = build_model(net, own_buses, objective=config.objective, flows=config.flows, name=f"{net.name}/zone{zone}")
+        t1 = time.perf_counter()
+        self.problem: CompiledProblem = compile_model(model)
+        del model
+        gc.collect()  # drop the Pyomo model now rather than inside Ipopt's callbacks
+        t2 = time.perf_counter()
+        prob = self.problem
+        self.n = prob.n
+        self._f = prob.objective  # the private local objective (holds the loads)
+        self.shared_cols = prob.index_of(list(shared_keys))
+        self.n_shared = len(self.shared_cols)
+        self._shared_mask = np.zeros(self.n)
+        self._shared_mask[self.shared_cols] = 1.0
+        self.lipschitz = lipschitz_constant(self._f, self.n)
+        linearized = config.algorithm != "exact"
+        pattern = QuadraticObjective(c=np.zeros(self.n)) if linearized else self._f
+        self.solver = IpoptSolver(prob, profile=config.ipopt_profile, objective_pattern=pattern)
+        self._x_flat = prob.x0.copy()
+        self.rng = zone_rng(config.seed, self.zone)
+        self.mechanism = None
+        self.ledger: PrivacyLedger | None = None
+        self.grad_sensitivity = None
+        if config.private:
+            sp_map, sq_map = prob.expressions["sp"], prob.expressions["sq"]
+            M = sp.vstack([sp_map.M, sq_map.M]).tocsr()  # rows a_i, then b_i (data-independent)
+            self.grad_sensitivity = gradient_sensitivity(M, config.beta, config.sensitivity)
+            if config.perturbation == "objective":
+                self.mechanism = make_mechanism(
+                    config.mechanism, self.grad_sensitivity, config.epsilon, config.delta if config.mechanism == "gaussian" else None
+                )
+                self.ledger = PrivacyLedger(self.mechanism, zone=self.zone)
+            else:
+                # OutPert's scale depends on η_t; the ledger's per-step (ε, δ) does not
+                first = self._output_mechanism(1)
+                self.ledger = PrivacyLedger(first, zone=self.zone)
+        self.z_last: np.ndarray | None = None  # last local iterate (the next round starts here)
+        self.z_released: np.ndarray | None = None  # z_p^{t+1}, the mean of the round's iterates
+        self.lam = np.zeros(self.n_shared)
+        self.round = 0
+        self._warm: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.setup_s = {"build_s": t1 - t0, "compile_s": t2 - t1, "solver_s": time.perf_counter() - t2}
+
+    # ------------------------------------------------------------ internals
+    def _context(self, step: int | None = None) -> str:
+        ctx = f"zone {self.zone}, round {self.round}"
+        return ctx + (f", local step {step}" if step is not None else "")
+
+    def _output_mechanism(self, t: int):
+        cfg = self.config
+        eta = self.eta(t)
+        sens = output_sensitivity(self.grad_sensitivity, eta, self.n, cfg.mechanism, cfg.sensitivity)
+        return make_mechanism(cfg.mechanism, sens, cfg.epsilon, cfg.delta if cfg.mechanism == "gaussian" else None)
+
+    def eta(self, t: int) -> float:
+        return step_size(self.config.eta, t, self.lipschitz, self.config.epsilon if self.config.private else None)
+
+    def _solve(self, objective: QuadraticObjective, x0: np.ndarray, step: int | None):
+        if self.config.warm_start and self._warm is not None:
+            x_prev, mult_g, _ = self._warm
+            res = self.solver.solve(objective, x0=x_prev, mult_g=mult_g)
+        else:
+            res = self.solver.solve(objective, x0=x0)
+        res.check(self._context(step))
+        if self.config.warm_start:
+            self._warm = (res.x, res.mult_g, res.mult_x_lower)
+        return res
+
+    # ------------------------------------------------------------- protocol
+    def initialize(self) -> ZoneUpdate:
+        """Project the data-independent flat start onto W_p (SPEC §5) and release its shared part."""
+        t = time.perf_counter()
+        res = self._solve(QuadraticObjective(c=-self._x_flat, diag=np.ones(self.n)), self._x_flat, None)
+        self.z_last = res.x
+        self.z_released = res.x
+        stats = SolverStats(1, res.iterations, res.ipopt_s, time.perf_counter() - t, (res.status,), 0.0)
+        return ZoneUpdate(round=0, zone=self.zone, released=res.x[self.shared_cols].copy(), stats=stats)
+
+    def step(self, msg: ConsensusMessage) -> ZoneUpdate:
+        """One ADMM round (SPEC §5 steps 2–3): E local updates, release B_p z_p^{t+1}, update λ_p."""
+        if msg.zone != self.zone:
+            raise ValueError(f"message for zone {msg.zone} delivered to zone {self.zone}")
+        if self.z_last is None:
+            raise RuntimeError(f"zone {self.zone} has not been initialized")
+        t_start = time.perf_counter()
+        self.round = t = msg.round
+        cfg = self.config
+        w, rho = msg.w, msg.rho
+        # B_pᵀ(ρ w + λ): the ADMM term's linear part, fixed for the round
+        admm_lin = np.zeros(self.n)
+        admm_lin[self.shared_cols] = rho * w + self.lam
+        iterations, ipopt_s, statuses, noise = 0, 0.0, [], 0.0
+        if cfg.algorithm == "exact":
+            f = self._f
+            obj = QuadraticObjective(c=f.c - admm_lin, const=f.const, qi=f.qi, qj=f.qj, qv=f.qv, diag=rho * self._shared_mask)
+            res = self._solve(obj, self._x_flat, 1)
+            iterates = [res.x]
+            iterations, ipopt_s, statuses = res.iterations, res.ipopt_s, [res.status]
+        else:
+            eta = self.eta(t)
+            diag = 1.0 / eta + rho * self._shared_mask
+            out_mech = self._output_mechanism(t) if cfg.perturbation == "output" else None
+            z = self.z_last
+            iterates = []
+            for e in range(1, cfg.local_updates + 1):
+                c = self._f.gradient(z) - z / eta - admm_lin
+                if cfg.perturbation == "objective":
+                    xi = self.mechanism.sample(self.rng, self.n)  # ObjPert: ξ^{t,e} in the objective
+                    c = c + xi
+                    noise += noise_magnitude(xi)
+                res = self._solve(QuadraticObjective(c=c, diag=diag), self._x_flat, e)
+                z = res.x
+                if out_mech is not None:
+                    xi = out_mech.sample(self.rng, self.n)  # OutPert: ξ added to the solution
+                    z = z + xi
+                    noise += noise_magnitude(xi)
+                iterates.append(z)
+                iterations += res.iterations
+                ipopt_s += res.ipopt_s
+                statuses.append(res.status)
+            if self.ledger is not None:
+                self.ledger.record(cfg.local_updates, mechanism=out_mech)
+        self.z_last = iterates[-1]
+        self.z_released = iterates[0] if len(iterates) == 1 else np.mean(iterates, axis=0)
+        released = self.z_released[self.shared_cols].copy()
+        self.lam = self.lam + rho * (w - released)  # SPEC §5 step 3
+        stats = SolverStats(
+            solves=len(iterates),
+            iterations=iterations,
+            ipopt_s=ipopt_s,
+            wall_s=time.perf_counter() - t_start,
+            statuses=tuple(statuses),
+            noise_magnitude=noise,
+        )
+        return ZoneUpdate(round=t, zone=self.zone, released=released, stats=stats)
+
+    # ----------------------------------------------------------- evaluation
+    def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
+        """True objective and W_p violation of the released point (evaluation only)."""
+        z = self.z_released
+        solution = dict(zip(self.problem.var_keys, z.tolist())) if with_solution else None
+        return ZoneDiagnostics(
+            zone=self.zone,
+            objective=self._f.value(z),
+            max_violation=self.problem.max_violation(z),
+            epsilon_spent=self.ledger.epsilon_spent() if self.ledger is not None else 0.0,
+            privacy=self.ledger.report() if self.ledger is not None else None,
+            solution=solution,
+        )
+
+    # ----------------------------------------------------------- checkpoint
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume this agent (kept on the zone's side)."""
+        return {
+            "zone": self.zone,
+            "round": self.round,
+            "z_last": self.z_last,
+            "z_released": self.z_released,
+            "lam": self.lam,
+            "rng": self.rng.bit_generator.state,
+            "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
+            "warm": self._warm,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["zone"]) != self.zone:
+            raise ValueError(f"checkpoint of zone {state['zone']} loaded into zone {self.zone}")
+        self.round = int(state["round"])
+        self.z_last = np.asarray(state["z_last"], dtype=float)
+        self.z_released = np.asarray(state["z_released"], dtype=float)
+        self.lam = np.asarray(state["lam"], dtype=float)
+        self.rng.bit_generator.state = state["rng"]
+        if self.ledger is not None:
+            missing = int(state["ledger_steps"]) - self.ledger.steps
+            if missing > 0:
+                self.ledger.record(missing)
+        self._warm = state.get("warm")

@@ -1,0 +1,302 @@
+"""Execution backends: where the zone agents live and how messages reach them.
+
+* :class:`SerialBackend` keeps every agent in this process.
+* :class:`ProcessBackend` starts persistent worker processes, each hosting a
+  group of zones; an agent's state (its compiled problem, iterate, duals,
+  noise generator) stays in its worker for the whole run, and only messages
+  cross the pipe. A worker receives the network with the loads of every bus
+  it does not own set to zero.
+* ``mpi`` (see :mod:`powerdp.mpi`) hosts the agents on MPI ranks.
+
+Every backend returns identical results for the same seed: each zone draws
+its noise from its own generator (seed, zone) and does the same arithmetic
+wherever it runs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import traceback
+from dataclasses import dataclass
+from typing import Any, Hashable, Sequence
+
+import numpy as np
+
+from .config import RunConfig
+from .errors import PowerDPError, SolverError
+from .messages import ConsensusMessage, ZoneUpdate
+from .network import Network
+
+__all__ = ["AgentSpec", "Backend", "SerialBackend", "ProcessBackend", "make_backend", "assign_zones", "WorkerError"]
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """What a host needs to build one zone agent (public structure only)."""
+
+    zone: int
+    own_buses: np.ndarray
+    shared_keys: tuple[Hashable, ...]
+
+
+class WorkerError(SolverError):
+    """A zone failed (or its host died) inside a backend; names the zone, host and round."""
+
+
+def private_view(net: Network, own_buses: np.ndarray) -> Network:
+    """The network as a host of the given buses sees it: every other bus's load set to zero."""
+    keep = np.zeros(net.n_bus, dtype=bool)
+    keep[own_buses] = True
+    return net.with_loads(np.where(keep, net.pd, 0.0), np.where(keep, net.qd, 0.0))
+
+
+def _build_agents(net: Network, specs: Sequence[AgentSpec], config: RunConfig):
+    from .agent import ZoneAgent
+
+    return {s.zone: ZoneAgent(net, s.zone, s.own_buses, s.shared_keys, config) for s in specs}
+
+
+class Backend:
+    """Interface: hosts agents and relays messages."""
+
+    n_hosts: int = 1
+
+    def initialize(self) -> list[ZoneUpdate]:
+        raise NotImplementedError
+
+    def step(self, messages: Sequence[ConsensusMessage]) -> list[ZoneUpdate]:
+        raise NotImplementedError
+
+    def diagnostics(self, with_solution: bool = False) -> list:
+        raise NotImplementedError
+
+    def states(self) -> dict[int, dict[str, Any]]:
+        raise NotImplementedError
+
+    def load_states(self, states: dict[int, dict[str, Any]]) -> None:
+        raise NotImplementedError
+
+    def setup_times(self) -> dict[int, dict[str, float]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ---------------------------------------------------------------------------
+# serial
+# ---------------------------------------------------------------------------
+
+
+class SerialBackend(Backend):
+    """All agents in this process, stepped one after another."""
+
+    def __init__(self, net: Network, specs: Sequence[AgentSpec], config: RunConfig):
+        self.agents = _build_agents(net, specs, config)
+        self.zones = sorted(self.agents)
+
+    def initialize(self) -> list[ZoneUpdate]:
+        return [self.agents[z].initialize() for z in self.zones]
+
+    def step(self, messages: Sequence[ConsensusMessage]) -> list[ZoneUpdate]:
+        return [self.agents[m.zone].step(m) for m in messages]
+
+    def diagnostics(self, with_solution: bool = False) -> list:
+        return [self.agents[z].diagnostics(with_solution) for z in self.zones]
+
+    def states(self) -> dict[int, dict[str, Any]]:
+        return {z: a.state_dict() for z, a in self.agents.items()}
+
+    def load_states(self, states: dict[int, dict[str, Any]]) -> None:
+        for z, s in states.items():
+            self.agents[int(z)].load_state_dict(s)
+
+    def setup_times(self) -> dict[int, dict[str, float]]:
+        return {z: a.setup_s for z, a in self.agents.items()}
+
+
+# ---------------------------------------------------------------------------
+# processes
+# ---------------------------------------------------------------------------
+
+
+def assign_zones(sizes: Sequence[int], n_hosts: int) -> list[list[int]]:
+    """Greedy balance: the largest zone first, each to the least-loaded host (deterministic)."""
+    loads = [0] * n_hosts
+    groups: list[list[int]] = [[] for _ in range(n_hosts)]
+    for z in sorted(range(len(sizes)), key=lambda z: (-sizes[z], z)):
+        h = min(range(n_hosts), key=lambda h: (loads[h], h))
+        groups[h].append(z)
+        loads[h] += sizes[z]
+    return [sorted(g) for g in groups if g]
+
+
+def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> None:
+    """A worker process: builds its agents once, then serves commands until told to stop."""
+    import logging
+
+    logging.getLogger("pyomo").setLevel(logging.ERROR)
+    zone = None
+    try:
+        agents = _build_agents(net, specs, config)
+        conn.send(("ok", None))
+        while True:
+            cmd, arg = conn.recv()
+            if cmd == "close":
+                break
+            if cmd == "init":
+                out = []
+                for z in sorted(agents):
+                    zone = z
+                    out.append(agents[z].initialize())
+            elif cmd == "step":
+                out = []
+                for m in arg:
+                    zone = m.zone
+                    out.append(agents[m.zone].step(m))
+            elif cmd == "diag":
+                out = [agents[z].diagnostics(arg) for z in sorted(agents)]
+            elif cmd == "states":
+                out = {z: a.state_dict() for z, a in agents.items()}
+            elif cmd == "load":
+                for z, s in arg.items():
+                    agents[int(z)].load_state_dict(s)
+                out = None
+            elif cmd == "setup":
+                out = {z: a.setup_s for z, a in agents.items()}
+            else:
+                raise ValueError(f"unknown command {cmd!r}")
+            zone = None
+            conn.send(("ok", out))
+    except Exception as exc:  # report every failure to the parent, then exit
+        try:
+            conn.send(("error", (type(exc).__name__, str(exc), zone, traceback.format_exc())))
+        except Exception:
+            pass
+    finally:
+        conn.close()
+
+
+class ProcessBackend(Backend):
+    """Persistent worker processes, each hosting a group of zones."""
+
+    def __init__(
+        self,
+        net: Network,
+        specs: Sequence[AgentSpec],
+        config: RunConfig,
+        workers: int | None = None,
+        start_method: str | None = None,
+    ):
+        n_workers = workers or config.workers or min(len(specs), os.cpu_count() or 1)
+        n_workers = max(1, min(n_workers, len(specs)))
+        spec_of = {s.zone: s for s in specs}
+        self.groups = assign_zones([len(s.own_buses) for s in specs], n_workers)
+        self.n_hosts = len(self.groups)
+        ctx = mp.get_context(start_method or os.environ.get("POWERDP_START_METHOD", "spawn"))
+        self.conns = []
+        self.procs = []
+        self.round = 0
+        for h, group in enumerate(self.groups):
+            own = np.concatenate([spec_of[z].own_buses for z in group])
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(
+                target=_worker_main,
+                args=(child, private_view(net, own), [spec_of[z] for z in group], config),
+                name=f"powerdp-worker-{h}",
+                daemon=True,
+            )
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+        for h in range(self.n_hosts):
+            self._recv(h, "setup")
+
+    def _recv(self, h: int, what: str):
+        conn = self.conns[h]
+        try:
+            status, payload = conn.recv()
+        except (EOFError, ConnectionError, OSError):
+            code = self.procs[h].exitcode
+            raise WorkerError(
+                f"worker process {h} (zones {self.groups[h]}) died during {what} (exit code {code})",
+                context=f"round {self.round}",
+            ) from None
+        if status == "error":
+            kind, msg, zone, tb = payload
+            where = f"zone {zone}, " if zone is not None and f"zone {zone}" not in msg else ""
+            raise WorkerError(f"{where}worker process {h}: {kind}: {msg}")
+        return payload
+
+    def _call(self, cmd: str, args_per_host: Sequence[Any] | None = None) -> list[Any]:
+        for h, conn in enumerate(self.conns):
+            try:
+                conn.send((cmd, None if args_per_host is None else args_per_host[h]))
+            except (BrokenPipeError, ConnectionError, OSError):
+                raise WorkerError(
+                    f"worker process {h} (zones {self.groups[h]}) is gone (exit code {self.procs[h].exitcode})",
+                    context=f"round {self.round}",
+                ) from None
+        return [self._recv(h, cmd) for h in range(self.n_hosts)]
+
+    def _merge(self, per_host: list[list]) -> list:
+        items = [x for host in per_host for x in host]
+        return sorted(items, key=lambda u: u.zone)
+
+    def initialize(self) -> list[ZoneUpdate]:
+        return self._merge(self._call("init"))
+
+    def step(self, messages: Sequence[ConsensusMessage]) -> list[ZoneUpdate]:
+        self.round = messages[0].round if messages else self.round
+        by_zone = {m.zone: m for m in messages}
+        return self._merge(self._call("step", [[by_zone[z] for z in g] for g in self.groups]))
+
+    def diagnostics(self, with_solution: bool = False) -> list:
+        return self._merge(self._call("diag", [with_solution] * self.n_hosts))
+
+    def states(self) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        for part in self._call("states"):
+            out.update(part)
+        return out
+
+    def load_states(self, states: dict[int, dict[str, Any]]) -> None:
+        self._call("load", [{z: states[z] for z in g} for g in self.groups])
+
+    def setup_times(self) -> dict[int, dict[str, float]]:
+        out: dict[int, dict[str, float]] = {}
+        for part in self._call("setup"):
+            out.update(part)
+        return out
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(("close", None))
+            except Exception:
+                pass
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+        self.conns, self.procs = [], []
+
+
+def make_backend(name: str, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> Backend:
+    if name == "serial":
+        return SerialBackend(net, specs, config)
+    if name == "process":
+        return ProcessBackend(net, specs, config)
+    if name == "mpi":
+        from .mpi import MPIBackend
+
+        return MPIBackend(net, specs, config)
+    raise PowerDPError(f"unknown backend {name!r}")

@@ -1,0 +1,156 @@
+"""Run configuration: every knob of a distributed run, validated in one place.
+
+A :class:`RunConfig` is what ``powerdp run`` flags, a TOML file or Python code
+describe; it is saved next to every result (``config.json``) so a run can be
+resumed or repeated exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["RunConfig", "ALGORITHMS", "DP_ALGORITHMS", "ETA_SCHEDULES"]
+
+ALGORITHMS = ("exact", "nonprivate", "objl", "objg", "outl", "outg")
+DP_ALGORITHMS = ("objl", "objg", "outl", "outg")
+ETA_SCHEDULES = ("capped", "sqrt", "theorem")
+BACKENDS = ("serial", "process", "mpi")
+
+
+@dataclass
+class RunConfig:
+    """A distributed run (SPEC §5–§7).
+
+    Defaults are the product's best measured settings: ``eta="capped"``,
+    sound sensitivities, flows eliminated. The paper's settings are
+    ``eta="sqrt"``, ``sensitivity="paper"``, ``flows="variables"``.
+    """
+
+    case: str = "case14"
+    zones: int | None = 3
+    partition: str | None = None  # a bus,zone CSV, or "area"/"zone"; overrides zones
+    partition_method: str = "modularity"
+    algorithm: str = "objl"
+    objective: str = "shedding"
+    epsilon: float = 0.1
+    delta: float = 1e-2
+    beta: float = 0.01
+    sensitivity: str = "sound"
+    rounds: int = 100
+    local_updates: int = 1
+    rho: float = 100.0
+    rho_schedule: str = "constant"  # or "adaptive" (residual balancing; non-private runs only)
+    eta: str | float = "capped"
+    seed: int = 0
+    backend: str = "serial"
+    workers: int | None = None
+    flows: str = "expressions"
+    convention: str = "powermodels"
+    tol_primal: float = 0.0  # stop when both residuals fall below (0: run all rounds)
+    tol_dual: float = 0.0
+    warm_start: bool = False
+    checkpoint_every: int = 10
+    ipopt_profile: str = "default"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ------------------------------------------------------------------ checks
+    def validate(self) -> "RunConfig":
+        def bad(name: str, msg: str) -> ConfigError:
+            return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
+
+        if self.algorithm not in ALGORITHMS:
+            raise bad("algorithm", f"choose one of {', '.join(ALGORITHMS)}")
+        if self.objective not in ("shedding", "cost"):
+            raise bad("objective", "choose 'shedding' or 'cost'")
+        if self.algorithm in DP_ALGORITHMS and self.objective == "cost":
+            raise ConfigError(
+                f"algorithm {self.algorithm!r} is differentially private, but the 'cost' objective keeps the "
+                "loads in the power-balance constraints, so the feasible set depends on private data and no "
+                "DP guarantee holds (SPEC §3); use objective 'shedding'"
+            )
+        if self.algorithm in DP_ALGORITHMS:
+            if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
+                raise bad("epsilon", "must be a positive number")
+            if self.algorithm.endswith("g") and not (0 < self.delta < 1):
+                raise bad("delta", "the Gaussian mechanism needs 0 < delta < 1")
+            if not (self.beta > 0 and math.isfinite(self.beta)):
+                raise bad("beta", "must be a positive number (p.u.)")
+        if self.sensitivity not in ("sound", "paper"):
+            raise bad("sensitivity", "choose 'sound' or 'paper'")
+        if int(self.rounds) != self.rounds or self.rounds < 1:
+            raise bad("rounds", "must be a positive integer")
+        if int(self.local_updates) != self.local_updates or self.local_updates < 1:
+            raise bad("local_updates", "must be a positive integer")
+        if not (self.rho > 0 and math.isfinite(self.rho)):
+            raise bad("rho", "must be a positive number")
+        if self.rho_schedule not in ("constant", "adaptive"):
+            raise bad("rho_schedule", "choose 'constant' or 'adaptive'")
+        if self.rho_schedule == "adaptive" and self.algorithm in DP_ALGORITHMS:
+            raise bad("rho_schedule", "adaptive penalties depend on data-dependent residuals; use it for non-private runs")
+        if isinstance(self.eta, str) and self.eta not in ETA_SCHEDULES:
+            try:
+                self.eta = float(self.eta)
+            except ValueError:
+                raise bad("eta", f"choose one of {', '.join(ETA_SCHEDULES)} or a positive number") from None
+        if not isinstance(self.eta, str) and not (float(self.eta) > 0):
+            raise bad("eta", "a constant step must be positive")
+        if self.eta == "theorem" and self.algorithm not in DP_ALGORITHMS:
+            raise bad("eta", "the Theorem 5.1 schedule needs epsilon; use it with a DP algorithm")
+        if self.backend not in BACKENDS:
+            raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
+        if self.workers is not None and self.workers < 1:
+            raise bad("workers", "must be at least 1")
+        if self.flows not in ("expressions", "variables"):
+            raise bad("flows", "choose 'expressions' or 'variables'")
+        if self.convention not in ("powermodels", "matpower"):
+            raise bad("convention", "choose 'powermodels' or 'matpower'")
+        if self.zones is not None and self.partition is None and self.zones < 1:
+            raise bad("zones", "must be at least 1")
+        if self.zones is None and self.partition is None:
+            raise ConfigError("give zones (a count) or partition (a bus,zone CSV file, 'area' or 'zone')")
+        if self.tol_primal < 0 or self.tol_dual < 0:
+            raise ConfigError("tol_primal and tol_dual must be >= 0")
+        if self.checkpoint_every < 0:
+            raise bad("checkpoint_every", "must be >= 0 (0 turns checkpoints off)")
+        self.rounds = int(self.rounds)
+        self.local_updates = int(self.local_updates)
+        return self
+
+    @property
+    def private(self) -> bool:
+        return self.algorithm in DP_ALGORITHMS
+
+    @property
+    def mechanism(self) -> str | None:
+        if not self.private:
+            return None
+        return "laplace" if self.algorithm.endswith("l") else "gaussian"
+
+    @property
+    def perturbation(self) -> str | None:
+        if not self.private:
+            return None
+        return "objective" if self.algorithm.startswith("obj") else "output"
+
+    # ------------------------------------------------------------ conversion
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "configuration") -> "RunConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> "RunConfig":
+        return RunConfig.from_dict({**self.to_dict(), **changes})

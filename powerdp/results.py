@@ -1,0 +1,140 @@
+"""Results of a distributed run: per-round history, final point, privacy report; files.
+
+A :class:`RunResult` saves to a directory::
+
+    DIR/config.json       the resolved RunConfig
+    DIR/history.csv       one row per round (SPEC §7)
+    DIR/summary.json      final figures, privacy report per zone, setup times
+    DIR/consensus.csv     the final consensus vector (variable, index, value)
+    DIR/zones/zone_P.csv  each zone's final released solution (variable, index, value)
+
+and :meth:`RunResult.load` reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Hashable
+
+import numpy as np
+import pandas as pd
+
+from .config import RunConfig
+
+__all__ = ["RunResult", "HISTORY_COLUMNS"]
+
+HISTORY_COLUMNS = [
+    "round",
+    "noise_magnitude",
+    "objective",
+    "feasibility",
+    "dual_residual",
+    "max_violation",
+    "solver_iterations",
+    "solves",
+    "ipopt_s",
+    "wall_s",
+    "epsilon_spent",
+    "rho",
+]
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        v = float(obj)
+        return v if np.isfinite(v) else None
+    return obj
+
+
+def _key_frame(keys: list[Hashable], values: np.ndarray | list[float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"variable": [k[0] for k in keys], "index": [k[1] for k in keys], "value": np.asarray(values, dtype=float)}
+    )
+
+
+@dataclass
+class RunResult:
+    """Everything a distributed run produced.
+
+    ``history`` has one row per round (columns :data:`HISTORY_COLUMNS`);
+    ``consensus`` is the final consensus vector ``w`` with ``shared_keys``;
+    ``zone_solutions`` maps zone → {variable key: value} (the released z_p);
+    ``privacy`` maps zone → the ledger's report; ``summary`` holds the final
+    figures (see :meth:`summary_dict`).
+    """
+
+    config: RunConfig
+    history: pd.DataFrame
+    shared_keys: list[Hashable]
+    consensus: np.ndarray
+    zone_solutions: dict[int, dict[Hashable, float]] = field(repr=False)
+    privacy: dict[int, Any]
+    summary: dict[str, Any]
+
+    @property
+    def final(self) -> pd.Series:
+        return self.history.iloc[-1]
+
+    def summary_dict(self) -> dict[str, Any]:
+        return dict(self.summary)
+
+    def to_json(self, path: str | Path) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(_jsonable(self.summary), indent=2) + "\n")
+
+    # ----------------------------------------------------------------- files
+    def save(self, directory: str | Path) -> Path:
+        d = Path(directory)
+        (d / "zones").mkdir(parents=True, exist_ok=True)
+        (d / "config.json").write_text(json.dumps(_jsonable(self.config.to_dict()), indent=2) + "\n")
+        self.history.to_csv(d / "history.csv", index=False)
+        (d / "summary.json").write_text(
+            json.dumps(_jsonable({"summary": self.summary, "privacy": self.privacy}), indent=2) + "\n"
+        )
+        _key_frame(self.shared_keys, self.consensus).to_csv(d / "consensus.csv", index=False)
+        for zone, sol in self.zone_solutions.items():
+            keys = list(sol)
+            _key_frame(keys, [sol[k] for k in keys]).to_csv(d / "zones" / f"zone_{zone}.csv", index=False)
+        return d
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "RunResult":
+        d = Path(directory)
+        config = RunConfig.from_dict(json.loads((d / "config.json").read_text()), source=str(d / "config.json"))
+        history = pd.read_csv(d / "history.csv")
+        data = json.loads((d / "summary.json").read_text())
+        cons = pd.read_csv(d / "consensus.csv")
+        keys = [(v, _index(i)) for v, i in zip(cons["variable"], cons["index"])]
+        sols = {}
+        for f in sorted((d / "zones").glob("zone_*.csv")):
+            frame = pd.read_csv(f)
+            sols[int(f.stem.split("_")[1])] = {
+                (v, _index(i)): float(x) for v, i, x in zip(frame["variable"], frame["index"], frame["value"])
+            }
+        privacy = {int(k): v for k, v in (data.get("privacy") or {}).items()}
+        return cls(
+            config=config,
+            history=history,
+            shared_keys=keys,
+            consensus=cons["value"].to_numpy(),
+            zone_solutions=sols,
+            privacy=privacy,
+            summary=data["summary"],
+        )
+
+
+def _index(i: Any) -> Any:
+    try:
+        return int(i)
+    except (TypeError, ValueError):
+        return i

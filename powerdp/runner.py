@@ -1,0 +1,257 @@
+"""Run the distributed solve: partition → agents on a backend → coordinator loop → RunResult.
+
+:func:`run_distributed` is the one entry point used by the CLI, the sweeps
+and notebooks. It checkpoints every ``config.checkpoint_every`` rounds into
+the output directory, so an interrupted or failed run keeps its history and
+can continue with ``resume=True`` (``powerdp run --resume DIR``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from .backends import AgentSpec, make_backend
+from .config import RunConfig
+from .coordinator import Coordinator
+from .errors import ConfigError, PowerDPError
+from .network import Network, load_case
+from .partition import Partition, bundled_partition, partition as make_partition
+from .results import HISTORY_COLUMNS, RunResult, _jsonable
+
+log = logging.getLogger(__name__)
+
+__all__ = ["run_distributed", "resolve_partition", "RunFailed", "load_config"]
+
+
+class RunFailed(PowerDPError):
+    """A run stopped on an error; ``result`` holds the history up to the failure."""
+
+    def __init__(self, message: str, result: RunResult | None, cause: BaseException):
+        super().__init__(message)
+        self.result = result
+        self.cause = cause
+
+
+def resolve_partition(net: Network, config: RunConfig) -> Partition:
+    """The run's zones: an explicit partition source, else the bundled one for that zone count, else automatic."""
+    if config.partition is not None:
+        return make_partition(net, config.partition)
+    bundled = bundled_partition(net, config.zones)
+    if bundled is not None:
+        return bundled
+    return make_partition(net, zones=config.zones, method=config.partition_method, seed=config.seed)
+
+
+def load_config(directory: str | Path) -> RunConfig:
+    path = Path(directory) / "config.json"
+    if not path.is_file():
+        raise ConfigError(f"{directory} holds no run (missing {path.name})")
+    return RunConfig.from_dict(json.loads(path.read_text()), source=str(path))
+
+
+def _centralized_reference(net: Network, config: RunConfig) -> float | None:
+    from .opf import solve_opf
+
+    try:
+        res = solve_opf(net, objective=config.objective, convention=config.convention, flows=config.flows)
+    except PowerDPError as exc:
+        log.warning("centralized reference solve failed: %s", exc)
+        return None
+    return res.objective if res.success else None
+
+
+def _checkpoint_dir(out: Path) -> Path:
+    return out / "checkpoint"
+
+
+def _save_checkpoint(out: Path, coordinator: Coordinator, states: dict, history: list[dict], meta: dict) -> None:
+    d = _checkpoint_dir(out)
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / "state.pkl.tmp"
+    with open(tmp, "wb") as fh:
+        pickle.dump({"coordinator": coordinator.state_dict(), "meta": meta}, fh)
+    tmp.replace(d / "state.pkl")
+    for zone, state in states.items():  # each zone's own file (its side of the run)
+        ztmp = d / f"zone_{zone}.pkl.tmp"
+        with open(ztmp, "wb") as fh:
+            pickle.dump(state, fh)
+        ztmp.replace(d / f"zone_{zone}.pkl")
+    pd.DataFrame(history, columns=HISTORY_COLUMNS).to_csv(out / "history.csv", index=False)
+
+
+def _load_checkpoint(out: Path, n_zones: int):
+    d = _checkpoint_dir(out)
+    if not (d / "state.pkl").is_file():
+        raise ConfigError(f"{out} has no checkpoint to resume from ({d / 'state.pkl'} is missing)")
+    with open(d / "state.pkl", "rb") as fh:
+        main = pickle.load(fh)
+    states = {}
+    for z in range(n_zones):
+        with open(d / f"zone_{z}.pkl", "rb") as fh:
+            states[z] = pickle.load(fh)
+    return main, states
+
+
+def run_distributed(
+    config: RunConfig,
+    network: Network | None = None,
+    partition: Partition | None = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    reference: bool = True,
+) -> RunResult:
+    """Run the (private) distributed ADMM of SPEC §5 and return its :class:`RunResult`.
+
+    Parameters
+    ----------
+    config: the run configuration.
+    network, partition: pass already-loaded objects, else they come from ``config``.
+    out: output directory (results, checkpoints); required for ``resume``.
+    resume: continue from the last checkpoint in ``out``.
+    progress: called after every round with that round's history row.
+    reference: also solve the centralized problem to report the gap to it.
+    """
+    config.validate()
+    t_setup = time.perf_counter()
+    net = network if network is not None else load_case(config.case, convention=config.convention)
+    part = partition if partition is not None else resolve_partition(net, config)
+    out_dir = Path(out) if out is not None else None
+    if resume and out_dir is None:
+        raise ConfigError("resume needs the output directory of the run")
+    by_zone = part.shared_by_zone(config.flows)
+    keys = part.shared_keys(config.flows)
+    if not keys:
+        raise ConfigError(f"the partition of {net.name} into {part.n_zones} zone(s) shares no variables; nothing to coordinate")
+    key_index = {k: i for i, k in enumerate(keys)}
+    zone_maps = [np.array([key_index[k] for k in by_zone[p]], dtype=np.int64) for p in range(part.n_zones)]
+    specs = [AgentSpec(zone=p, own_buses=part.own_buses(p), shared_keys=tuple(by_zone[p])) for p in range(part.n_zones)]
+    central = _centralized_reference(net, config) if reference else None
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "config.json").write_text(json.dumps(_jsonable(config.to_dict()), indent=2) + "\n")
+        part.to_csv(out_dir / "partition.csv")
+
+    history: list[dict[str, Any]] = []
+    start_round = 1
+    coordinator = Coordinator(len(keys), zone_maps, config.rho, config.rho_schedule)
+    backend = make_backend(config.backend, net, specs, config)
+    try:
+        setup_times = backend.setup_times()
+        if resume:
+            main, states = _load_checkpoint(out_dir, part.n_zones)
+            coordinator.load_state_dict(main["coordinator"])
+            backend.load_states(states)
+            history = main["meta"]["history"]
+            start_round = coordinator.round + 1
+            log.info("resuming %s at round %d", out_dir, start_round)
+        else:
+            coordinator.start(backend.initialize())
+        setup_s = time.perf_counter() - t_setup
+        run_start = time.perf_counter()
+        stopped = "rounds"
+        for t in range(start_round, config.rounds + 1):
+            t0 = time.perf_counter()
+            rho = coordinator.rho
+            try:
+                updates = backend.step(coordinator.broadcast())
+            except PowerDPError as exc:
+                partial = _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False)
+                if out_dir is not None:
+                    partial.save(out_dir)
+                    (out_dir / "failure.txt").write_text(f"round {t}: {exc}\n")
+                raise RunFailed(
+                    f"run stopped in round {t}: {exc}"
+                    + (f"; history and last checkpoint kept in {out_dir}" if out_dir is not None else ""),
+                    partial,
+                    exc,
+                ) from exc
+            res = coordinator.receive(updates)
+            diags = backend.diagnostics()
+            row = {
+                "round": t,
+                "noise_magnitude": float(sum(u.stats.noise_magnitude for u in updates)),
+                "objective": float(sum(d.objective for d in diags)),
+                "feasibility": res.primal,
+                "dual_residual": res.dual,
+                "max_violation": float(max(d.max_violation for d in diags)),
+                "solver_iterations": int(sum(u.stats.iterations for u in updates)),
+                "solves": int(sum(u.stats.solves for u in updates)),
+                "ipopt_s": float(sum(u.stats.ipopt_s for u in updates)),
+                "wall_s": time.perf_counter() - t0,
+                "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
+                "rho": rho,
+            }
+            history.append(row)
+            if progress is not None:
+                progress(row)
+            if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds):
+                _save_checkpoint(out_dir, coordinator, backend.states(), history, {"history": history})
+            if (config.tol_primal > 0 or config.tol_dual > 0) and res.primal <= config.tol_primal and res.dual <= config.tol_dual:
+                stopped = "tolerance"
+                if out_dir is not None and config.checkpoint_every:
+                    _save_checkpoint(out_dir, coordinator, backend.states(), history, {"history": history})
+                break
+        result = _result(
+            config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
+            run_s=time.perf_counter() - run_start, stopped=stopped,
+        )
+    finally:
+        backend.close()
+    if out_dir is not None:
+        result.save(out_dir)
+    return result
+
+
+def _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete, run_s=None, stopped="failed"):
+    frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
+    diags = backend.diagnostics(with_solution=True) if (history or complete) else []
+    privacy = {d.zone: d.privacy for d in diags if d.privacy is not None}
+    final_obj = float(frame["objective"].iloc[-1]) if len(frame) else None
+    summary: dict[str, Any] = {
+        "case": net.name,
+        "algorithm": config.algorithm,
+        "objective": config.objective,
+        "n_zones": part.n_zones,
+        "n_shared": len(keys),
+        "rounds": int(len(frame)),
+        "stopped": stopped if complete else "failed",
+        "final_objective": final_obj,
+        "final_feasibility": float(frame["feasibility"].iloc[-1]) if len(frame) else None,
+        "final_dual_residual": float(frame["dual_residual"].iloc[-1]) if len(frame) else None,
+        "max_violation": float(frame["max_violation"].max()) if len(frame) else None,
+        "final_max_violation": float(frame["max_violation"].iloc[-1]) if len(frame) else None,
+        "wall_s": float(frame["wall_s"].sum()) if run_s is None else float(run_s),
+        "setup_s": float(setup_s),
+        "ipopt_s": float(frame["ipopt_s"].sum()),
+        "solves": int(frame["solves"].sum()),
+        "solver_iterations": int(frame["solver_iterations"].sum()),
+        "epsilon_total": {int(d.zone): float(d.epsilon_spent) for d in diags},
+        "centralized_objective": central,
+        "gap_to_centralized": None,
+        "relative_gap_to_centralized": None,
+        "backend": config.backend,
+        "hosts": getattr(backend, "n_hosts", 1),
+        "setup_times": {int(z): v for z, v in setup_times.items()},
+    }
+    if central is not None and final_obj is not None:
+        summary["gap_to_centralized"] = final_obj - central
+        if abs(central) > 1e-9:
+            summary["relative_gap_to_centralized"] = (final_obj - central) / abs(central)
+    return RunResult(
+        config=config,
+        history=frame,
+        shared_keys=list(keys),
+        consensus=coordinator.w.copy(),
+        zone_solutions={int(d.zone): d.solution for d in diags if d.solution is not None},
+        privacy=privacy,
+        summary=summary,
+    )
