@@ -36,7 +36,8 @@ from .privacy import (
     output_sensitivity,
     zone_rng,
 )
-from .solver import IpoptSolver
+from .reduction import eliminate
+from .solver import IpoptSolver, load_ipopt_profile
 
 __all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant"]
 
@@ -114,10 +115,17 @@ class ZoneAgent:
         self._shared_mask = np.zeros(self.n)
         self._shared_mask[self.shared_cols] = 1.0
         self.lipschitz = lipschitz_constant(self._f, self.n)
-        linearized = config.algorithm != "exact"
-        pattern = QuadraticObjective(c=np.zeros(self.n)) if linearized else self._f
-        self.solver = IpoptSolver(prob, profile=config.ipopt_profile, objective_pattern=pattern)
-        self._x_flat = prob.x0.copy()
+        # the algorithm works in z (flows included in "variables" mode, as in the paper);
+        # Ipopt solves the smaller problem in r with the flows eliminated (z = P r)
+        self.reduction = eliminate(prob)
+        red = self.reduction
+        self._f_r = red.reduced.objective  # f_p in r coordinates (exact ADMM)
+        exact = config.algorithm == "exact"
+        pattern = red.pull(np.zeros(self.n), np.ones(self.n), base=self._f_r if exact else None)
+        self.solver = IpoptSolver(red.reduced, profile=config.ipopt_profile, objective_pattern=pattern)
+        self._warm_options = load_ipopt_profile(config.ipopt_warm_profile) if config.warm_start else {}
+        self._z_flat = prob.x0.copy()  # data-independent flat start (SPEC §5)
+        self._r_flat = red.reduced.x0.copy()
         self.rng = zone_rng(config.seed, self.zone)
         self.mechanism = None
         self.ledger: PrivacyLedger | None = None
@@ -139,7 +147,7 @@ class ZoneAgent:
         self.z_released: np.ndarray | None = None  # z_p^{t+1}, the mean of the round's iterates
         self.lam = np.zeros(self.n_shared)
         self.round = 0
-        self._warm: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._warm: tuple[np.ndarray, ...] | None = None
         self.setup_s = {"build_s": t1 - t0, "compile_s": t2 - t1, "solver_s": time.perf_counter() - t2}
 
     # ------------------------------------------------------------ internals
@@ -156,26 +164,34 @@ class ZoneAgent:
     def eta(self, t: int) -> float:
         return step_size(self.config.eta, t, self.lipschitz, self.config.epsilon if self.config.private else None)
 
-    def _solve(self, objective: QuadraticObjective, x0: np.ndarray, step: int | None):
-        if self.config.warm_start and self._warm is not None:
-            x_prev, mult_g, _ = self._warm
-            res = self.solver.solve(objective, x0=x_prev, mult_g=mult_g)
+    def _solve(self, c: np.ndarray, diag: np.ndarray, step: int | None, exact: bool = False):
+        """Solve min_{z ∈ W_p} c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``); returns (z, SolveResult)."""
+        objective = self.reduction.pull(c, diag, base=self._f_r if exact else None)
+        if self._warm is not None:
+            # primal-dual warm start from the previous local solve (benchmarks/warmstart.py)
+            x_prev, mult_g, zl, zu = self._warm
+            res = self.solver.solve(objective, x0=x_prev, mult_g=mult_g, mult_x_lower=zl, mult_x_upper=zu)
         else:
-            res = self.solver.solve(objective, x0=x0)
+            res = self.solver.solve(objective, x0=self._r_flat)
         res.check(self._context(step))
         if self.config.warm_start:
-            self._warm = (res.x, res.mult_g, res.mult_x_lower)
-        return res
+            self._set_warm((res.x, res.mult_g, res.mult_x_lower, res.mult_x_upper))
+        return self.reduction.lift(res.x), res
+
+    def _set_warm(self, point) -> None:
+        if point is not None and self._warm is None and self._warm_options:
+            self.solver.set_options(self._warm_options)  # from now on every solve is warm-started
+        self._warm = point
 
     # ------------------------------------------------------------- protocol
     def initialize(self) -> ZoneUpdate:
         """Project the data-independent flat start onto W_p (SPEC §5) and release its shared part."""
         t = time.perf_counter()
-        res = self._solve(QuadraticObjective(c=-self._x_flat, diag=np.ones(self.n)), self._x_flat, None)
-        self.z_last = res.x
-        self.z_released = res.x
+        z, res = self._solve(-self._z_flat, np.ones(self.n), None)
+        self.z_last = z
+        self.z_released = z
         stats = SolverStats(1, res.iterations, res.ipopt_s, time.perf_counter() - t, (res.status,), 0.0)
-        return ZoneUpdate(round=0, zone=self.zone, released=res.x[self.shared_cols].copy(), stats=stats)
+        return ZoneUpdate(round=0, zone=self.zone, released=z[self.shared_cols].copy(), stats=stats)
 
     def step(self, msg: ConsensusMessage) -> ZoneUpdate:
         """One ADMM round (SPEC §5 steps 2–3): E local updates, release B_p z_p^{t+1}, update λ_p."""
@@ -192,10 +208,8 @@ class ZoneAgent:
         admm_lin[self.shared_cols] = rho * w + self.lam
         iterations, ipopt_s, statuses, noise = 0, 0.0, [], 0.0
         if cfg.algorithm == "exact":
-            f = self._f
-            obj = QuadraticObjective(c=f.c - admm_lin, const=f.const, qi=f.qi, qj=f.qj, qv=f.qv, diag=rho * self._shared_mask)
-            res = self._solve(obj, self._x_flat, 1)
-            iterates = [res.x]
+            z, res = self._solve(-admm_lin, rho * self._shared_mask, 1, exact=True)
+            iterates = [z]
             iterations, ipopt_s, statuses = res.iterations, res.ipopt_s, [res.status]
         else:
             eta = self.eta(t)
@@ -209,8 +223,7 @@ class ZoneAgent:
                     xi = self.mechanism.sample(self.rng, self.n)  # ObjPert: ξ^{t,e} in the objective
                     c = c + xi
                     noise += noise_magnitude(xi)
-                res = self._solve(QuadraticObjective(c=c, diag=diag), self._x_flat, e)
-                z = res.x
+                z, res = self._solve(c, diag, e)
                 if out_mech is not None:
                     xi = out_mech.sample(self.rng, self.n)  # OutPert: ξ added to the solution
                     z = z + xi
@@ -275,4 +288,4 @@ class ZoneAgent:
             missing = int(state["ledger_steps"]) - self.ledger.steps
             if missing > 0:
                 self.ledger.record(missing)
-        self._warm = state.get("warm")
+        self._set_warm(state.get("warm"))

@@ -27,8 +27,11 @@ class RunConfig:
     """A distributed run (SPEC §5–§7).
 
     Defaults are the product's best measured settings: ``eta="capped"``,
-    sound sensitivities, flows eliminated. The paper's settings are
-    ``eta="sqrt"``, ``sensitivity="paper"``, ``flows="variables"``.
+    sound sensitivities, primal-dual warm starts. The paper's settings are
+    ``eta="sqrt"``, ``sensitivity="paper"``. ``flows="variables"`` (default) runs the
+    algorithm on z = (W, flows, pg, qg) as the paper does — its linearized steps are far
+    better conditioned than in W-space — while Ipopt solves each local problem with the
+    flows eliminated; ``flows="expressions"`` runs it on (W, pg, qg) only.
     """
 
     case: str = "case14"
@@ -49,13 +52,14 @@ class RunConfig:
     seed: int = 0
     backend: str = "serial"
     workers: int | None = None
-    flows: str = "expressions"
+    flows: str = "variables"  # z includes branch flows (paper); Ipopt solves with them eliminated
     convention: str = "powermodels"
     tol_primal: float = 0.0  # stop when both residuals fall below (0: run all rounds)
     tol_dual: float = 0.0
-    warm_start: bool = False
+    warm_start: bool = True  # primal-dual warm start of local solves (measured: benchmarks/warmstart.py)
     checkpoint_every: int = 10
-    ipopt_profile: str = "default"
+    ipopt_profile: str = "default"  # Ipopt options of cold solves (a bundled profile or a .opt file)
+    ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

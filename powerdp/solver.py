@@ -10,6 +10,7 @@ Hessians, the problem's own objective and the full diagonal).
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -314,7 +315,13 @@ class IpoptSolver:
             kwargs["zl"] = mult_x_lower
         if mult_x_upper is not None:
             kwargs["zu"] = mult_x_upper
-        x, info = self._nlp.solve(x0, **kwargs)
+        gc_enabled = gc.isenabled()
+        gc.disable()  # callbacks create no reference cycles; a collection mid-solve only costs time
+        try:
+            x, info = self._nlp.solve(x0, **kwargs)
+        finally:
+            if gc_enabled:
+                gc.enable()
         wall = time.perf_counter() - t
         msg = info["status_msg"]
         if isinstance(msg, bytes):

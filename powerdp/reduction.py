@@ -1,0 +1,200 @@
+"""Eliminate variables that equality constraints define, keeping the original coordinates.
+
+The paper's algorithm works on z = (W, flows, pg, qg): branch flows are
+variables tied to W by the linear Ohm's-law equalities (SPEC §3). Ipopt does
+not need them: every flow is a linear function of W, so z = P r with r the
+remaining variables and P = [I; T]. :func:`eliminate` turns a compiled problem
+into one over r (about 3× smaller for zone models, SPEC §4) and keeps P, so an
+algorithm can state its objective in z (gradients, noise, proximal and ADMM
+terms on every component of z, as in the paper) and solve in r:
+:meth:`Reduction.pull` maps ``c·z + ½ Σ d_k z_k²`` to r-space, and
+:meth:`Reduction.lift` maps a solution back to z. The feasible set is the same:
+bounds of eliminated variables become linear constraints on r.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .compiled import INF, CompiledProblem, LinearMap, QuadraticObjective
+from .errors import ModelError
+
+__all__ = ["Reduction", "eliminate", "expand_quadratic"]
+
+
+def expand_quadratic(
+    rows: np.ndarray, qi: np.ndarray, qj: np.ndarray, qv: np.ndarray, P: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Substitute z = P r into Σ_t v_t z_{i_t} z_{j_t} (grouped by ``rows``).
+
+    Returns merged triplets (row, a, b, value) with a ≥ b meaning value·r_a·r_b.
+    """
+    P = P.tocsr()
+    if len(qv) == 0:
+        e = np.zeros(0, np.int64)
+        return e, e, e, np.zeros(0)
+    start_i, start_j = P.indptr[qi], P.indptr[qj]
+    li = P.indptr[qi + 1] - start_i
+    lj = P.indptr[qj + 1] - start_j
+    counts = li * lj
+    t = np.repeat(np.arange(len(qv)), counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    q = np.arange(counts.sum()) - first
+    a_pos = start_i[t] + q // lj[t]
+    b_pos = start_j[t] + q % lj[t]
+    a, b = P.indices[a_pos].astype(np.int64), P.indices[b_pos].astype(np.int64)
+    val = qv[t] * P.data[a_pos] * P.data[b_pos]
+    hi, lo = np.maximum(a, b), np.minimum(a, b)
+    n = P.shape[1]
+    key = (rows[t].astype(np.int64) * n + hi) * n + lo
+    ukey, inv = np.unique(key, return_inverse=True)
+    merged = np.bincount(inv, val, minlength=len(ukey))
+    keep = merged != 0.0
+    ukey, merged = ukey[keep], merged[keep]
+    lo_ = ukey % n
+    hi_ = (ukey // n) % n
+    row_ = ukey // (n * n)
+    return row_, hi_, lo_, merged
+
+
+@dataclass
+class Reduction:
+    """A problem in z coordinates solved as a smaller problem in r, with z = P r."""
+
+    full: CompiledProblem
+    reduced: CompiledProblem
+    P: sp.csr_matrix
+    kept: np.ndarray  # z-columns that are r's columns, in r order
+
+    def __post_init__(self) -> None:
+        # structure of Pᵀ D P (lower triangle): entry (hi, lo) gets Σ_k d_k · coef_k over z-rows k
+        nz, nr = self.P.shape
+        zrow = np.arange(nz, dtype=np.int64)
+        self._d_rows, hi, lo, self._d_coef = expand_quadratic(zrow, zrow, zrow, np.ones(nz), self.P)
+        self._h_keys, self._h_pos = np.unique(hi * nr + lo, return_inverse=True)
+        self._h_hi = self._h_keys // nr
+        self._h_lo = self._h_keys % nr
+
+    @property
+    def pattern(self) -> QuadraticObjective:
+        """An r-space objective whose Hessian pattern covers every pulled diagonal objective."""
+        n = self.reduced.n
+        return QuadraticObjective(c=np.zeros(n), qi=self._h_hi, qj=self._h_lo, qv=np.zeros(len(self._h_hi)))
+
+    def lift(self, r: np.ndarray) -> np.ndarray:
+        """z = P r."""
+        return self.P @ r
+
+    def restrict(self, z: np.ndarray) -> np.ndarray:
+        """The r part of a z point (its kept components)."""
+        return z[self.kept]
+
+    def pull(self, c: np.ndarray, diag: np.ndarray | None, const: float = 0.0, base: QuadraticObjective | None = None) -> QuadraticObjective:
+        """The r-space form of ``const + c·z + ½ Σ_k diag_k z_k²`` (+ ``base``, already in r-space)."""
+        c_r = self.P.T @ c
+        qi, qj, qv = self._h_hi, self._h_lo, np.zeros(len(self._h_hi))
+        if diag is not None:
+            # Σ_k ½ d_k (P_k r)² = ½ rᵀ(PᵀDP) r; as triplets: v r_a r_b with v = H_ab (a > b), ½ H_aa (a = b)
+            h = np.bincount(self._h_pos, diag[self._d_rows] * self._d_coef, minlength=len(self._h_keys))
+            qv = 0.5 * h
+        if base is not None:
+            qi = np.concatenate([qi, base.qi])
+            qj = np.concatenate([qj, base.qj])
+            qv = np.concatenate([qv, base.qv])
+            c_r = c_r + base.c
+            const = const + base.const
+        return QuadraticObjective(c=c_r, const=const, qi=qi, qj=qj, qv=qv)
+
+
+def eliminate(problem: CompiledProblem, component: str = "ohm") -> Reduction:
+    """Eliminate the variables defined by the equality constraints of ``component``.
+
+    Each such row must be linear, an equality with right-hand side 0, and hold
+    exactly one variable that appears in no other row of the component with
+    coefficient ±1-like (nonzero); that variable is eliminated.
+    """
+    n = problem.n
+    rows = np.array([k for k, key in enumerate(problem.con_keys) if key[0] == component], dtype=np.int64)
+    if rows.size == 0:
+        return _identity(problem)
+    if np.any(problem.cl[rows] != problem.cu[rows]):
+        raise ModelError(f"constraints {component!r} are not all equalities")
+    if np.any(np.isin(problem.qrow, rows)):
+        raise ModelError(f"constraints {component!r} are not linear")
+    if np.any(problem.cl[rows] != 0.0):
+        raise ModelError(f"constraints {component!r} have a nonzero right-hand side")
+    defined_names = {"pf", "qf", "pt", "qt"}
+    is_defined = np.array([key[0] in defined_names for key in problem.var_keys])
+    A = problem.A.tocsr()
+    Ae = A[rows]
+    F = np.flatnonzero(is_defined)
+    K = np.flatnonzero(~is_defined)
+    D = Ae[:, F].tocsr()
+    if D.shape[0] != D.shape[1] or D.nnz != D.shape[0]:
+        raise ModelError(f"constraints {component!r} do not define the flow variables one by one")
+    # D is a scaled permutation: row k defines flow column perm[k]
+    Dc = D.tocoo()
+    T_rows = np.empty(len(F), dtype=np.int64)
+    T_rows[Dc.col] = Dc.row  # for each flow column, its defining row
+    scale = np.empty(len(F))
+    scale[Dc.col] = Dc.data
+    # flow = -(1/scale) * Ae[row, K] r
+    T = sp.diags(-1.0 / scale) @ Ae[T_rows][:, K]
+    nz, nr = n, len(K)
+    # P: identity on kept columns, T on defined ones
+    P = sp.vstack([sp.identity(nr, format="csr"), T.tocsr()]).tocsr()
+    order = np.concatenate([K, F])  # P's rows are in this z order; permute back
+    perm = np.empty(nz, dtype=np.int64)
+    perm[order] = np.arange(nz)
+    P = P[perm].tocsr()
+
+    keep_rows = np.setdiff1d(np.arange(problem.m), rows)
+    # linear part: A z = A P r
+    A_r = (A[keep_rows] @ P).tocsr()
+    A_r.eliminate_zeros()
+    row_map = -np.ones(problem.m, dtype=np.int64)
+    row_map[keep_rows] = np.arange(len(keep_rows))
+    qrow, qi, qj, qv = expand_quadratic(row_map[problem.qrow], problem.qi, problem.qj, problem.qv, P)
+    cl, cu = problem.cl[keep_rows], problem.cu[keep_rows]
+    con_keys = [problem.con_keys[k] for k in keep_rows]
+    # bounds of eliminated variables become linear rows on r
+    finite = np.flatnonzero((problem.lb[F] > -INF) | (problem.ub[F] < INF))
+    if finite.size:
+        Tb = P[F[finite]]
+        A_r = sp.vstack([A_r, Tb]).tocsr()
+        cl = np.concatenate([cl, problem.lb[F[finite]]])
+        cu = np.concatenate([cu, problem.ub[F[finite]]])
+        con_keys += [("bounds of " + problem.var_keys[F[k]][0], problem.var_keys[F[k]][1]) for k in finite]
+    obj = problem.objective
+    o_rows, o_i, o_j, o_v = expand_quadratic(np.zeros(len(obj.qv), np.int64), obj.qi, obj.qj, obj.qv, P)
+    objective = QuadraticObjective(c=P.T @ obj.c, const=obj.const, qi=o_i, qj=o_j, qv=o_v)
+    expressions = {
+        name: LinearMap(keys=lm.keys, M=(lm.M @ P).tocsr(), const=lm.const) for name, lm in problem.expressions.items()
+    }
+    reduced = CompiledProblem(
+        name=problem.name + " (flows eliminated)",
+        var_keys=[problem.var_keys[k] for k in K],
+        lb=problem.lb[K],
+        ub=problem.ub[K],
+        x0=problem.x0[K],
+        con_keys=con_keys,
+        cl=cl,
+        cu=cu,
+        A=A_r,
+        qrow=qrow,
+        qi=qi,
+        qj=qj,
+        qv=qv,
+        objective=objective,
+        expressions=expressions,
+        meta=dict(problem.meta),
+    )
+    return Reduction(full=problem, reduced=reduced, P=P, kept=K)
+
+
+def _identity(problem: CompiledProblem) -> Reduction:
+    n = problem.n
+    return Reduction(full=problem, reduced=problem, P=sp.identity(n, format="csr"), kept=np.arange(n))
