@@ -138,6 +138,11 @@ def assign_zones(sizes: Sequence[int], n_hosts: int) -> list[list[int]]:
     return [sorted(g) for g in groups if g]
 
 
+def _default_start_method() -> str:
+    """``fork`` where the platform has it (fast, works from notebooks and stdin), else ``spawn``."""
+    return "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+
+
 def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> None:
     """A worker process: builds its agents once, then serves commands until told to stop."""
     import logging
@@ -200,7 +205,7 @@ class ProcessBackend(Backend):
         spec_of = {s.zone: s for s in specs}
         self.groups = assign_zones([len(s.own_buses) for s in specs], n_workers)
         self.n_hosts = len(self.groups)
-        ctx = mp.get_context(start_method or os.environ.get("POWERDP_START_METHOD", "spawn"))
+        ctx = mp.get_context(start_method or os.environ.get("POWERDP_START_METHOD") or _default_start_method())
         self.conns = []
         self.procs = []
         self.round = 0
