@@ -1,0 +1,167 @@
+"""End-to-end distributed runs: exactness, determinism across backends, results, failures, resume."""
+
+import json
+import os
+import signal
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powerdp.config import RunConfig
+from powerdp.errors import ConfigError
+from powerdp.results import HISTORY_COLUMNS, RunResult
+from powerdp.runner import RunFailed, run_distributed
+
+COMPARE = ["objective", "feasibility", "dual_residual", "noise_magnitude", "max_violation", "epsilon_spent"]
+
+
+def test_exact_admm_reaches_centralized_optimum_case14():
+    cfg = RunConfig(case="case14", zones=3, algorithm="exact", objective="cost", rho=1e4, rounds=120)
+    res = run_distributed(cfg)
+    s = res.summary
+    assert s["centralized_objective"] == pytest.approx(8075.12, abs=0.01)
+    assert abs(s["relative_gap_to_centralized"]) <= 1e-3
+    assert s["final_feasibility"] <= 1e-4
+    assert s["max_violation"] <= 1e-6
+
+
+def test_nonprivate_shedding_decreases_toward_zero():
+    res = run_distributed(RunConfig(case="case14", algorithm="nonprivate", rounds=40), reference=False)
+    h = res.history
+    assert list(h.columns) == HISTORY_COLUMNS
+    assert h["objective"].iloc[-1] < 0.05 * h["objective"].iloc[0]
+    assert h["feasibility"].iloc[-1] < h["feasibility"].iloc[0]
+    assert (h["epsilon_spent"] == 0).all() and (h["noise_magnitude"] == 0).all()
+
+
+def test_objective_perturbation_history_and_privacy():
+    cfg = RunConfig(case="case14", algorithm="objg", epsilon=0.5, delta=1e-2, rounds=6, local_updates=2)
+    res = run_distributed(cfg, reference=False)
+    h = res.history
+    assert (h["max_violation"] <= 1e-6).all()  # every release feasible
+    assert (h["noise_magnitude"] > 0).all()
+    assert h["epsilon_spent"].is_monotonic_increasing
+    assert set(res.privacy) == {0, 1, 2}
+    for report in res.privacy.values():
+        assert report["steps"] == 12
+    assert set(res.summary["epsilon_total"]) == {0, 1, 2}
+
+
+def test_serial_and_process_backends_give_identical_histories():
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.2, rounds=5, local_updates=2, seed=7)
+    a = run_distributed(cfg, reference=False)
+    b = run_distributed(cfg.replace(backend="process", workers=2), reference=False)
+    pd.testing.assert_frame_equal(a.history[COMPARE], b.history[COMPARE], check_exact=True)
+    np.testing.assert_array_equal(a.consensus, b.consensus)
+    assert b.summary["hosts"] == 2
+
+
+def test_same_seed_same_run_other_seed_other_run():
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.2, rounds=3, seed=1)
+    a = run_distributed(cfg, reference=False).history
+    b = run_distributed(cfg, reference=False).history
+    c = run_distributed(cfg.replace(seed=2), reference=False).history
+    pd.testing.assert_frame_equal(a[COMPARE], b[COMPARE], check_exact=True)
+    assert not np.allclose(a["objective"], c["objective"])
+
+
+def test_save_load_round_trip(tmp_path):
+    cfg = RunConfig(case="case14", algorithm="objl", rounds=4)
+    res = run_distributed(cfg, out=tmp_path / "run")
+    for name in ("config.json", "history.csv", "summary.json", "consensus.csv", "partition.csv"):
+        assert (tmp_path / "run" / name).is_file()
+    back = RunResult.load(tmp_path / "run")
+    pd.testing.assert_frame_equal(back.history, res.history, check_dtype=False)
+    np.testing.assert_allclose(back.consensus, res.consensus)
+    assert back.shared_keys == res.shared_keys
+    assert back.config == res.config
+    assert set(back.zone_solutions) == {0, 1, 2}
+    assert back.summary["final_objective"] == pytest.approx(res.summary["final_objective"])
+
+
+def test_checkpoint_and_resume_continue_the_same_run(tmp_path):
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=8, checkpoint_every=2)
+    full = run_distributed(cfg, reference=False)
+    run_distributed(cfg.replace(rounds=4), out=tmp_path / "r", reference=False)
+    resumed = run_distributed(cfg, out=tmp_path / "r", resume=True, reference=False)
+    pd.testing.assert_frame_equal(full.history[COMPARE], resumed.history[COMPARE], check_exact=True)
+
+
+def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, monkeypatch):
+    from powerdp import agent as agent_mod
+
+    real = agent_mod.ZoneAgent._solve
+
+    def failing(self, c, diag, step, exact=False):
+        if self.zone == 1 and self.round == 3:
+            from powerdp.errors import InfeasibleError
+
+            raise InfeasibleError("Ipopt reports the problem locally infeasible", 2, self._context(step))
+        return real(self, c, diag, step, exact)
+
+    monkeypatch.setattr(agent_mod.ZoneAgent, "_solve", failing)
+    cfg = RunConfig(case="case14", algorithm="objl", rounds=6, checkpoint_every=1)
+    with pytest.raises(RunFailed, match=r"round 3.*zone 1, round 3, local step 1.*infeasible") as info:
+        run_distributed(cfg, out=tmp_path / "f", reference=False)
+    assert len(info.value.result.history) == 2
+    assert (tmp_path / "f" / "failure.txt").is_file()
+    assert len(pd.read_csv(tmp_path / "f" / "history.csv")) == 2
+    monkeypatch.setattr(agent_mod.ZoneAgent, "_solve", real)
+    resumed = run_distributed(cfg, out=tmp_path / "f", resume=True, reference=False)
+    full = run_distributed(cfg, reference=False)
+    pd.testing.assert_frame_equal(full.history[COMPARE], resumed.history[COMPARE], check_exact=True)
+
+
+def test_dead_worker_process_is_reported():
+    from powerdp.backends import ProcessBackend, WorkerError
+
+    from powerdp.network import load_case
+    from powerdp.partition import bundled_partition
+    from powerdp.backends import AgentSpec
+
+    net = load_case("case14")
+    part = bundled_partition(net, 3)
+    by = part.shared_by_zone("variables")
+    specs = [AgentSpec(z, part.own_buses(z), tuple(by[z])) for z in range(3)]
+    backend = ProcessBackend(net, specs, RunConfig(case="case14"), workers=2)
+    try:
+        backend.initialize()
+        os.kill(backend.procs[0].pid, signal.SIGKILL)
+        backend.procs[0].join()
+        with pytest.raises(WorkerError, match=r"worker process 0 \(zones \[.*\]\) (died|is gone)"):
+            backend.diagnostics()
+    finally:
+        backend.close()
+
+
+def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        run_distributed(RunConfig(case="case14", rounds=2), out=tmp_path, resume=True, reference=False)
+
+
+def test_bad_config_values_are_named():
+    with pytest.raises(ConfigError, match="epsilon"):
+        RunConfig(algorithm="objl", epsilon=0)
+    with pytest.raises(ConfigError, match="delta"):
+        RunConfig(algorithm="objg", delta=1.5)
+    with pytest.raises(ConfigError, match="unknown key"):
+        RunConfig.from_dict({"case": "case14", "epsilonn": 1})
+    with pytest.raises(ConfigError, match="eta"):
+        RunConfig(eta="fastest")
+
+
+def test_cli_run_writes_json(tmp_path, capsys):
+    from powerdp.cli import main
+
+    path = tmp_path / "run.json"
+    code = main(["run", "case14", "--zones", "3", "--algorithm", "objl", "--rounds", "3", "--json", str(path), "--out", str(tmp_path / "o")])
+    assert code == 0
+    data = json.loads(path.read_text())
+    for key in ("case", "algorithm", "rounds", "final_objective", "final_feasibility", "max_violation", "wall_s", "ipopt_s", "solves", "epsilon_total", "gap_to_centralized"):
+        assert key in data
+    assert data["rounds"] == 3 and data["solves"] == 9
+    out = capsys.readouterr().out
+    assert "epsilon spent per zone" in out
+    assert main(["run", "case14", "--algorithm", "objl", "--objective", "cost"]) == 2
+    assert "no DP guarantee" in capsys.readouterr().err
