@@ -3,13 +3,25 @@
 Layers, data flowing one way: case data (:mod:`powerdp.matpower`) → network
 arrays (:class:`Network`) → zone partition (:class:`Partition`) → SOC
 formulation in Pyomo (:func:`build_model`) → compiled problem
-(:func:`compile_model`) → Ipopt via cyipopt (:class:`IpoptSolver`).
+(:func:`compile_model`) → Ipopt via cyipopt (:class:`IpoptSolver`) → zone
+agents (:class:`ZoneAgent`) and the ADMM :class:`Coordinator` → a run on a
+backend (:func:`run_distributed`) → :class:`RunResult`.
+
+Quick start::
+
+    import powerdp
+    net = powerdp.load_case("case118")
+    central = powerdp.solve_opf(net)                       # centralized SOC relaxation
+    cfg = powerdp.RunConfig(case="case118", zones=3, algorithm="objl", epsilon=0.1)
+    result = powerdp.run_distributed(cfg)                  # private distributed solve
+    result.history.plot(x="round", y="objective", logy=True)
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .agent import ZoneAgent
 from .compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
 from .errors import (
     CaseDataError,
@@ -20,10 +32,17 @@ from .errors import (
     PowerDPError,
     SolverError,
 )
+from .config import RunConfig
+from .coordinator import Coordinator
 from .formulation import build_model
 from .matpower import MatpowerData, read_matpower
 from .network import Network, bundled_cases, load_case
+from .messages import ConsensusMessage, SolverStats, ZoneUpdate
 from .opf import OPFResult, solve_opf
+from .partition import Partition, bundled_partition, partition
+from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger
+from .results import RunResult
+from .runner import RunFailed, run_distributed
 from .solver import IpoptSolver, SolveResult, load_ipopt_profile
 
 __all__ = [
@@ -43,6 +62,21 @@ __all__ = [
     "load_ipopt_profile",
     "solve_opf",
     "OPFResult",
+    "Partition",
+    "partition",
+    "bundled_partition",
+    "RunConfig",
+    "ZoneAgent",
+    "Coordinator",
+    "ConsensusMessage",
+    "ZoneUpdate",
+    "SolverStats",
+    "LaplaceMechanism",
+    "GaussianMechanism",
+    "PrivacyLedger",
+    "run_distributed",
+    "RunResult",
+    "RunFailed",
     "PowerDPError",
     "CaseDataError",
     "PartitionError",
