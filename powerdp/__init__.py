@@ -19,7 +19,7 @@ Quick start::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .agent import ZoneAgent
 from .compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model

@@ -14,7 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from . import __version__
+from ._version import __version__
 from .errors import PowerDPError
 
 log = logging.getLogger("powerdp")

@@ -475,6 +475,9 @@ def network_from_matpower(
     else:
         pwl_gen, pwl_mw, pwl_cost = np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
 
+    for table in ("dcline", "storage"):
+        if table in data.extra and data.extra[table].size:
+            log.warning("%s: mpc.%s (%d rows) is not modelled by powerdp and is ignored", src, table, len(data.extra[table]))
     net = Network(
         name=data.name,
         base_mva=S,

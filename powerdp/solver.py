@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .compiled import CompiledProblem, QuadraticObjective
-from .errors import ConfigError, InfeasibleError, SolverError
+from .errors import ConfigError, InfeasibleError, ModelError, SolverError
 
 log = logging.getLogger(__name__)
 
@@ -179,11 +179,11 @@ class _Callbacks:
     def set_objective(self, obj: QuadraticObjective) -> None:
         n = self.n
         if obj.c.shape != (n,):
-            raise ValueError(f"objective vector has shape {obj.c.shape}, expected ({n},)")
+            raise ModelError(f"objective vector has shape {obj.c.shape}, expected ({n},)")
         keys = obj.qi * n + obj.qj
         pos = np.searchsorted(self.hess_keys, keys)
         if len(keys) and (np.any(pos >= self.hess_nnz) or np.any(self.hess_keys[np.minimum(pos, self.hess_nnz - 1)] != keys)):
-            raise ValueError("objective Hessian has entries outside the compiled Hessian pattern")
+            raise ModelError("objective Hessian has entries outside the compiled Hessian pattern")
         hobj = np.bincount(pos, np.where(obj.qi == obj.qj, 2.0 * obj.qv, obj.qv), minlength=self.hess_nnz)
         if obj.diag is not None:
             hobj = hobj + np.bincount(self.hpos_diag, obj.diag, minlength=self.hess_nnz)

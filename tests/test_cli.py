@@ -1,0 +1,201 @@
+"""The ``powerdp`` command line, run in-process through :func:`powerdp.cli.main`."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from powerdp.cli import build_parser, main
+
+CASE14_SOC = 8075.12
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("powerdp has no subcommands")
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    return [s for a in parser._actions for s in a.option_strings if s.startswith("--") and s != "--help"]
+
+
+# --------------------------------------------------------------------- solve
+
+
+def test_solve_writes_json(tmp_path, capsys):
+    out = tmp_path / "sub" / "case14.json"
+    assert main(["solve", "case14", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    for key in ("case", "objective", "status", "iterations", "solve_time_s", "n_buses", "n_branches", "n_gens"):
+        assert key in data, key
+    assert data["case"] == "case14"
+    assert data["objective"] == pytest.approx(CASE14_SOC, abs=0.01)
+    assert data["status"] == 0
+    assert data["iterations"] > 0 and data["solve_time_s"] > 0
+    assert (data["n_buses"], data["n_branches"], data["n_gens"]) == (14, 20, 5)
+    stdout = capsys.readouterr().out
+    assert "8075.12" in stdout
+    assert "Solve_Succeeded" in stdout
+
+
+def test_solve_shedding_and_solution_tables(tmp_path, capsys):
+    assert main(["solve", "case14", "--objective", "shedding", "--flows", "expressions", "--solution", str(tmp_path)]) == 0
+    assert "shedding" in capsys.readouterr().out
+    for name in ("buses.csv", "generators.csv", "branches.csv"):
+        with open(tmp_path / name, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        assert rows, name
+    with open(tmp_path / "branches.csv", newline="") as fh:
+        assert {"pf", "qf", "pt", "qt"} <= set(next(csv.DictReader(fh)))
+
+
+def test_solve_quiet_prints_nothing(capsys):
+    assert main(["-q", "solve", "case14"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("case", ["no_such_case", "missing/dir/case.m"])
+def test_solve_unknown_case_is_a_clear_error(case, capsys):
+    assert main(["solve", case]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("powerdp: error: ")
+    assert case in captured.err
+    assert "Traceback" not in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_solve_bad_profile_is_a_clear_error(capsys):
+    assert main(["solve", "case14", "--profile", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no Ipopt profile 'nope'" in err and "Traceback" not in err
+
+
+def test_solve_bad_option_value_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["solve", "case14", "--objective", "welfare"])
+    assert info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- partition
+
+
+def test_partition_writes_csv_and_prints_summary(tmp_path, capsys):
+    out = tmp_path / "zones.csv"
+    assert main(["partition", "case14", "--zones", "3", "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "3 zones" in stdout
+    for column in ("zone", "buses", "generators", "load_mw", "tie_lines", "shared_vars_expressions"):
+        assert column in stdout
+    with open(out, newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["bus", "zone"]
+    assert len(rows) == 1 + 14
+    assert {int(r[0]) for r in rows[1:]} == set(range(1, 15))
+    assert len({r[1] for r in rows[1:]}) == 3
+    assert str(out) in stdout
+    # the file reads back as the same partition
+    assert main(["partition", "case14", "--from", str(out)]) == 0
+    assert "3 zones" in capsys.readouterr().out
+
+
+def test_partition_from_bundled_file(capsys):
+    assert main(["partition", "case118", "--from", "case118_3areas"]) == 0
+    out = capsys.readouterr().out
+    assert "3 zones" in out and "8 tie-lines" in out
+
+
+def test_partition_bad_file_is_a_clear_error(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("bus,zone\n1,1\n999,2\n")
+    assert main(["partition", "case14", "--from", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("powerdp: error: ") and "Traceback" not in err
+
+
+def test_cases_lists_bundled_files(capsys):
+    assert main(["cases"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert {"case14.m", "case118.m", "case14_3zones.csv", "case118_3areas.csv"} <= set(listed)
+
+
+# ---------------------------------------------------------------------- help
+
+
+def test_top_level_help(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for word in ("usage: powerdp", "--version", "--quiet", "--verbose", *_subcommands()):
+        assert word in out, word
+
+
+def test_version(capsys):
+    from powerdp import __version__
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert __version__ in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands()))
+def test_subcommand_help(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert f"usage: powerdp {command}" in out
+    for option in _option_strings(_subcommands()[command]):
+        assert option in out, f"powerdp {command} --help does not mention {option}"
+
+
+def test_expected_options_exist():
+    subs = _subcommands()
+    assert {"solve", "partition", "cases"} <= set(subs)
+    assert {"--objective", "--flows", "--profile", "--json", "--solution", "--convention"} <= set(
+        _option_strings(subs["solve"])
+    )
+    assert {"--zones", "--from", "--method", "--seed", "--out", "--convention"} <= set(
+        _option_strings(subs["partition"])
+    )
+
+
+def test_missing_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+    assert "usage: powerdp" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------ console script
+
+
+def _console_script() -> str | None:
+    found = shutil.which("powerdp")
+    if found:
+        return found
+    sibling = Path(sys.executable).with_name("powerdp")  # the venv's bin/ when it is not on PATH
+    return str(sibling) if sibling.is_file() else None
+
+
+def test_console_script():
+    exe = _console_script()
+    if exe is None:
+        pytest.skip("the powerdp console script is not on PATH (package not installed?)")
+    proc = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: powerdp" in proc.stdout
+    assert "solve" in proc.stdout and "partition" in proc.stdout
