@@ -696,14 +696,19 @@ def _recursive_bisection(net: Network, zones: int, seed: int, bisect) -> np.ndar
             half = np.zeros(len(nodes), dtype=bool)
             half[-1] = True
         # repair within the parent zone so both halves are connected
-        local = -np.ones(net.n_bus, dtype=np.int64)
-        local[nodes] = np.arange(len(nodes))
-        keep = (local[u] >= 0) & (local[v] >= 0)
-        sub = _repair_connectivity(len(nodes), local[u[keep]], local[v[keep]], half.astype(np.int64))
-        zone = zone.copy()
-        zone[nodes[sub == 1]] = zone.max() + 1
-        zone = _relabel_by_first_bus(zone)
+        zone = _split_zone(net, zone, nodes, half, u, v)
     return zone
+
+
+def _split_zone(net: Network, zone: np.ndarray, nodes: np.ndarray, half: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Move ``nodes[half]`` into a new zone, repairing connectivity within the parent zone."""
+    local = -np.ones(net.n_bus, dtype=np.int64)
+    local[nodes] = np.arange(len(nodes))
+    keep = (local[u] >= 0) & (local[v] >= 0)
+    sub = _repair_connectivity(len(nodes), local[u[keep]], local[v[keep]], half.astype(np.int64))
+    zone = zone.copy()
+    zone[nodes[sub == 1]] = zone.max() + 1
+    return _relabel_by_first_bus(zone)
 
 
 def _modularity(net: Network, zones: int, seed: int) -> np.ndarray:
@@ -736,13 +741,7 @@ def _modularity(net: Network, zones: int, seed: int) -> np.ndarray:
         nodes = np.flatnonzero(zone == z)
         half = _bisect_spectral(net, nodes, seed + step)
         step += 1
-        local = -np.ones(net.n_bus, dtype=np.int64)
-        local[nodes] = np.arange(len(nodes))
-        keep = (local[u] >= 0) & (local[v] >= 0)
-        sub = _repair_connectivity(len(nodes), local[u[keep]], local[v[keep]], half.astype(np.int64))
-        zone = zone.copy()
-        zone[nodes[sub == 1]] = zone.max() + 1
-        zone = _relabel_by_first_bus(zone)
+        zone = _split_zone(net, zone, nodes, half, u, v)
     return zone
 
 
