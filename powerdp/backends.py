@@ -143,17 +143,22 @@ def _default_start_method() -> str:
     return "fork" if "fork" in mp.get_all_start_methods() else "spawn"
 
 
-def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> None:
-    """A worker process: builds its agents once, then serves commands until told to stop."""
+def serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> None:
+    """A host's command loop (worker process or MPI rank): build the agents once, then serve.
+
+    ``recv()`` returns the next ``(command, argument)``; ``send(obj)`` answers with
+    ``("ok", payload)`` or, on any failure, ``("error", (type, message, zone, traceback))``
+    after which the loop ends.
+    """
     import logging
 
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     zone = None
     try:
         agents = _build_agents(net, specs, config)
-        conn.send(("ok", None))
+        send(("ok", None))
         while True:
-            cmd, arg = conn.recv()
+            cmd, arg = recv()
             if cmd == "close":
                 break
             if cmd == "init":
@@ -179,17 +184,87 @@ def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: RunConf
             else:
                 raise ValueError(f"unknown command {cmd!r}")
             zone = None
-            conn.send(("ok", out))
-    except Exception as exc:  # report every failure to the parent, then exit
+            send(("ok", out))
+    except Exception as exc:  # report every failure to the coordinator's side, then stop
         try:
-            conn.send(("error", (type(exc).__name__, str(exc), zone, traceback.format_exc())))
+            send(("error", (type(exc).__name__, str(exc), zone, traceback.format_exc())))
         except Exception:
             pass
+
+
+def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> None:
+    """Entry point of a worker process: :func:`serve` over a pipe."""
+    try:
+        serve(conn.recv, conn.send, net, specs, config)
     finally:
         conn.close()
 
 
-class ProcessBackend(Backend):
+class HostedBackend(Backend):
+    """Common logic of backends whose agents live on other hosts (processes, MPI ranks).
+
+    Subclasses set ``groups`` (zones per host) and implement ``_send(h, obj)``,
+    ``_recv_raw(h)`` and ``_host_name(h)``.
+    """
+
+    groups: list[list[int]]
+    round: int = 0
+
+    def _send(self, h: int, obj) -> None:
+        raise NotImplementedError
+
+    def _recv_raw(self, h: int):
+        raise NotImplementedError
+
+    def _host_name(self, h: int) -> str:
+        raise NotImplementedError
+
+    def _recv(self, h: int, what: str):
+        status, payload = self._recv_raw(h, what)
+        if status == "error":
+            kind, msg, zone, tb = payload
+            where = f"zone {zone}, " if zone is not None and f"zone {zone}" not in msg else ""
+            raise WorkerError(f"{where}{self._host_name(h)}: {kind}: {msg}")
+        return payload
+
+    def _call(self, cmd: str, args_per_host: Sequence[Any] | None = None) -> list[Any]:
+        for h in range(self.n_hosts):
+            self._send(h, (cmd, None if args_per_host is None else args_per_host[h]))
+        return [self._recv(h, cmd) for h in range(self.n_hosts)]
+
+    @staticmethod
+    def _merge(per_host: list[list]) -> list:
+        items = [x for host in per_host for x in host]
+        return sorted(items, key=lambda u: u.zone)
+
+    def initialize(self) -> list[ZoneUpdate]:
+        return self._merge(self._call("init"))
+
+    def step(self, messages: Sequence[ConsensusMessage]) -> list[ZoneUpdate]:
+        self.round = messages[0].round if messages else self.round
+        by_zone = {m.zone: m for m in messages}
+        return self._merge(self._call("step", [[by_zone[z] for z in g] for g in self.groups]))
+
+    def diagnostics(self, with_solution: bool = False) -> list:
+        return self._merge(self._call("diag", [with_solution] * self.n_hosts))
+
+    def states(self) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        for part in self._call("states"):
+            out.update(part)
+        return out
+
+    def load_states(self, states: dict[int, dict[str, Any]]) -> None:
+        self._call("load", [{z: states[z] for z in g} for g in self.groups])
+
+    def setup_times(self) -> dict[int, dict[str, float]]:
+        out: dict[int, dict[str, float]] = {}
+        for part in self._call("setup"):
+            out.update(part)
+        return out
+
+
+class ProcessBackend(HostedBackend):
     """Persistent worker processes, each hosting a group of zones."""
 
     def __init__(
@@ -225,62 +300,26 @@ class ProcessBackend(Backend):
         for h in range(self.n_hosts):
             self._recv(h, "setup")
 
-    def _recv(self, h: int, what: str):
-        conn = self.conns[h]
+    def _host_name(self, h: int) -> str:
+        return f"worker process {h} (zones {self.groups[h]})"
+
+    def _send(self, h: int, obj) -> None:
         try:
-            status, payload = conn.recv()
-        except (EOFError, ConnectionError, OSError):
-            code = self.procs[h].exitcode
+            self.conns[h].send(obj)
+        except (BrokenPipeError, ConnectionError, OSError):
             raise WorkerError(
-                f"worker process {h} (zones {self.groups[h]}) died during {what} (exit code {code})",
+                f"{self._host_name(h)} is gone (exit code {self.procs[h].exitcode})", context=f"round {self.round}"
+            ) from None
+
+    def _recv_raw(self, h: int, what: str):
+        try:
+            return self.conns[h].recv()
+        except (EOFError, ConnectionError, OSError):
+            self.procs[h].join(timeout=1)
+            raise WorkerError(
+                f"{self._host_name(h)} died during {what} (exit code {self.procs[h].exitcode})",
                 context=f"round {self.round}",
             ) from None
-        if status == "error":
-            kind, msg, zone, tb = payload
-            where = f"zone {zone}, " if zone is not None and f"zone {zone}" not in msg else ""
-            raise WorkerError(f"{where}worker process {h}: {kind}: {msg}")
-        return payload
-
-    def _call(self, cmd: str, args_per_host: Sequence[Any] | None = None) -> list[Any]:
-        for h, conn in enumerate(self.conns):
-            try:
-                conn.send((cmd, None if args_per_host is None else args_per_host[h]))
-            except (BrokenPipeError, ConnectionError, OSError):
-                raise WorkerError(
-                    f"worker process {h} (zones {self.groups[h]}) is gone (exit code {self.procs[h].exitcode})",
-                    context=f"round {self.round}",
-                ) from None
-        return [self._recv(h, cmd) for h in range(self.n_hosts)]
-
-    def _merge(self, per_host: list[list]) -> list:
-        items = [x for host in per_host for x in host]
-        return sorted(items, key=lambda u: u.zone)
-
-    def initialize(self) -> list[ZoneUpdate]:
-        return self._merge(self._call("init"))
-
-    def step(self, messages: Sequence[ConsensusMessage]) -> list[ZoneUpdate]:
-        self.round = messages[0].round if messages else self.round
-        by_zone = {m.zone: m for m in messages}
-        return self._merge(self._call("step", [[by_zone[z] for z in g] for g in self.groups]))
-
-    def diagnostics(self, with_solution: bool = False) -> list:
-        return self._merge(self._call("diag", [with_solution] * self.n_hosts))
-
-    def states(self) -> dict[int, dict[str, Any]]:
-        out: dict[int, dict[str, Any]] = {}
-        for part in self._call("states"):
-            out.update(part)
-        return out
-
-    def load_states(self, states: dict[int, dict[str, Any]]) -> None:
-        self._call("load", [{z: states[z] for z in g} for g in self.groups])
-
-    def setup_times(self) -> dict[int, dict[str, float]]:
-        out: dict[int, dict[str, float]] = {}
-        for part in self._call("setup"):
-            out.update(part)
-        return out
 
     def close(self) -> None:
         for conn in self.conns:

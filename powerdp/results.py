@@ -111,13 +111,13 @@ class RunResult:
     def load(cls, directory: str | Path) -> "RunResult":
         d = Path(directory)
         config = RunConfig.from_dict(json.loads((d / "config.json").read_text()), source=str(d / "config.json"))
-        history = pd.read_csv(d / "history.csv")
+        history = pd.read_csv(d / "history.csv", float_precision="round_trip")
         data = json.loads((d / "summary.json").read_text())
-        cons = pd.read_csv(d / "consensus.csv")
+        cons = pd.read_csv(d / "consensus.csv", float_precision="round_trip")
         keys = [(v, _index(i)) for v, i in zip(cons["variable"], cons["index"])]
         sols = {}
         for f in sorted((d / "zones").glob("zone_*.csv")):
-            frame = pd.read_csv(f)
+            frame = pd.read_csv(f, float_precision="round_trip")
             sols[int(f.stem.split("_")[1])] = {
                 (v, _index(i)): float(x) for v, i, x in zip(frame["variable"], frame["index"], frame["value"])
             }

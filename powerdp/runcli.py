@@ -147,6 +147,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runner import run_distributed
 
     cfg = _config(args)
+    if cfg.backend == "mpi":
+        from .mpi import rank
+
+        if rank() != 0:
+            run_distributed(cfg)  # serve this rank's agents until rank 0 closes the run
+            return 0
     out = args.resume if args.resume is not None else args.out
     progress, bar = _progress_printer(args, cfg)
     try:

@@ -108,8 +108,11 @@ def run_distributed(
     resume: bool = False,
     progress: Callable[[dict[str, Any]], None] | None = None,
     reference: bool = True,
-) -> RunResult:
+) -> RunResult | None:
     """Run the (private) distributed ADMM of SPEC §5 and return its :class:`RunResult`.
+
+    With ``config.backend == "mpi"`` call it on every rank: rank 0 returns the
+    result, the other ranks host agents and return ``None``.
 
     Parameters
     ----------
@@ -121,6 +124,12 @@ def run_distributed(
     reference: also solve the centralized problem to report the gap to it.
     """
     config.validate()
+    if config.backend == "mpi":
+        from .mpi import rank, serve_rank
+
+        if rank() != 0:  # worker ranks host agents; rank 0 coordinates and returns the result
+            serve_rank()
+            return None
     t_setup = time.perf_counter()
     net = network if network is not None else load_case(config.case, convention=config.convention)
     part = partition if partition is not None else resolve_partition(net, config)
