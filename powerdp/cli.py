@@ -41,6 +41,7 @@ EPILOG = textwrap.dedent(
       powerdp solve case118 --objective shedding   load-shedding objective (0 when feasible)
       powerdp partition case118 --zones 3 --out zones.csv
       powerdp run case118 --zones 3 --algorithm objl --epsilon 0.1 --rounds 100
+      powerdp sweep examples/sweep_small.toml --out sweep_out && powerdp plot sweep_out
 
     exit status: 0 on success, 1 when the solve did not succeed, 2 on bad input.
     """
@@ -201,9 +202,18 @@ def cmd_cases(args: argparse.Namespace) -> int:
     return 0
 
 
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]
+    raise KeyError(name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "run":  # the run's defaults, so a --config file can tell explicit flags apart
+        args._defaults = {a.dest: a.default for a in _subparser(parser, "run")._actions}
     level = logging.ERROR if args.quiet else (logging.INFO if args.verbose else logging.WARNING)
     logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
     logging.getLogger("pyomo").setLevel(logging.ERROR)

@@ -73,10 +73,72 @@ def add_run_parser(sub) -> None:
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON")
+    p.add_argument("--config", metavar="FILE", type=Path, help="read the run from a TOML file ([run] table of RunConfig keys); flags given explicitly override it")
     p.set_defaults(func=cmd_run)
+
+    ps = sub.add_parser(
+        "sweep",
+        help="run a grid of distributed runs described by a TOML file",
+        description=textwrap.dedent(
+            """\
+            Run every combination of cases x partitions x algorithms x epsilons x local
+            updates x seeds of a sweep file ([sweep] lists, [run] shared settings; see
+            examples/sweep_small.toml) in parallel. Each run is saved in DIR/runs/RUN_ID;
+            finished runs are skipped, so an interrupted sweep resumes. DIR/rounds.csv has
+            one row per run and round, DIR/runs.csv one row per run. The whole file is
+            validated, and every case and partition loaded, before any solve starts.
+            Under mpiexec (python -m mpi4py.futures -m powerdp sweep ...) the runs go to
+            MPI ranks.
+            """
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ps.add_argument("config", metavar="CONFIG", type=Path, help="sweep TOML file")
+    ps.add_argument("--out", metavar="DIR", type=Path, required=True, help="output directory")
+    ps.add_argument("--jobs", type=int, help="parallel runs (default: one per core)")
+    ps.add_argument("--plot", action="store_true", help="draw the figures when done (as powerdp plot DIR)")
+    ps.set_defaults(func=cmd_sweep)
+
+    pl = sub.add_parser(
+        "plot",
+        help="draw the figures of a sweep (or run) directory",
+        description="Draw trajectories, privacy-utility curves, partition sensitivity and network maps "
+        "of a sweep directory as PNG files (default: DIR/figures).",
+    )
+    pl.add_argument("directory", metavar="DIR", type=Path, help="a powerdp sweep output directory")
+    pl.add_argument("--out", metavar="FIGDIR", type=Path, help="where to write the PNG files")
+    pl.set_defaults(func=cmd_plot)
+
+
+def _explicit(args: argparse.Namespace, parser_defaults: dict) -> dict:
+    return {k: v for k, v in vars(args).items() if k in parser_defaults and v != parser_defaults[k]}
+
+
+FLAG_TO_FIELD = {
+    "zones": "zones", "partition": "partition", "method": "partition_method", "algorithm": "algorithm",
+    "objective": "objective", "epsilon": "epsilon", "delta": "delta", "beta": "beta", "sensitivity": "sensitivity",
+    "rounds": "rounds", "local_updates": "local_updates", "rho": "rho", "rho_schedule": "rho_schedule", "eta": "eta",
+    "seed": "seed", "backend": "backend", "workers": "workers", "flows": "flows", "convention": "convention",
+    "checkpoint_every": "checkpoint_every", "case": "case",
+}
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
+    if getattr(args, "config", None) is not None:
+        from .sweep import load_toml
+
+        data = load_toml(args.config)
+        unknown = sorted(set(data) - {"run"})
+        if unknown:
+            raise ConfigError(f"{args.config}: unknown table(s) {', '.join(unknown)}; a run file has one [run] table")
+        fields = dict(data.get("run", {}))
+        defaults = args._defaults
+        for flag, value in vars(args).items():
+            if flag in FLAG_TO_FIELD and flag in defaults and value != defaults[flag]:
+                fields[FLAG_TO_FIELD[flag]] = value
+        if args.case is not None:
+            fields["case"] = args.case
+        return RunConfig.from_dict(fields, source=str(args.config))
     if args.resume is not None:
         from .runner import load_config
 
@@ -141,6 +203,58 @@ def _progress_printer(args, cfg: RunConfig):
             )
 
     return line, None
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import load_sweep, run_sweep
+
+    spec = load_sweep(args.config)
+    n = len(spec.configs())
+    if not args.quiet:
+        print(f"sweep {args.config}: {n} runs -> {args.out}")
+    bar = None
+    if not args.quiet:
+        try:
+            from tqdm import tqdm
+
+            bar = tqdm(total=n, desc="sweep", unit="run", file=sys.stderr, disable=not sys.stderr.isatty())
+        except ImportError:  # pragma: no cover
+            bar = None
+
+    def progress(run, err, done, total):
+        if bar is not None and not bar.disable:
+            bar.n = done
+            bar.set_postfix_str(run)
+            bar.refresh()
+        elif not args.quiet:
+            print(f"[{done}/{total}] {run}" + (f"  FAILED: {err}" if err else ""), flush=True)
+
+    try:
+        runs = run_sweep(spec, args.out, jobs=args.jobs, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    failed = (args.out / "errors.json").is_file()
+    if not args.quiet:
+        print(f"{len(runs)} runs finished; tables {args.out / 'rounds.csv'} and {args.out / 'runs.csv'}")
+        if failed:
+            print(f"some runs failed: see {args.out / 'errors.json'}")
+    if args.plot:
+        from .plots import plot_sweep
+
+        for p in plot_sweep(args.out):
+            if not args.quiet:
+                print(f"figure {p}")
+    return 1 if failed else 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .plots import plot_sweep
+
+    for p in plot_sweep(args.directory, args.out):
+        if not args.quiet:
+            print(f"figure {p}")
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:

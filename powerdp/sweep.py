@@ -1,0 +1,260 @@
+"""Sweeps: grids of distributed runs, fanned out in parallel, resumable, with one tidy table.
+
+A sweep is described by a TOML file (or a :class:`SweepSpec`)::
+
+    [sweep]
+    cases = ["case14", "case118"]
+    partitions = [{ zones = 3 }, { zones = 4, method = "spectral" }]   # or "area", a CSV file...
+    algorithms = ["objl", "outl"]
+    epsilons = [0.1, 1.0]
+    local_updates = [1, 5]
+    seeds = [0, 1, 2]
+
+    [run]            # every other RunConfig field, shared by all runs
+    rounds = 100
+    sensitivity = "paper"
+
+``powerdp sweep FILE --out DIR`` runs the grid (cases × partitions × algorithms
+× ε × E × seeds) over a local process pool, or over MPI ranks with
+``mpi4py.futures`` when launched as ``mpiexec -n K python -m mpi4py.futures -m
+powerdp sweep ...``. Each run saves to ``DIR/runs/RUN_ID/``; a run whose
+``summary.json`` exists is skipped, so an interrupted sweep resumes. The
+tidy tables are ``DIR/rounds.csv`` (one row per run and round) and
+``DIR/runs.csv`` (one row per run), and the resolved specification is saved
+as ``DIR/sweep.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import logging
+import os
+import sys
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from .config import RunConfig
+from .errors import ConfigError
+
+__all__ = ["SweepSpec", "load_sweep", "load_toml", "run_sweep", "sweep_tables"]
+
+GRID_KEYS = {"cases", "partitions", "algorithms", "epsilons", "local_updates", "seeds"}
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file; errors name the file and the line."""
+    path = Path(path)
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+@dataclass
+class SweepSpec:
+    """A grid of runs: the lists below × ``base`` (the shared RunConfig fields)."""
+
+    cases: list[str] = field(default_factory=lambda: ["case14"])
+    partitions: list[dict[str, Any]] = field(default_factory=lambda: [{"zones": 3}])
+    algorithms: list[str] = field(default_factory=lambda: ["objl"])
+    epsilons: list[float] = field(default_factory=lambda: [0.1])
+    local_updates: list[int] = field(default_factory=lambda: [1])
+    seeds: list[int] = field(default_factory=lambda: [0])
+    base: dict[str, Any] = field(default_factory=dict)
+    source: str = "sweep"
+
+    def __post_init__(self) -> None:
+        for name in GRID_KEYS:
+            value = getattr(self, name)
+            if not isinstance(value, list) or not value:
+                raise ConfigError(f"{self.source}: sweep.{name} must be a non-empty list")
+        grid_fields = {"case", "zones", "partition", "partition_method", "algorithm", "epsilon", "local_updates", "seed"}
+        clash = sorted(grid_fields & set(self.base))
+        if clash:
+            raise ConfigError(f"{self.source}: [run] sets {', '.join(clash)}, which the [sweep] grid sets")
+        self.configs()  # validate every grid point before anything runs
+
+    @staticmethod
+    def _partition_fields(p: Any, source: str) -> dict[str, Any]:
+        if isinstance(p, int):
+            return {"zones": p, "partition": None}
+        if isinstance(p, str):
+            return {"zones": None, "partition": p}
+        if not isinstance(p, dict):
+            raise ConfigError(f"{source}: each sweep.partitions entry is a zone count, a source string or a table")
+        unknown = sorted(set(p) - {"zones", "method", "source"})
+        if unknown:
+            raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} in sweep.partitions (known: zones, method, source)")
+        out = {"zones": p.get("zones"), "partition": p.get("source")}
+        if "method" in p:
+            out["partition_method"] = p["method"]
+        return out
+
+    def configs(self) -> list[tuple[str, RunConfig]]:
+        """Every run of the grid as (run id, RunConfig), validated."""
+        out = []
+        for case, part, alg, eps, E, seed in itertools.product(
+            self.cases, self.partitions, self.algorithms, self.epsilons, self.local_updates, self.seeds
+        ):
+            fields = {**self.base, "case": case, "algorithm": alg, "epsilon": eps, "local_updates": E, "seed": seed}
+            fields.update(self._partition_fields(part, self.source))
+            try:
+                cfg = RunConfig.from_dict(fields, source=self.source)
+            except ConfigError as exc:
+                raise ConfigError(f"{self.source}: run {case}/{alg}/eps={eps}/E={E}/seed={seed}: {exc}") from None
+            out.append((run_id(cfg), cfg))
+        return out
+
+    def check_inputs(self) -> None:
+        """Load every case and partition once, so a missing file or too many zones fails before any solve."""
+        from .network import load_case
+        from .runner import resolve_partition
+
+        seen = set()
+        for _, cfg in self.configs():
+            key = (cfg.case, cfg.convention, cfg.zones, cfg.partition, cfg.partition_method)
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                net = load_case(cfg.case, convention=cfg.convention)
+                resolve_partition(net, cfg)
+            except Exception as exc:
+                raise ConfigError(f"{self.source}: case {cfg.case!r}, zones {cfg.zones or cfg.partition}: {exc}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "source"}
+
+
+def run_id(cfg: RunConfig) -> str:
+    """A readable, unique directory name of a run inside a sweep."""
+    part = f"z{cfg.zones}-{cfg.partition_method}" if cfg.partition is None else Path(str(cfg.partition)).stem
+    case = Path(cfg.case).stem
+    return f"{case}_{part}_{cfg.algorithm}_eps{cfg.epsilon:g}_E{cfg.local_updates}_s{cfg.seed}"
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep TOML file (see module doc)."""
+    data = load_toml(path)
+    src = str(path)
+    unknown = sorted(set(data) - {"sweep", "run"})
+    if unknown:
+        raise ConfigError(f"{src}: unknown table(s) {', '.join(unknown)}; a sweep file has [sweep] and [run]")
+    grid = dict(data.get("sweep", {}))
+    bad = sorted(set(grid) - GRID_KEYS)
+    if bad:
+        raise ConfigError(f"{src}: unknown key(s) {', '.join(bad)} in [sweep]; known: {', '.join(sorted(GRID_KEYS))}")
+    base = dict(data.get("run", {}))
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    bad = sorted(set(base) - known)
+    if bad:
+        raise ConfigError(f"{src}: unknown key(s) {', '.join(bad)} in [run]; known: {', '.join(sorted(known))}")
+    return SweepSpec(**grid, base=base, source=src)
+
+
+def _one(run: str, cfg: RunConfig, out: str) -> tuple[str, str | None]:
+    """Run one grid point into out/runs/<run>; returns (run id, error or None)."""
+    from .runner import run_distributed
+
+    logging.getLogger("pyomo").setLevel(logging.ERROR)
+    d = Path(out) / "runs" / run
+    try:
+        run_distributed(cfg, out=d, resume=(d / "checkpoint" / "state.pkl").is_file(), reference=False)
+    except Exception as exc:  # one failed run must not sink the sweep
+        return run, f"{type(exc).__name__}: {exc}"
+    return run, None
+
+
+def _executor(jobs: int | None) -> Executor:
+    if os.environ.get("POWERDP_SWEEP_EXECUTOR", "") == "mpi" or "mpi4py.futures" in sys.modules:
+        from mpi4py.futures import MPIPoolExecutor
+
+        return MPIPoolExecutor()
+    return ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1)
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out: str | Path,
+    jobs: int | None = None,
+    progress: Callable[[str, str | None, int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Run every grid point not already finished; return the per-run table (``runs.csv``)."""
+    out = Path(out)
+    spec.check_inputs()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.json").write_text(json.dumps(spec.to_dict(), indent=2, default=str) + "\n")
+    todo = [(r, c) for r, c in spec.configs() if not (out / "runs" / r / "summary.json").is_file()]
+    total = len(spec.configs())
+    done = total - len(todo)
+    errors: dict[str, str] = {}
+    if todo:
+        with _executor(jobs) as pool:
+            futures = [pool.submit(_one, r, c, str(out)) for r, c in todo]
+            for fut in as_completed(futures):
+                run, err = fut.result()
+                done += 1
+                if err:
+                    errors[run] = err
+                if progress is not None:
+                    progress(run, err, done, total)
+    if errors:
+        (out / "errors.json").write_text(json.dumps(errors, indent=2) + "\n")
+    rounds, runs = sweep_tables(out, spec)
+    rounds.to_csv(out / "rounds.csv", index=False)
+    runs.to_csv(out / "runs.csv", index=False)
+    return runs
+
+
+PARAM_COLUMNS = ["run", "case", "zones", "partition", "partition_method", "algorithm", "epsilon", "local_updates", "seed", "sensitivity", "eta"]
+
+
+def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tidy tables of a sweep directory: (rounds, runs)."""
+    from .results import RunResult
+
+    out = Path(out)
+    rows, summaries = [], []
+    for d in sorted((out / "runs").glob("*")):
+        if not (d / "summary.json").is_file():
+            continue
+        res = RunResult.load(d)
+        cfg = res.config
+        params = {
+            "run": d.name, "case": Path(cfg.case).stem, "zones": cfg.zones, "partition": cfg.partition,
+            "partition_method": cfg.partition_method, "algorithm": cfg.algorithm, "epsilon": cfg.epsilon,
+            "local_updates": cfg.local_updates, "seed": cfg.seed, "sensitivity": cfg.sensitivity, "eta": str(cfg.eta),
+        }
+        h = res.history.copy()
+        for k, v in params.items():
+            h[k] = v
+        rows.append(h)
+        s = res.summary
+        n_zones = s.get("n_zones")
+        summaries.append({
+            **params,
+            "n_zones": n_zones,
+            "rounds": s["rounds"],
+            "final_objective": s["final_objective"],
+            "final_feasibility": s["final_feasibility"],
+            "max_violation": s["max_violation"],
+            "wall_s": s["wall_s"],
+            "epsilon_total": max(s["epsilon_total"].values()) if s.get("epsilon_total") else 0.0,
+        })
+    rounds = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=PARAM_COLUMNS)
+    if rows:
+        rounds = rounds[PARAM_COLUMNS + [c for c in rounds.columns if c not in PARAM_COLUMNS]]
+    return rounds, pd.DataFrame(summaries)

@@ -1,0 +1,106 @@
+"""Sweeps: TOML validation before any solve, the grid, resume, tidy tables."""
+
+import pandas as pd
+import pytest
+
+from powerdp.errors import ConfigError
+from powerdp.sweep import load_sweep, run_sweep
+
+SMALL = """
+[sweep]
+cases = ["case14"]
+partitions = [{ zones = 2 }, { zones = 3 }]
+algorithms = ["objl", "outl"]
+epsilons = [0.5]
+seeds = [0]
+
+[run]
+rounds = 3
+sensitivity = "paper"
+"""
+
+
+def write(tmp_path, text, name="s.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@pytest.fixture(scope="module")
+def small_sweep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    spec = load_sweep(write(tmp, SMALL))
+    runs = run_sweep(spec, tmp / "out", jobs=2)
+    return tmp / "out", spec, runs
+
+
+def test_grid_runs_and_tables(small_sweep):
+    out, spec, runs = small_sweep
+    assert len(spec.configs()) == 4 and len(runs) == 4
+    rounds = pd.read_csv(out / "rounds.csv")
+    assert len(rounds) == 4 * 3
+    for col in ("run", "case", "algorithm", "epsilon", "seed", "round", "objective", "feasibility", "noise_magnitude"):
+        assert col in rounds.columns
+    assert set(runs["n_zones"]) == {2, 3}
+    assert (out / "sweep.json").is_file()
+    for run in runs["run"]:
+        assert (out / "runs" / run / "config.json").is_file()
+
+
+def test_interrupted_sweep_skips_finished_runs(small_sweep, monkeypatch):
+    out, spec, _ = small_sweep
+    import powerdp.sweep as sweep_mod
+
+    def boom(*a, **k):
+        raise AssertionError("a finished run was run again")
+
+    monkeypatch.setattr(sweep_mod, "_one", boom)
+    runs = run_sweep(spec, out, jobs=1)
+    assert len(runs) == 4
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (SMALL.replace("seeds = [0]", "seeds = [0]\ncolour = 1"), r"unknown key\(s\) colour in \[sweep\]"),
+        (SMALL.replace("rounds = 3", "roundz = 3"), r"unknown key\(s\) roundz in \[run\]"),
+        (SMALL.replace("epsilons = [0.5]", "epsilons = [0.5, 0.0]"), "epsilon = 0.0: must be a positive number"),
+        (SMALL.replace('cases = ["case14"]', 'cases = ["/nonexistent/case.m"]'), "not a file"),
+        (SMALL.replace("{ zones = 3 }", "{ zones = 40 }"), "40"),
+        (SMALL.replace("[run]", "[runn]"), r"unknown table\(s\) runn"),
+        (SMALL.replace("rounds = 3", "rounds = 3\nalgorithm = 'objg'"), "which the \\[sweep\\] grid sets"),
+    ],
+)
+def test_bad_sweep_config_fails_before_any_solve(tmp_path, monkeypatch, text, match):
+    import powerdp.sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "_one", lambda *a, **k: pytest.fail("a run started"))
+    with pytest.raises(ConfigError, match=match):
+        spec = load_sweep(write(tmp_path, text))
+        run_sweep(spec, tmp_path / "out", jobs=1)
+
+
+def test_cli_sweep_and_plot(small_sweep, capsys, tmp_path):
+    from powerdp.cli import main
+
+    out, _, _ = small_sweep
+    assert main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 0
+    names = {p.name for p in (tmp_path / "figs").glob("*.png")}
+    assert {"trajectories_case14.png", "partition_sensitivity_case14.png"} <= names
+    assert any(n.startswith("network_case14") for n in names)
+    assert main(["sweep", str(write(tmp_path, SMALL.replace("rounds = 3", "rounds = 0"))), "--out", str(tmp_path / "x")]) == 2
+    assert "rounds" in capsys.readouterr().err
+
+
+def test_run_config_file(tmp_path, capsys):
+    from powerdp.cli import main
+
+    cfg = write(tmp_path, '[run]\ncase = "case14"\nrounds = 2\nalgorithm = "objg"\n', "run.toml")
+    assert main(["run", "--config", str(cfg), "--rounds", "3", "--no-reference", "--out", str(tmp_path / "o")]) == 0
+    import json
+
+    saved = json.loads((tmp_path / "o" / "config.json").read_text())
+    assert saved["algorithm"] == "objg" and saved["rounds"] == 3  # file value, flag override
+    bad = write(tmp_path, '[run]\ncase = "case14"\nepsilonn = 1\n', "bad.toml")
+    assert main(["run", "--config", str(bad)]) == 2
+    assert "unknown key(s) epsilonn" in capsys.readouterr().err
