@@ -38,6 +38,7 @@ class RunConfig:
     zones: int | None = 3
     partition: str | None = None  # a bus,zone CSV, or "area"/"zone"; overrides zones
     partition_method: str = "modularity"
+    allow_disconnected: bool = False  # accept given zones made of several islands (e.g. native areas)
     algorithm: str = "objl"
     objective: str = "shedding"
     epsilon: float = 0.1

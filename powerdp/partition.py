@@ -647,12 +647,19 @@ def _bisect_spectral(net: Network, nodes: np.ndarray, seed: int) -> np.ndarray:
     adj = sp.coo_matrix((np.ones(len(lu)), (lu, lv)), shape=(n, n)).tocsr()
     adj = ((adj + adj.T) > 0).astype(float)
     lap = sp.diags(np.asarray(adj.sum(axis=1)).ravel()) - adj
-    if n <= 3000:
+    if n <= 300:
         from scipy.linalg import eigh
 
         _, vecs = eigh(lap.toarray(), subset_by_index=[1, 1])
         fiedler = vecs[:, 0]
-    else:  # large zones: networkx's sparse solver
+    elif _components(n, lu, lv)[0] == 1:
+        # sparse shift-invert around a small negative shift: the two smallest eigenpairs
+        from scipy.sparse.linalg import eigsh
+
+        v0 = np.random.default_rng(seed).random(n)
+        vals, vecs = eigsh(lap.tocsc(), k=2, sigma=-1e-3, which="LM", v0=v0, tol=1e-10)
+        fiedler = vecs[:, int(np.argsort(vals)[1])]
+    else:  # disconnected subgraph: networkx's solver handles it
         import networkx as nx
 
         g = nx.Graph()

@@ -49,6 +49,7 @@ def add_run_parser(sub) -> None:
     zones = p.add_mutually_exclusive_group()
     zones.add_argument("--zones", type=int, metavar="N", help="number of zones (default 3)")
     zones.add_argument("--partition", metavar="FILE", help="a bus,zone CSV file, or 'area' / 'zone' (bus columns)")
+    p.add_argument("--allow-disconnected", action="store_true", help="accept given zones made of several islands (e.g. a case's native areas)")
     p.add_argument("--method", default="modularity", choices=["modularity", "kernighan_lin", "spectral"], help="automatic partition method (default: modularity)")
     p.add_argument("--algorithm", choices=ALGORITHMS, default="objl", help="algorithm (default: objl)")
     p.add_argument("--objective", choices=["shedding", "cost"], default="shedding", help="local objective (default: shedding; cost only for non-private runs)")
@@ -119,7 +120,7 @@ FLAG_TO_FIELD = {
     "objective": "objective", "epsilon": "epsilon", "delta": "delta", "beta": "beta", "sensitivity": "sensitivity",
     "rounds": "rounds", "local_updates": "local_updates", "rho": "rho", "rho_schedule": "rho_schedule", "eta": "eta",
     "seed": "seed", "backend": "backend", "workers": "workers", "flows": "flows", "convention": "convention",
-    "checkpoint_every": "checkpoint_every", "case": "case",
+    "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
 }
 
 
@@ -153,6 +154,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         zones=args.zones if args.zones is not None else (None if args.partition else 3),
         partition=args.partition,
         partition_method=args.method,
+        allow_disconnected=args.allow_disconnected,
         algorithm=args.algorithm,
         objective=args.objective,
         epsilon=args.epsilon,

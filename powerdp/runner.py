@@ -43,7 +43,7 @@ class RunFailed(PowerDPError):
 def resolve_partition(net: Network, config: RunConfig) -> Partition:
     """The run's zones: an explicit partition source, else the bundled one for that zone count, else automatic."""
     if config.partition is not None:
-        return make_partition(net, config.partition)
+        return make_partition(net, config.partition, allow_disconnected=config.allow_disconnected)
     bundled = bundled_partition(net, config.zones)
     if bundled is not None:
         return bundled

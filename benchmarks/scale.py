@@ -1,0 +1,67 @@
+"""Large networks with many zones (issue: beyond one machine).
+
+For each case and zone count: setup (partition + model build + compile of every
+zone), the initial projection, mean time per round of T rounds of objl (E = 1),
+and peak memory, on the serial, process (2 workers) and mpi (2 agent ranks)
+backends.
+
+    python benchmarks/scale.py                                  # case2000_goc, 3 areas and 16 zones
+    python benchmarks/scale.py --case ../shared/data/pglib/pglib_opf_case1354_pegase.m --zones 16
+    mpiexec -n 3 python benchmarks/scale.py --backends mpi      # the mpi backend
+
+Peak memory is the resident set size high-water mark (ru_maxrss) of this process
+and of its finished children.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import resource
+import time
+from pathlib import Path
+
+from powerdp.config import RunConfig
+from powerdp.runner import run_distributed
+
+DEFAULT_CASE = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "pglib" / "pglib_opf_case2000_goc.m")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--case", default=DEFAULT_CASE)
+    ap.add_argument("--zones", default="area,16", help="comma list of zone counts or 'area' (native areas)")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--backends", default="serial,process")
+    ap.add_argument("--method", default="spectral")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    logging.getLogger("pyomo").setLevel(logging.ERROR)
+    rows = []
+    for z in args.zones.split(","):
+        for backend in args.backends.split(","):
+            kw = dict(partition="area", zones=None, allow_disconnected=True) if z == "area" else dict(zones=int(z), partition_method=args.method)
+            cfg = RunConfig(case=args.case, algorithm="objl", epsilon=0.1, sensitivity="paper", rounds=args.rounds, backend=backend, workers=2, checkpoint_every=0, **kw)
+            t0 = time.perf_counter()
+            res = run_distributed(cfg, reference=False)
+            if res is None:  # an mpi worker rank
+                return
+            s = res.summary
+            build = sum(v["build_s"] for v in s["setup_times"].values())
+            comp = sum(v["compile_s"] for v in s["setup_times"].values())
+            peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+            row = {
+                "case": Path(args.case).stem, "zones": s["n_zones"], "backend": backend, "hosts": s["hosts"],
+                "setup_s": round(s["setup_s"], 2), "build_s_sum": round(build, 2), "compile_s_sum": round(comp, 2),
+                "round_s_mean": round(s["wall_s"] / max(s["rounds"], 1), 3), "total_s": round(time.perf_counter() - t0, 1),
+                "peak_rss_mb": round(peak), "final_objective": round(s["final_objective"], 4),
+            }
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
