@@ -292,7 +292,5 @@ def cmd_run(args: argparse.Namespace) -> int:
         if out is not None:
             print(f"results       {out}")
     if args.json:
-        data = dict(s)
-        data.update({"rounds": s["rounds"], "algorithm": cfg.algorithm})
         result.to_json(args.json)
     return 0

@@ -222,7 +222,12 @@ def run_distributed(
 
 def _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete, run_s=None, stopped="failed"):
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
-    diags = backend.diagnostics(with_solution=True) if (history or complete) else []
+    try:
+        diags = backend.diagnostics(with_solution=True) if (history or complete) else []
+    except PowerDPError:
+        if complete:
+            raise
+        diags = []  # a failed host cannot report; the history is still kept
     privacy = {d.zone: d.privacy for d in diags if d.privacy is not None}
     final_obj = float(frame["objective"].iloc[-1]) if len(frame) else None
     summary: dict[str, Any] = {
