@@ -122,8 +122,8 @@ class ZoneAgent:
         self._f_r = red.reduced.objective  # f_p in r coordinates (exact ADMM)
         exact = config.algorithm == "exact"
         pattern = red.pull(np.zeros(self.n), np.ones(self.n), base=self._f_r if exact else None)
-        self.solver = IpoptSolver(red.reduced, profile=config.ipopt_profile, objective_pattern=pattern)
-        self._warm_options = load_ipopt_profile(config.ipopt_warm_profile) if config.warm_start else {}
+        self.solver = IpoptSolver(red.reduced, profile=config.ipopt_profile, options=config.ipopt_options, objective_pattern=pattern)
+        self._warm_options = {**load_ipopt_profile(config.ipopt_warm_profile), **config.ipopt_options} if config.warm_start else {}
         self._z_flat = prob.x0.copy()  # data-independent flat start (SPEC §5)
         self._r_flat = red.reduced.x0.copy()
         self.rng = zone_rng(config.seed, self.zone)

@@ -61,6 +61,7 @@ class RunConfig:
     checkpoint_every: int = 10
     ipopt_profile: str = "default"  # Ipopt options of cold solves (a bundled profile or a .opt file)
     ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
+    ipopt_options: dict[str, Any] = field(default_factory=dict)  # extra Ipopt options, e.g. {"print_level": 5}
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

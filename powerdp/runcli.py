@@ -69,6 +69,13 @@ def add_run_parser(sub) -> None:
     p.add_argument("--workers", type=int, help="worker processes of the process backend (default: one per core, at most one per zone)")
     p.add_argument("--tol", type=float, default=0.0, help="stop when primal and dual residuals fall below TOL (default: run all rounds)")
     p.add_argument("--no-warm-start", action="store_true", help="start every local solve cold from the flat point")
+    p.add_argument(
+        "--ipopt-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra Ipopt option for every local solve (repeatable); Ipopt is silent unless asked, e.g. --ipopt-option print_level=5",
+    )
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized solve used to report the gap")
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR")
@@ -175,7 +182,20 @@ def _config(args: argparse.Namespace) -> RunConfig:
         tol_dual=args.tol,
         warm_start=not args.no_warm_start,
         checkpoint_every=args.checkpoint_every,
+        ipopt_options=_ipopt_options(args.ipopt_option),
     )
+
+
+def _ipopt_options(items: list[str]) -> dict:
+    from .solver import _option_value
+
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--ipopt-option {item!r}: expected NAME=VALUE")
+        name, value = item.split("=", 1)
+        out[name.strip()] = _option_value(value.strip())
+    return out
 
 
 def _progress_printer(args, cfg: RunConfig):

@@ -165,3 +165,14 @@ def test_cli_run_writes_json(tmp_path, capsys):
     assert "epsilon spent per zone" in out
     assert main(["run", "case14", "--algorithm", "objl", "--objective", "cost"]) == 2
     assert "no DP guarantee" in capsys.readouterr().err
+
+
+def test_ipopt_options_reach_local_solves(capfd):
+    from powerdp.cli import main
+
+    assert main(["run", "case14", "--rounds", "1", "--no-reference", "--ipopt-option", "bogus_option=3"]) == 2
+    assert "invalid Ipopt option bogus_option" in capfd.readouterr().err
+    assert main(["-q", "run", "case14", "--rounds", "1", "--no-reference"]) == 0
+    assert "Number of Iterations" not in capfd.readouterr().out  # Ipopt is silent by default
+    assert main(["-q", "run", "case14", "--rounds", "1", "--no-reference", "--ipopt-option", "print_level=3"]) == 0
+    assert "Number of Iterations" in capfd.readouterr().out  # and speaks when asked
