@@ -104,3 +104,19 @@ def test_run_config_file(tmp_path, capsys):
     bad = write(tmp_path, '[run]\ncase = "case14"\nepsilonn = 1\n', "bad.toml")
     assert main(["run", "--config", str(bad)]) == 2
     assert "unknown key(s) epsilonn" in capsys.readouterr().err
+
+
+def test_bundled_sweep_config_produces_every_figure(tmp_path):
+    """examples/sweep_small.toml (shortened here) + powerdp plot draw all four figure types."""
+    from pathlib import Path
+
+    from powerdp.plots import plot_sweep
+    from powerdp.sweep import SweepSpec
+
+    spec = load_sweep(Path(__file__).resolve().parents[1] / "examples" / "sweep_small.toml")
+    assert len(spec.epsilons) > 1 and len(spec.partitions) > 1
+    short = SweepSpec(**{**spec.to_dict(), "seeds": [0], "base": {**spec.base, "rounds": 2}})
+    run_sweep(short, tmp_path / "out", jobs=2)
+    names = {p.name for p in plot_sweep(tmp_path / "out")}
+    for prefix in ("trajectories_", "privacy_utility_", "partition_sensitivity_", "network_"):
+        assert any(n.startswith(prefix) for n in names), prefix
