@@ -285,7 +285,15 @@ class IpoptSolver:
             try:
                 self._nlp.add_option(key, value)
             except (TypeError, ValueError) as exc:
-                raise ConfigError(f"invalid Ipopt option {key} = {value!r}: {exc}") from None
+                # "0" parses as an int, but a numeric Ipopt option wants a float
+                if isinstance(value, int) and not isinstance(value, bool):
+                    try:
+                        self._nlp.add_option(key, float(value))
+                        value = float(value)
+                    except (TypeError, ValueError):
+                        raise ConfigError(f"invalid Ipopt option {key} = {value!r}: {exc}") from None
+                else:
+                    raise ConfigError(f"invalid Ipopt option {key} = {value!r}: {exc}") from None
             self.options[key] = value
 
     def solve(
