@@ -43,7 +43,7 @@ def one_run(case: str, algorithm: str, epsilon: float, E: int, seed: int, rounds
     )
     res = run_distributed(cfg, reference=False)
     h = res.history.copy()
-    for k, v in {"case": case, "algorithm": algorithm, "epsilon": epsilon, "E": E, "seed": seed, "sensitivity": sensitivity, "eta": eta}.items():
+    for k, v in {"case": case, "algorithm": algorithm, "epsilon": epsilon, "local_updates": E, "seed": seed, "sensitivity": sensitivity, "eta": eta}.items():
         h[k] = v
     path.parent.mkdir(parents=True, exist_ok=True)
     h.to_csv(path, index=False)
@@ -51,34 +51,14 @@ def one_run(case: str, algorithm: str, epsilon: float, E: int, seed: int, rounds
 
 
 def plot(table: pd.DataFrame, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
+    """One figure per case, E and sensitivity rule, drawn by powerdp.plots.plot_trajectories."""
     import matplotlib.pyplot as plt
 
+    from powerdp.plots import plot_trajectories
+
     paths = []
-    metrics = [("noise_magnitude", "noise magnitude Σ|ξ|"), ("objective", "objective (p.u.²)"), ("feasibility", "feasibility ‖w − Bz‖₂ (p.u.)")]
-    for (case, E, sens), grp in table.groupby(["case", "E", "sensitivity"]):
-        eps_values = sorted(grp["epsilon"].unique())
-        fig, axes = plt.subplots(len(metrics), len(eps_values), figsize=(3.6 * len(eps_values), 8.5), squeeze=False, sharex=True)
-        for j, eps in enumerate(eps_values):
-            sub = grp[grp["epsilon"] == eps]
-            for i, (metric, label) in enumerate(metrics):
-                ax = axes[i, j]
-                for alg, g in sub.groupby("algorithm"):
-                    stats = g.groupby("round")[metric].agg(["mean", "min", "max"])
-                    ax.plot(stats.index, stats["mean"], label=alg)
-                    ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2)
-                ax.set_yscale("log")
-                if i == 0:
-                    ax.set_title(f"ε = {eps}")
-                if j == 0:
-                    ax.set_ylabel(label)
-                if i == len(metrics) - 1:
-                    ax.set_xlabel("round t")
-        axes[0, 0].legend()
-        fig.suptitle(f"{case}, 3 zones, E = {E}, {sens} sensitivities (mean, min–max over seeds)")
-        fig.tight_layout()
+    for (case, E, sens), grp in table.groupby(["case", "local_updates", "sensitivity"]):
+        fig = plot_trajectories(grp, f"{case}, 3 zones, E = {E}, {sens} sensitivities (mean, min–max over seeds)")
         path = out / f"figure_{case}_E{E}_{sens}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
@@ -124,10 +104,14 @@ def main() -> None:
                 print(f"[{k}/{len(grid)}] {paths[-1].name}", flush=True)
         pd.concat([pd.read_csv(p) for p in sorted(paths)]).to_csv(table_path, index=False)
     table = pd.read_csv(table_path)
+    if "E" in table.columns:
+        table = table.rename(columns={"E": "local_updates"})
     for p in plot(table, args.out):
         print("figure", p)
     final = table[table["round"] == table["round"].max()]
-    summary = final.groupby(["case", "E", "epsilon", "algorithm"])[["objective", "feasibility"]].agg(["mean", "std"])
+    if "E" in final.columns:  # tables written before the column was renamed
+        final = final.rename(columns={"E": "local_updates"})
+    summary = final.groupby(["case", "local_updates", "epsilon", "algorithm"])[["objective", "feasibility"]].agg(["mean", "std"])
     summary.to_csv(args.out / f"final_{args.sensitivity}.csv")
     print(summary.to_string())
 

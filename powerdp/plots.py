@@ -43,6 +43,13 @@ def _plt():
     return plt
 
 
+def _band(ax, frame: pd.DataFrame, x: str, metric: str, label: str, **style) -> None:
+    """Mean of ``metric`` against ``x`` as a line, its min–max range shaded."""
+    stats = frame.groupby(x)[metric].agg(["mean", "min", "max"])
+    (line,) = ax.plot(stats.index, stats["mean"], label=label, **style)
+    ax.fill_between(stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.2)
+
+
 def _positive(values: pd.Series) -> bool:
     return bool((values > 0).all())
 
@@ -56,12 +63,9 @@ def plot_trajectories(rounds: pd.DataFrame, title: str = "") -> Any:
         sub = rounds[rounds["epsilon"] == eps]
         for i, (metric, label) in enumerate(METRICS):
             ax = axes[i, j]
-            for key, g in sub.groupby(["algorithm", "local_updates"]):
-                alg, E = key
-                stats = g.groupby("round")[metric].agg(["mean", "min", "max"])
+            for (alg, E), g in sub.groupby(["algorithm", "local_updates"]):
                 name = alg if sub["local_updates"].nunique() == 1 else f"{alg}, E={E}"
-                (line,) = ax.plot(stats.index, stats["mean"], label=name)
-                ax.fill_between(stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.2)
+                _band(ax, g, "round", metric, name)
             if _positive(sub[metric]):
                 ax.set_yscale("log")
             if i == 0:
@@ -83,10 +87,8 @@ def plot_privacy_utility(runs: pd.DataFrame, title: str = "") -> Any:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), squeeze=False)
     for ax, (metric, label) in zip(axes[0], [("final_objective", "final objective (p.u.²)"), ("final_feasibility", "final feasibility (p.u.)")]):
         for (alg, E), g in runs.groupby(["algorithm", "local_updates"]):
-            stats = g.groupby("epsilon")[metric].agg(["mean", "min", "max"])
             name = alg if runs["local_updates"].nunique() == 1 else f"{alg}, E={E}"
-            (line,) = ax.plot(stats.index, stats["mean"], marker="o", label=name)
-            ax.fill_between(stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.2)
+            _band(ax, g, "epsilon", metric, name, marker="o")
         ax.set_xscale("log")
         if _positive(runs[metric]):
             ax.set_yscale("log")
@@ -106,9 +108,7 @@ def plot_partition_sensitivity(runs: pd.DataFrame, title: str = "") -> Any:
     cols = [("final_objective", "final objective (p.u.²)"), ("final_feasibility", "final feasibility (p.u.)"), ("wall_s", "wall time (s)")]
     for ax, (metric, label) in zip(axes[0], cols):
         for (method, alg), g in runs.groupby(["partition_method", "algorithm"]):
-            stats = g.groupby("n_zones")[metric].agg(["mean", "min", "max"])
-            (line,) = ax.plot(stats.index, stats["mean"], marker="o", label=f"{method}, {alg}")
-            ax.fill_between(stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.2)
+            _band(ax, g, "n_zones", metric, f"{method}, {alg}", marker="o")
         if _positive(runs[metric]):
             ax.set_yscale("log")
         ax.set_xlabel("number of zones")
