@@ -50,6 +50,15 @@ def _band(ax, frame: pd.DataFrame, x: str, metric: str, label: str, **style) -> 
     ax.fill_between(stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.2)
 
 
+def _label_axis(ax, values: pd.Series, xlabel: str, ylabel: str) -> None:
+    """Axis labels and grid; a log y-scale when every value is positive."""
+    if _positive(values):
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+
+
 def _positive(values: pd.Series) -> bool:
     return bool((values > 0).all())
 
@@ -90,11 +99,7 @@ def plot_privacy_utility(runs: pd.DataFrame, title: str = "") -> Any:
             name = alg if runs["local_updates"].nunique() == 1 else f"{alg}, E={E}"
             _band(ax, g, "epsilon", metric, name, marker="o")
         ax.set_xscale("log")
-        if _positive(runs[metric]):
-            ax.set_yscale("log")
-        ax.set_xlabel("ε per local step")
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
+        _label_axis(ax, runs[metric], "ε per local step", label)
     axes[0, 1].legend(title="algorithm", fontsize="small")
     fig.suptitle(title or "privacy–utility (mean over seeds and partitions, min–max shaded)")
     fig.tight_layout()
@@ -109,12 +114,8 @@ def plot_partition_sensitivity(runs: pd.DataFrame, title: str = "") -> Any:
     for ax, (metric, label) in zip(axes[0], cols):
         for (method, alg), g in runs.groupby(["partition_method", "algorithm"]):
             _band(ax, g, "n_zones", metric, f"{method}, {alg}", marker="o")
-        if _positive(runs[metric]):
-            ax.set_yscale("log")
-        ax.set_xlabel("number of zones")
-        ax.set_ylabel(label)
+        _label_axis(ax, runs[metric], "number of zones", label)
         ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.grid(True, alpha=0.3)
     axes[0, 0].legend(title="method, algorithm", fontsize="small")
     fig.suptitle(title or "partition sensitivity (mean over seeds and ε, min–max shaded)")
     fig.tight_layout()
