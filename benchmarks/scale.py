@@ -45,8 +45,8 @@ def main() -> None:
             cfg = RunConfig(case=args.case, algorithm="objl", epsilon=0.1, sensitivity="paper", rounds=args.rounds, backend=backend, workers=2, checkpoint_every=0, **kw)
             t0 = time.perf_counter()
             res = run_distributed(cfg, reference=False)
-            if res is None:  # an mpi worker rank
-                return
+            if res is None:  # an mpi agent rank: it served this run; serve the next
+                continue
             s = res.summary
             build = sum(v["build_s"] for v in s["setup_times"].values())
             comp = sum(v["compile_s"] for v in s["setup_times"].values())

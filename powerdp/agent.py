@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import gc
 import math
+import pickle
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Hashable, Sequence
 
 import numpy as np
@@ -39,7 +41,12 @@ from .privacy import (
 from .reduction import eliminate
 from .solver import IpoptSolver, load_ipopt_profile
 
-__all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant"]
+__all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
+
+
+def zone_checkpoint_path(directory: str | Path, zone: int, round: int) -> Path:
+    """The file in which zone ``zone`` keeps its own state after round ``round``."""
+    return Path(directory) / f"zone_{int(zone)}_round_{int(round)}.pkl"
 
 
 def lipschitz_constant(objective: QuadraticObjective, n: int) -> float:
@@ -275,6 +282,38 @@ class ZoneAgent:
             "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
             "warm": self._warm,
         }
+
+    def save_checkpoint(self, directory: str | Path) -> Path:
+        """Write this zone's state to its own file in ``directory`` (atomically) and drop older ones.
+
+        The zone's host writes the file itself: its iterate, duals and noise
+        generator never pass through the coordinator.
+        """
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = zone_checkpoint_path(directory, self.zone, self.round)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(self.state_dict(), fh)
+        tmp.replace(path)
+        return path
+
+    def load_checkpoint(self, directory: str | Path, round: int) -> None:
+        """Restore the state this zone saved after round ``round`` (see :meth:`save_checkpoint`)."""
+        path = zone_checkpoint_path(directory, self.zone, round)
+        if not path.is_file():
+            from .errors import ConfigError
+
+            raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path} is missing)")
+        with open(path, "rb") as fh:
+            self.load_state_dict(pickle.load(fh))
+
+    def prune_checkpoints(self, directory: str | Path, keep_round: int) -> None:
+        """Delete this zone's checkpoint files of rounds other than ``keep_round``."""
+        keep = zone_checkpoint_path(directory, self.zone, keep_round).name
+        for old in Path(directory).glob(f"zone_{self.zone}_round_*.pkl"):
+            if old.name != keep:
+                old.unlink(missing_ok=True)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["zone"]) != self.zone:

@@ -71,10 +71,16 @@ class Backend:
     def diagnostics(self, with_solution: bool = False) -> list:
         raise NotImplementedError
 
-    def states(self) -> dict[int, dict[str, Any]]:
+    def save_checkpoint(self, directory: str) -> None:
+        """Every zone writes its own state file into ``directory`` (on its own host)."""
         raise NotImplementedError
 
-    def load_states(self, states: dict[int, dict[str, Any]]) -> None:
+    def load_checkpoint(self, directory: str, round: int) -> None:
+        """Every zone restores the state it saved after ``round``."""
+        raise NotImplementedError
+
+    def prune_checkpoints(self, directory: str, round: int) -> None:
+        """Every zone deletes its state files of other rounds than ``round``."""
         raise NotImplementedError
 
     def setup_times(self) -> dict[int, dict[str, float]]:
@@ -111,12 +117,17 @@ class SerialBackend(Backend):
     def diagnostics(self, with_solution: bool = False) -> list:
         return [self.agents[z].diagnostics(with_solution) for z in self.zones]
 
-    def states(self) -> dict[int, dict[str, Any]]:
-        return {z: a.state_dict() for z, a in self.agents.items()}
+    def save_checkpoint(self, directory: str) -> None:
+        for z in self.zones:
+            self.agents[z].save_checkpoint(directory)
 
-    def load_states(self, states: dict[int, dict[str, Any]]) -> None:
-        for z, s in states.items():
-            self.agents[int(z)].load_state_dict(s)
+    def load_checkpoint(self, directory: str, round: int) -> None:
+        for z in self.zones:
+            self.agents[z].load_checkpoint(directory, round)
+
+    def prune_checkpoints(self, directory: str, round: int) -> None:
+        for z in self.zones:
+            self.agents[z].prune_checkpoints(directory, round)
 
     def setup_times(self) -> dict[int, dict[str, float]]:
         return {z: a.setup_s for z, a in self.agents.items()}
@@ -173,11 +184,21 @@ def serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConfi
                     out.append(agents[m.zone].step(m))
             elif cmd == "diag":
                 out = [agents[z].diagnostics(arg) for z in sorted(agents)]
-            elif cmd == "states":
-                out = {z: a.state_dict() for z, a in agents.items()}
-            elif cmd == "load":
-                for z, s in arg.items():
-                    agents[int(z)].load_state_dict(s)
+            elif cmd == "save":  # each zone writes its own file; nothing but an acknowledgement returns
+                for z in sorted(agents):
+                    zone = z
+                    agents[z].save_checkpoint(arg)
+                out = None
+            elif cmd == "restore":
+                directory, rnd = arg
+                for z in sorted(agents):
+                    zone = z
+                    agents[z].load_checkpoint(directory, rnd)
+                out = None
+            elif cmd == "prune":
+                directory, rnd = arg
+                for z in sorted(agents):
+                    agents[z].prune_checkpoints(directory, rnd)
                 out = None
             elif cmd == "setup":
                 out = {z: a.setup_s for z, a in agents.items()}
@@ -248,14 +269,14 @@ class HostedBackend(Backend):
     def diagnostics(self, with_solution: bool = False) -> list:
         return self._merge(self._call("diag", [with_solution] * self.n_hosts))
 
-    def states(self) -> dict[int, dict[str, Any]]:
-        out: dict[int, dict[str, Any]] = {}
-        for part in self._call("states"):
-            out.update(part)
-        return out
+    def save_checkpoint(self, directory: str) -> None:
+        self._call("save", [str(directory)] * self.n_hosts)
 
-    def load_states(self, states: dict[int, dict[str, Any]]) -> None:
-        self._call("load", [{z: states[z] for z in g} for g in self.groups])
+    def load_checkpoint(self, directory: str, round: int) -> None:
+        self._call("restore", [(str(directory), int(round))] * self.n_hosts)
+
+    def prune_checkpoints(self, directory: str, round: int) -> None:
+        self._call("prune", [(str(directory), int(round))] * self.n_hosts)
 
     def setup_times(self) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}

@@ -53,6 +53,7 @@ class RunConfig:
     seed: int = 0
     backend: str = "serial"
     workers: int | None = None
+    rank_timeout: float = 60.0  # mpi backend: a rank silent this long (no heartbeat) is reported lost
     flows: str = "variables"  # z includes branch flows (paper); Ipopt solves with them eliminated
     convention: str = "powermodels"
     tol_primal: float = 0.0  # stop when both residuals fall below (0: run all rounds)
@@ -114,6 +115,8 @@ class RunConfig:
             raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
         if self.workers is not None and self.workers < 1:
             raise bad("workers", "must be at least 1")
+        if not (isinstance(self.rank_timeout, (int, float)) and self.rank_timeout > 0):
+            raise bad("rank_timeout", "must be a positive number of seconds")
         if self.flows not in ("expressions", "variables"):
             raise bad("flows", "choose 'expressions' or 'variables'")
         if self.convention not in ("powermodels", "matpower"):

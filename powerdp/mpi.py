@@ -11,10 +11,29 @@ load it does not own set to zero, and its agents' state never leaves it.
 :func:`powerdp.run_distributed` does the right thing on every rank: rank 0
 runs the coordinator and returns the result, the other ranks serve their
 agents and return ``None``.
+
+Lost ranks. Every rank runs a heartbeat thread that sends a small beacon to
+its peers (rank 0 to every agent rank, agent ranks to rank 0) every
+``rank_timeout / 10`` seconds, and every wait for a message checks the
+sender's beacons. A rank silent for ``config.rank_timeout`` seconds is
+reported lost: on rank 0 the run stops with a :class:`~powerdp.backends.WorkerError`
+naming the rank, its zones and the round; the output directory keeps the
+history and the last checkpoint (``powerdp run --resume DIR`` continues), and
+the job then aborts so that no rank waits forever. An agent rank that loses
+rank 0 aborts the job the same way.
+
+MPICH's ``mpiexec`` kills every rank as soon as one dies unless it is started
+with ``-disable-auto-cleanup``; use that flag to get the error message. Without
+it the job ends at once, and the output directory still holds the history of
+every finished round and the last checkpoint.
 """
 
 from __future__ import annotations
 
+import atexit
+import sys
+import threading
+import time
 from typing import Sequence
 
 import numpy as np
@@ -24,9 +43,10 @@ from .config import RunConfig
 from .errors import ConfigError
 from .network import Network
 
-__all__ = ["MPIBackend", "rank", "serve_rank"]
+__all__ = ["MPIBackend", "rank", "serve_rank", "RankLost"]
 
-TAG = 7
+TAG = 7  # commands and replies
+HEARTBEAT = 8  # liveness beacons
 
 
 def _comm():
@@ -46,14 +66,128 @@ def rank() -> int:
     return MPI.COMM_WORLD.Get_rank()
 
 
-def serve_rank() -> None:
-    """Worker rank: receive this rank's agents from rank 0, then serve commands until told to stop."""
+class RankLost(Exception):
+    """A peer rank sent no heartbeat for longer than the timeout."""
+
+    def __init__(self, peer: int, silent_s: float):
+        super().__init__(f"no heartbeat from MPI rank {peer} for {silent_s:.0f} s")
+        self.peer = peer
+        self.silent_s = silent_s
+
+
+class Liveness:
+    """Heartbeats between this rank and its peers, and waits that notice a lost peer.
+
+    A daemon thread sends a beacon to every peer every ``interval`` seconds
+    (non-blocking sends, so a dead peer cannot stall it). :meth:`recv` polls
+    for the awaited message, draining beacons as they come, and raises
+    :class:`RankLost` once the sender has been silent for ``timeout`` seconds.
+    """
+
+    def __init__(self, comm, peers: Sequence[int], timeout: float):
+        self.comm = comm
+        self.peers = list(peers)
+        self.timeout = float(timeout)
+        self.interval = min(1.0, self.timeout / 10)
+        now = time.monotonic()
+        self.last_seen = {p: now for p in self.peers}
+        self.lost: set[int] = set()
+        self._stop = threading.Event()
+        self._pending: list = []
+        self._thread = threading.Thread(target=self._beat, name="powerdp-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._pending = [r for r in self._pending if not r.Test()]
+            for p in self.peers:
+                if p not in self.lost:
+                    self._pending.append(self.comm.isend(None, dest=p, tag=HEARTBEAT))
+
+    def drain(self) -> None:
+        from mpi4py import MPI
+
+        status = MPI.Status()
+        while self.comm.iprobe(source=MPI.ANY_SOURCE, tag=HEARTBEAT, status=status):
+            src = status.Get_source()
+            self.comm.recv(source=src, tag=HEARTBEAT)
+            self.last_seen[src] = time.monotonic()
+
+    def recv(self, source: int, tag: int = TAG):
+        """Receive the next message from ``source``, or raise :class:`RankLost`."""
+        if source in self.lost:
+            raise RankLost(source, time.monotonic() - self.last_seen[source])
+        delay = 0.0
+        while not self.comm.iprobe(source=source, tag=tag):
+            self.drain()
+            silent = time.monotonic() - self.last_seen[source]
+            if silent > self.timeout:
+                self.lost.add(source)
+                raise RankLost(source, silent)
+            if delay:
+                time.sleep(delay)
+            delay = min(max(2 * delay, 1e-4), 2e-3)
+        self.last_seen[source] = time.monotonic()
+        return self.comm.recv(source=source, tag=tag)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+_LIVENESS: Liveness | None = None
+
+
+def liveness(config: RunConfig) -> Liveness:
+    """This rank's heartbeats (started once per process): rank 0 watches every rank, the others watch rank 0."""
+    global _LIVENESS
+    if _LIVENESS is None:
+        comm = _comm()
+        me, size = comm.Get_rank(), comm.Get_size()
+        peers = range(1, size) if me == 0 else [0]
+        _LIVENESS = Liveness(comm, peers, config.rank_timeout)
+    return _LIVENESS
+
+
+def _stop_liveness() -> None:
+    global _LIVENESS
+    if _LIVENESS is not None:
+        _LIVENESS.stop()
+        _LIVENESS.drain()
+        _LIVENESS = None
+
+
+def _abort_at_exit(code: int = 1) -> None:
+    """After a lost rank, MPI_Finalize would wait forever: end the job once Python has finished."""
+
+    def abort() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _comm().Abort(code)
+
+    atexit.register(abort)
+
+
+def serve_rank(config: RunConfig) -> None:
+    """Agent rank: receive this rank's agents from rank 0, then serve commands until told to stop."""
     comm = _comm()
-    setup = comm.recv(source=0, tag=TAG)
-    if setup is None:  # this rank hosts no zone
-        return
-    net, specs, config = setup
-    serve(lambda: comm.recv(source=0, tag=TAG), lambda obj: comm.send(obj, dest=0, tag=TAG), net, specs, config)
+    live = liveness(config)
+
+    def recv():
+        try:
+            return live.recv(0)
+        except RankLost as exc:
+            print(f"powerdp: MPI rank {comm.Get_rank()} lost the coordinator (rank 0): {exc}; aborting", file=sys.stderr, flush=True)
+            comm.Abort(1)
+
+    try:
+        setup = recv()
+        if setup is None:  # this rank hosts no zone
+            return
+        net, specs, cfg = setup
+        serve(recv, lambda obj: comm.send(obj, dest=0, tag=TAG), net, specs, cfg)
+    finally:
+        _stop_liveness()
 
 
 class MPIBackend(HostedBackend):
@@ -63,7 +197,9 @@ class MPIBackend(HostedBackend):
         self.comm = _comm()
         size = self.comm.Get_size()
         if size < 2:
+            _stop_liveness()
             raise ConfigError("the mpi backend needs at least 2 ranks: mpiexec -n K python -m powerdp run ... --backend mpi")
+        self.live = liveness(config)
         spec_of = {s.zone: s for s in specs}
         self.groups = assign_zones([len(s.own_buses) for s in specs], size - 1)
         self.n_hosts = len(self.groups)
@@ -80,18 +216,27 @@ class MPIBackend(HostedBackend):
         return f"MPI rank {h + 1} (zones {self.groups[h]})"
 
     def _send(self, h: int, obj) -> None:
+        if h + 1 in self.live.lost:
+            raise WorkerError(f"{self._host_name(h)} was lost earlier in the run", context=f"round {self.round}")
         self.comm.send(obj, dest=h + 1, tag=TAG)
 
     def _recv_raw(self, h: int, what: str):
         try:
-            return self.comm.recv(source=h + 1, tag=TAG)
+            return self.live.recv(h + 1)
+        except RankLost as exc:
+            raise WorkerError(f"{self._host_name(h)} was lost during {what}: {exc}", context=f"round {self.round}") from None
         except Exception as exc:  # an MPI error from a dead rank
             raise WorkerError(f"{self._host_name(h)} failed during {what}: {exc}", context=f"round {self.round}") from None
 
     def close(self) -> None:
+        lost = bool(self.live.lost)
         for h in range(self.n_hosts):
-            try:
-                self.comm.send(("close", None), dest=h + 1, tag=TAG)
-            except Exception:
-                pass
+            if h + 1 not in self.live.lost:
+                try:
+                    self.comm.send(("close", None), dest=h + 1, tag=TAG)
+                except Exception:
+                    pass
         self.n_hosts = 0
+        _stop_liveness()
+        if lost:
+            _abort_at_exit(1)

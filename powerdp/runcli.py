@@ -67,6 +67,13 @@ def add_run_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the noise (default: 0)")
     p.add_argument("--backend", choices=["serial", "process", "mpi"], default="serial", help="where the agents run (default: serial)")
     p.add_argument("--workers", type=int, help="worker processes of the process backend (default: one per core, at most one per zone)")
+    p.add_argument(
+        "--rank-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="mpi backend: report a rank as lost after this long without its heartbeat (default: 60)",
+    )
     p.add_argument("--tol", type=float, default=0.0, help="stop when primal and dual residuals fall below TOL (default: run all rounds)")
     p.add_argument("--no-warm-start", action="store_true", help="start every local solve cold from the flat point")
     p.add_argument(
@@ -126,7 +133,7 @@ FLAG_TO_FIELD = {
     "zones": "zones", "partition": "partition", "method": "partition_method", "algorithm": "algorithm",
     "objective": "objective", "epsilon": "epsilon", "delta": "delta", "beta": "beta", "sensitivity": "sensitivity",
     "rounds": "rounds", "local_updates": "local_updates", "rho": "rho", "rho_schedule": "rho_schedule", "eta": "eta",
-    "seed": "seed", "backend": "backend", "workers": "workers", "flows": "flows", "convention": "convention",
+    "seed": "seed", "backend": "backend", "workers": "workers", "rank_timeout": "rank_timeout", "flows": "flows", "convention": "convention",
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
 }
 
@@ -176,6 +183,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         seed=args.seed,
         backend=args.backend,
         workers=args.workers,
+        rank_timeout=args.rank_timeout,
         flows=args.flows,
         convention=args.convention,
         tol_primal=args.tol,

@@ -72,32 +72,44 @@ def _checkpoint_dir(out: Path) -> Path:
     return out / "checkpoint"
 
 
-def _save_checkpoint(out: Path, coordinator: Coordinator, states: dict, history: list[dict], meta: dict) -> None:
+def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list[dict]) -> None:
+    """Crash-consistent checkpoint after the coordinator's current round.
+
+    Each zone first writes its own ``zone_Z_round_T.pkl`` on its host (its state
+    never reaches the coordinator); then the coordinator's ``state.pkl``, naming
+    round T, replaces the previous one atomically; only then are older zone
+    files pruned. A crash at any point leaves a complete earlier checkpoint.
+    """
     d = _checkpoint_dir(out)
     d.mkdir(parents=True, exist_ok=True)
+    backend.save_checkpoint(str(d))
     tmp = d / "state.pkl.tmp"
     with open(tmp, "wb") as fh:
-        pickle.dump({"coordinator": coordinator.state_dict(), "meta": meta}, fh)
+        pickle.dump({"coordinator": coordinator.state_dict(), "meta": {"history": history}}, fh)
     tmp.replace(d / "state.pkl")
-    for zone, state in states.items():  # each zone's own file (its side of the run)
-        ztmp = d / f"zone_{zone}.pkl.tmp"
-        with open(ztmp, "wb") as fh:
-            pickle.dump(state, fh)
-        ztmp.replace(d / f"zone_{zone}.pkl")
-    pd.DataFrame(history, columns=HISTORY_COLUMNS).to_csv(out / "history.csv", index=False)
+    backend.prune_checkpoints(str(d), coordinator.round)
+    _write_history(out, history)
 
 
-def _load_checkpoint(out: Path, n_zones: int):
+def _write_history(out: Path, history: list[dict]) -> None:
+    tmp = out / "history.csv.tmp"
+    pd.DataFrame(history, columns=HISTORY_COLUMNS).to_csv(tmp, index=False)
+    tmp.replace(out / "history.csv")
+
+
+def _append_history(out: Path, row: dict) -> None:
+    path = out / "history.csv"
+    new = not path.is_file()
+    with open(path, "a") as fh:
+        pd.DataFrame([row], columns=HISTORY_COLUMNS).to_csv(fh, header=new, index=False)
+
+
+def _load_checkpoint(out: Path) -> dict:
     d = _checkpoint_dir(out)
     if not (d / "state.pkl").is_file():
         raise ConfigError(f"{out} has no checkpoint to resume from ({d / 'state.pkl'} is missing)")
     with open(d / "state.pkl", "rb") as fh:
-        main = pickle.load(fh)
-    states = {}
-    for z in range(n_zones):
-        with open(d / f"zone_{z}.pkl", "rb") as fh:
-            states[z] = pickle.load(fh)
-    return main, states
+        return pickle.load(fh)
 
 
 def run_distributed(
@@ -125,11 +137,12 @@ def run_distributed(
     """
     config.validate()
     if config.backend == "mpi":
-        from .mpi import rank, serve_rank
+        from .mpi import liveness, rank, serve_rank
 
         if rank() != 0:  # worker ranks host agents; rank 0 coordinates and returns the result
-            serve_rank()
+            serve_rank(config)
             return None
+        liveness(config)  # heartbeats from now on: the agent ranks wait while rank 0 sets up
     t_setup = time.perf_counter()
     net = network if network is not None else load_case(config.case, convention=config.convention)
     part = partition if partition is not None else resolve_partition(net, config)
@@ -156,14 +169,17 @@ def run_distributed(
     try:
         setup_times = backend.setup_times()
         if resume:
-            main, states = _load_checkpoint(out_dir, part.n_zones)
+            main = _load_checkpoint(out_dir)
             coordinator.load_state_dict(main["coordinator"])
-            backend.load_states(states)
+            backend.load_checkpoint(str(_checkpoint_dir(out_dir)), coordinator.round)
             history = main["meta"]["history"]
+            _write_history(out_dir, history)  # drop rounds logged after the checkpoint
             start_round = coordinator.round + 1
             log.info("resuming %s at round %d", out_dir, start_round)
         else:
             coordinator.start(backend.initialize())
+            if out_dir is not None:
+                _write_history(out_dir, history)
         setup_s = time.perf_counter() - t_setup
         run_start = time.perf_counter()
         stopped = "rounds"
@@ -172,7 +188,9 @@ def run_distributed(
             rho = coordinator.rho
             try:
                 updates = backend.step(coordinator.broadcast())
-            except PowerDPError as exc:
+                res = coordinator.receive(updates)
+                diags = backend.diagnostics()
+            except (PowerDPError, FloatingPointError) as exc:  # a failed solve, a lost host, a NaN release
                 partial = _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False)
                 if out_dir is not None:
                     partial.save(out_dir)
@@ -183,8 +201,6 @@ def run_distributed(
                     partial,
                     exc,
                 ) from exc
-            res = coordinator.receive(updates)
-            diags = backend.diagnostics()
             row = {
                 "round": t,
                 "noise_magnitude": float(sum(u.stats.noise_magnitude for u in updates)),
@@ -200,14 +216,16 @@ def run_distributed(
                 "rho": rho,
             }
             history.append(row)
+            if out_dir is not None:  # every round, so a killed run keeps its history
+                _append_history(out_dir, row)
             if progress is not None:
                 progress(row)
             if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds):
-                _save_checkpoint(out_dir, coordinator, backend.states(), history, {"history": history})
+                _save_checkpoint(out_dir, coordinator, backend, history)
             if (config.tol_primal > 0 or config.tol_dual > 0) and res.primal <= config.tol_primal and res.dual <= config.tol_dual:
                 stopped = "tolerance"
                 if out_dir is not None and config.checkpoint_every:
-                    _save_checkpoint(out_dir, coordinator, backend.states(), history, {"history": history})
+                    _save_checkpoint(out_dir, coordinator, backend, history)
                 break
         result = _result(
             config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,

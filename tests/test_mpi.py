@@ -49,3 +49,52 @@ def test_mpi_backend_needs_two_ranks():
 
     with pytest.raises(ConfigError, match="at least 2 ranks"):
         run_distributed(RunConfig(case="case14", rounds=1, backend="mpi"), reference=False)
+
+
+# A rank that dies without a word in round 3 (os._exit, as a crash or a lost node would).
+DYING_RANK = """
+import os, sys
+from mpi4py import MPI
+from powerdp import agent
+from powerdp.cli import main
+
+real = agent.ZoneAgent.step
+
+def dying(self, msg):
+    if msg.round == 3:
+        os._exit(9)
+    return real(self, msg)
+
+if MPI.COMM_WORLD.Get_rank() == 2:
+    agent.ZoneAgent.step = dying
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_lost_rank_is_named_and_the_run_resumes(tmp_path):
+    exe = _mpiexec()
+    script = tmp_path / "dying_rank.py"
+    script.write_text(DYING_RANK)
+    out = tmp_path / "run"
+    args = ["case14", "--zones", "3", "--algorithm", "objl", "--epsilon", "0.3", "--rounds", "6", "--seed", "2", "--no-reference"]
+    proc = subprocess.run(
+        [exe, "-disable-auto-cleanup", "-n", "3", sys.executable, str(script), "--quiet", "run", *args,
+         "--backend", "mpi", "--checkpoint-every", "1", "--rank-timeout", "3", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode != 0
+    assert "round 3" in proc.stderr and "MPI rank 2 (zones [" in proc.stderr and "no heartbeat" in proc.stderr, proc.stderr[-2000:]
+    assert "history and last checkpoint kept in" in proc.stderr
+    assert len(pd.read_csv(out / "history.csv")) == 2
+    assert "MPI rank 2" in (out / "failure.txt").read_text()
+    assert sorted(p.name for p in (out / "checkpoint").glob("zone_*.pkl")) == [f"zone_{z}_round_2.pkl" for z in range(3)]
+
+    resumed = subprocess.run(
+        [exe, "-n", "3", sys.executable, "-m", "powerdp", "--quiet", "run", "--resume", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    history = pd.read_csv(out / "history.csv", float_precision="round_trip")
+    serial = run_distributed(RunConfig(case="case14", zones=3, algorithm="objl", epsilon=0.3, rounds=6, seed=2), reference=False).history
+    cols = ["objective", "feasibility", "dual_residual", "noise_magnitude"]
+    pd.testing.assert_frame_equal(history[cols], serial[cols], check_exact=True)

@@ -176,3 +176,38 @@ def test_ipopt_options_reach_local_solves(capfd):
     assert "Number of Iterations" not in capfd.readouterr().out  # Ipopt is silent by default
     assert main(["-q", "run", "case14", "--rounds", "1", "--no-reference", "--ipopt-option", "print_level=3"]) == 0
     assert "Number of Iterations" in capfd.readouterr().out  # and speaks when asked
+
+
+def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, monkeypatch):
+    """The coordinator's side receives no zone state: each worker writes its zones' files itself."""
+    from powerdp.backends import ProcessBackend
+
+    received = []
+    real = ProcessBackend._recv_raw
+
+    def spy(self, h, what):
+        status, payload = real(self, h, what)
+        received.append((what, payload))
+        return status, payload
+
+    monkeypatch.setattr(ProcessBackend, "_recv_raw", spy)
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=4, checkpoint_every=2, backend="process", workers=2)
+    run_distributed(cfg, out=tmp_path / "p", reference=False)
+    assert {what for what, _ in received} >= {"save", "prune", "step"}
+    assert all(payload is None for what, payload in received if what in ("save", "prune"))
+
+    def holds_state(obj) -> bool:
+        if isinstance(obj, dict):
+            return bool({"z_last", "lam", "rng", "warm"} & set(map(str, obj))) or any(holds_state(v) for v in obj.values())
+        if isinstance(obj, (list, tuple)):
+            return any(holds_state(v) for v in obj)
+        return False
+
+    assert not any(holds_state(payload) for _, payload in received)
+    names = sorted(p.name for p in (tmp_path / "p" / "checkpoint").glob("zone_*.pkl"))
+    assert names == [f"zone_{z}_round_4.pkl" for z in range(3)]
+    # a process-backend checkpoint resumes on the serial backend, bit for bit
+    full = run_distributed(cfg.replace(rounds=6, backend="serial"), reference=False)
+    run_distributed(cfg.replace(rounds=6, backend="serial"), out=tmp_path / "p", resume=True, reference=False)
+    resumed = pd.read_csv(tmp_path / "p" / "history.csv", float_precision="round_trip")
+    pd.testing.assert_frame_equal(full.history[COMPARE], resumed[COMPARE], check_exact=True)
