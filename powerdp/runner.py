@@ -164,6 +164,7 @@ def run_distributed(
 
     history: list[dict[str, Any]] = []
     start_round = 1
+    init_s = 0.0
     coordinator = Coordinator(len(keys), zone_maps, config.rho, config.rho_schedule)
     backend = make_backend(config.backend, net, specs, config)
     try:
@@ -177,7 +178,9 @@ def run_distributed(
             start_round = coordinator.round + 1
             log.info("resuming %s at round %d", out_dir, start_round)
         else:
+            t_init = time.perf_counter()
             coordinator.start(backend.initialize())
+            init_s = time.perf_counter() - t_init
             if out_dir is not None:
                 _write_history(out_dir, history)
         setup_s = time.perf_counter() - t_setup
@@ -191,7 +194,7 @@ def run_distributed(
                 res = coordinator.receive(updates)
                 diags = backend.diagnostics()
             except (PowerDPError, FloatingPointError) as exc:  # a failed solve, a lost host, a NaN release
-                partial = _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False)
+                partial = _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False, init_s=init_s)
                 if out_dir is not None:
                     partial.save(out_dir)
                     (out_dir / "failure.txt").write_text(f"round {t}: {exc}\n")
@@ -229,7 +232,7 @@ def run_distributed(
                 break
         result = _result(
             config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
-            run_s=time.perf_counter() - run_start, stopped=stopped,
+            run_s=time.perf_counter() - run_start, stopped=stopped, init_s=init_s,
         )
     finally:
         backend.close()
@@ -238,7 +241,7 @@ def run_distributed(
     return result
 
 
-def _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete, run_s=None, stopped="failed"):
+def _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete, run_s=None, stopped="failed", init_s=0.0):
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     try:
         diags = backend.diagnostics(with_solution=True) if (history or complete) else []
@@ -262,7 +265,8 @@ def _result(config, net, part, keys, coordinator, history, backend, central, set
         "max_violation": float(frame["max_violation"].max()) if len(frame) else None,
         "final_max_violation": float(frame["max_violation"].iloc[-1]) if len(frame) else None,
         "wall_s": float(frame["wall_s"].sum()) if run_s is None else float(run_s),
-        "setup_s": float(setup_s),
+        "setup_s": float(setup_s),  # everything before round 1 (load, partition, build, compile, projection)
+        "init_s": float(init_s),  # of which the initial projection onto each W_p (0 on resume)
         "ipopt_s": float(frame["ipopt_s"].sum()),
         "solves": int(frame["solves"].sum()),
         "solver_iterations": int(frame["solver_iterations"].sum()),
