@@ -92,6 +92,7 @@ class Liveness:
         now = time.monotonic()
         self.last_seen = {p: now for p in self.peers}
         self.lost: set[int] = set()
+        self.zones_sent = False  # rank 0: the agent ranks have received their zones
         self._stop = threading.Event()
         self._pending: list = []
         self._thread = threading.Thread(target=self._beat, name="powerdp-heartbeat", daemon=True)
@@ -157,6 +158,19 @@ def _stop_liveness() -> None:
         _LIVENESS = None
 
 
+def release_ranks() -> None:
+    """If rank 0 fails before handing out the zones, tell every agent rank there is nothing to host.
+
+    Does nothing once the zones are out (:meth:`MPIBackend.close` releases the ranks then).
+    """
+    if _LIVENESS is None or _LIVENESS.zones_sent:
+        return
+    comm = _comm()
+    for r in range(1, comm.Get_size()):
+        comm.send(None, dest=r, tag=TAG)
+    _stop_liveness()
+
+
 def _abort_at_exit(code: int = 1) -> None:
     """After a lost rank, MPI_Finalize would wait forever: end the job once Python has finished."""
 
@@ -204,13 +218,18 @@ class MPIBackend(HostedBackend):
         self.groups = assign_zones([len(s.own_buses) for s in specs], size - 1)
         self.n_hosts = len(self.groups)
         self.round = 0
+        self.live.zones_sent = True
         for h, group in enumerate(self.groups):
             own = np.concatenate([spec_of[z].own_buses for z in group])
             self.comm.send((private_view(net, own), [spec_of[z] for z in group], config), dest=h + 1, tag=TAG)
         for r in range(self.n_hosts + 1, size):  # idle ranks
             self.comm.send(None, dest=r, tag=TAG)
-        for h in range(self.n_hosts):
-            self._recv(h, "setup")
+        try:
+            for h in range(self.n_hosts):
+                self._recv(h, "setup")
+        except Exception:
+            self.close()  # release the ranks that did set up
+            raise
 
     def _host_name(self, h: int) -> str:
         return f"MPI rank {h + 1} (zones {self.groups[h]})"

@@ -143,6 +143,17 @@ def run_distributed(
             serve_rank(config)
             return None
         liveness(config)  # heartbeats from now on: the agent ranks wait while rank 0 sets up
+        try:
+            return _run(config, network, partition, out, resume, progress, reference)
+        except BaseException:
+            from .mpi import release_ranks
+
+            release_ranks()  # a failure before the zones were handed out: free the agent ranks
+            raise
+    return _run(config, network, partition, out, resume, progress, reference)
+
+
+def _run(config, network, partition, out, resume, progress, reference) -> RunResult:
     t_setup = time.perf_counter()
     net = network if network is not None else load_case(config.case, convention=config.convention)
     part = partition if partition is not None else resolve_partition(net, config)

@@ -9,6 +9,7 @@ the same order.
 import shutil
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -98,3 +99,19 @@ def test_lost_rank_is_named_and_the_run_resumes(tmp_path):
     serial = run_distributed(RunConfig(case="case14", zones=3, algorithm="objl", epsilon=0.3, rounds=6, seed=2), reference=False).history
     cols = ["objective", "feasibility", "dual_residual", "noise_magnitude"]
     pd.testing.assert_frame_equal(history[cols], serial[cols], check_exact=True)
+
+
+def test_setup_error_on_rank_zero_releases_the_agent_ranks(tmp_path):
+    exe = _mpiexec()
+    bad = tmp_path / "zones.csv"
+    bad.write_text("bus,zone\n" + "".join(f"{b},{b % 2}\n" for b in range(1, 14)) + "999,1\n")
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [exe, "-n", "3", sys.executable, "-m", "powerdp", "--quiet", "run", "case14", "--partition", str(bad),
+         "--algorithm", "objl", "--rounds", "2", "--backend", "mpi", "--no-reference"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "999" in proc.stderr, proc.stderr[-2000:]
+    # the agent ranks are told at once, not left to notice rank 0's silence after --rank-timeout (60 s)
+    assert time.monotonic() - t0 < 45
