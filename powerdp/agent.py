@@ -257,17 +257,35 @@ class ZoneAgent:
 
     # ----------------------------------------------------------- evaluation
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
-        """True objective and W_p violation of the released point (evaluation only)."""
+        """True objective and W_p violation of the released point, and the privacy spend.
+
+        The first two (and the solution) depend on the zone's private data and are
+        reported only when ``config.evaluate`` is on (experiments); otherwise they
+        are NaN / None and only the data-independent privacy spend is reported.
+        """
         z = self.z_released
-        solution = dict(zip(self.problem.var_keys, z.tolist())) if with_solution else None
+        evaluate = self.config.evaluate
+        solution = dict(zip(self.problem.var_keys, z.tolist())) if (with_solution and evaluate) else None
         return ZoneDiagnostics(
             zone=self.zone,
-            objective=self._f.value(z),
-            max_violation=self.problem.max_violation(z),
+            objective=self._f.value(z) if evaluate else math.nan,
+            max_violation=self.problem.max_violation(z) if evaluate else math.nan,
             epsilon_spent=self.ledger.epsilon_spent() if self.ledger is not None else 0.0,
             privacy=self.ledger.report() if self.ledger is not None else None,
             solution=solution,
         )
+
+    def save_solution(self, directory: str | Path) -> Path:
+        """Write the zone's released solution z_p to ``directory/zone_P.csv`` on its own host."""
+        import pandas as pd
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        keys = self.problem.var_keys
+        frame = pd.DataFrame({"variable": [k[0] for k in keys], "index": [k[1] for k in keys], "value": self.z_released})
+        path = directory / f"zone_{self.zone}.csv"
+        frame.to_csv(path, index=False)
+        return path
 
     # ----------------------------------------------------------- checkpoint
     def state_dict(self) -> dict[str, Any]:
@@ -284,7 +302,7 @@ class ZoneAgent:
         }
 
     def save_checkpoint(self, directory: str | Path) -> Path:
-        """Write this zone's state to its own file in ``directory`` (atomically) and drop older ones.
+        """Write this zone's state after its current round to its own file in ``directory`` (atomically).
 
         The zone's host writes the file itself: its iterate, duals and noise
         generator never pass through the coordinator.

@@ -60,6 +60,11 @@ class RunConfig:
     tol_dual: float = 0.0
     warm_start: bool = True  # primal-dual warm start of local solves (measured: benchmarks/warmstart.py)
     checkpoint_every: int = 10
+    # evaluation figures cross to the coordinator's side: each zone's true objective and W_p violation
+    # every round, its solution at the end (experiments, the paper's figures). False in a deployment:
+    # then only released values, solver statistics and the data-independent privacy spend cross, and
+    # each zone writes its own solution file on its own host.
+    evaluate: bool = True
     ipopt_profile: str = "default"  # Ipopt options of cold solves (a bundled profile or a .opt file)
     ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
     ipopt_options: dict[str, Any] = field(default_factory=dict)  # extra Ipopt options, e.g. {"print_level": 5}

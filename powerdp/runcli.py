@@ -85,6 +85,12 @@ def add_run_parser(sub) -> None:
     )
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized solve used to report the gap")
+    p.add_argument(
+        "--no-evaluation",
+        action="store_true",
+        help="deployment mode: zones report only released values, solver statistics and their privacy spend; the "
+        "history's objective and max_violation stay empty and each zone writes its own solution to DIR/zones/",
+    )
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON")
@@ -153,6 +159,10 @@ def _config(args: argparse.Namespace) -> RunConfig:
                 fields[FLAG_TO_FIELD[flag]] = value
         if args.case is not None:
             fields["case"] = args.case
+        if args.no_warm_start:
+            fields["warm_start"] = False
+        if args.no_evaluation:
+            fields["evaluate"] = False
         return RunConfig.from_dict(fields, source=str(args.config))
     if args.resume is not None:
         from .runner import load_config
@@ -189,6 +199,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         tol_primal=args.tol,
         tol_dual=args.tol,
         warm_start=not args.no_warm_start,
+        evaluate=not args.no_evaluation,
         checkpoint_every=args.checkpoint_every,
         ipopt_options=_ipopt_options(args.ipopt_option),
     )
@@ -300,7 +311,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = args.resume if args.resume is not None else args.out
     progress, bar = _progress_printer(args, cfg)
     try:
-        result = run_distributed(cfg, out=out, resume=args.resume is not None, progress=progress, reference=not args.no_reference)
+        reference = not args.no_reference and cfg.evaluate  # without evaluation there is no objective to compare
+        result = run_distributed(cfg, out=out, resume=args.resume is not None, progress=progress, reference=reference)
     finally:
         if bar is not None:
             bar.close()

@@ -167,7 +167,7 @@ def _run(config, network, partition, out, resume, progress, reference) -> RunRes
     key_index = {k: i for i, k in enumerate(keys)}
     zone_maps = [np.array([key_index[k] for k in by_zone[p]], dtype=np.int64) for p in range(part.n_zones)]
     specs = [AgentSpec(zone=p, own_buses=part.own_buses(p), shared_keys=tuple(by_zone[p])) for p in range(part.n_zones)]
-    central = _centralized_reference(net, config) if reference else None
+    central = _centralized_reference(net, config) if (reference and config.evaluate) else None
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "config.json").write_text(json.dumps(_jsonable(config.to_dict()), indent=2) + "\n")
@@ -245,6 +245,8 @@ def _run(config, network, partition, out, resume, progress, reference) -> RunRes
             config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
             run_s=time.perf_counter() - run_start, stopped=stopped, init_s=init_s,
         )
+        if out_dir is not None and not config.evaluate:
+            backend.save_solutions(str(out_dir / "zones"))  # each zone's host writes its own solution
     finally:
         backend.close()
     if out_dir is not None:

@@ -211,3 +211,34 @@ def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, monkeypatch):
     run_distributed(cfg.replace(rounds=6, backend="serial"), out=tmp_path / "p", resume=True, reference=False)
     resumed = pd.read_csv(tmp_path / "p" / "history.csv", float_precision="round_trip")
     pd.testing.assert_frame_equal(full.history[COMPARE], resumed[COMPARE], check_exact=True)
+
+
+def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, monkeypatch):
+    """evaluate=False: no objective, violation or solution reaches the coordinator; zones write their own solutions."""
+    import math
+
+    from powerdp.backends import ProcessBackend
+    from powerdp.results import RunResult
+
+    received = []
+    real = ProcessBackend._recv_raw
+
+    def spy(self, h, what):
+        status, payload = real(self, h, what)
+        received.append((what, payload))
+        return status, payload
+
+    monkeypatch.setattr(ProcessBackend, "_recv_raw", spy)
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=3, backend="process", workers=2, evaluate=False)
+    res = run_distributed(cfg, out=tmp_path / "deploy", reference=True)
+    diags = [d for what, payload in received if what == "diag" for d in payload]
+    assert diags and all(math.isnan(d.objective) and math.isnan(d.max_violation) and d.solution is None for d in diags)
+    assert all(d.epsilon_spent > 0 for d in diags)  # the privacy spend is data-independent and still reported
+    assert res.history["objective"].isna().all() and res.history["feasibility"].notna().all()
+    assert res.summary["centralized_objective"] is None and res.zone_solutions == {}
+    # the zones' own files hold the same solutions an evaluation run reports
+    evaluated = run_distributed(cfg.replace(evaluate=True, backend="serial"), out=tmp_path / "eval", reference=False)
+    own = RunResult.load(tmp_path / "deploy").zone_solutions
+    assert set(own) == {0, 1, 2}
+    for z in own:
+        assert own[z] == evaluated.zone_solutions[z]
