@@ -11,7 +11,9 @@ backends.
     mpiexec -n 3 python benchmarks/scale.py --backends mpi      # the mpi backend
 
 Peak memory is the resident set size high-water mark (ru_maxrss) of this process
-and of its finished children.
+and of its finished children (``peak_rss_mb``; under MPI rank 0 only), and of each
+agent host as it reports itself (``host_peak_rss_mb``: serial, the one process;
+process and mpi, each worker or rank).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def main() -> None:
                 "case": Path(args.case).stem, "zones": s["n_zones"], "backend": backend, "hosts": s["hosts"],
                 "setup_s": round(s["setup_s"] - s["init_s"], 2), "projection_s": round(s["init_s"], 2), "build_s_sum": round(build, 2), "compile_s_sum": round(comp, 2),
                 "round_s_mean": round(s["wall_s"] / max(s["rounds"], 1), 3), "total_s": round(time.perf_counter() - t0, 1),
-                "peak_rss_mb": round(peak), "final_objective": round(s["final_objective"], 4),
+                "peak_rss_mb": round(peak), "host_peak_rss_mb": [round(m) for m in s["host_peak_rss_mb"]], "final_objective": round(s["final_objective"], 4),
             }
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -51,6 +51,15 @@ def private_view(net: Network, own_buses: np.ndarray) -> Network:
     return net.with_loads(np.where(keep, net.pd, 0.0), np.where(keep, net.qd, 0.0))
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident set size in MB (0 where the platform does not report it)."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0.0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def single_threaded_pools():
     """Hold this process's BLAS/OpenMP thread pools to one thread; returns the limiter (or None).
 
@@ -103,6 +112,10 @@ class Backend:
         raise NotImplementedError
 
     def setup_times(self) -> dict[int, dict[str, float]]:
+        raise NotImplementedError
+
+    def host_memory(self) -> list[float]:
+        """Peak resident memory (MB) of each host process so far."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -164,6 +177,9 @@ class SerialBackend(Backend):
 
     def setup_times(self) -> dict[int, dict[str, float]]:
         return {z: a.setup_s for z, a in self.agents.items()}
+
+    def host_memory(self) -> list[float]:
+        return [peak_rss_mb()]
 
 
 # ---------------------------------------------------------------------------
@@ -255,6 +271,8 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConf
                 out = None
             elif cmd == "setup":
                 out = {z: a.setup_s for z, a in agents.items()}
+            elif cmd == "memory":
+                out = peak_rss_mb()
             else:
                 raise ValueError(f"unknown command {cmd!r}")
             zone = None
@@ -333,6 +351,9 @@ class HostedBackend(Backend):
 
     def save_solutions(self, directory: str) -> None:
         self._call("solutions", [str(directory)] * self.n_hosts)
+
+    def host_memory(self) -> list[float]:
+        return [float(m) for m in self._call("memory")]
 
     def setup_times(self) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}

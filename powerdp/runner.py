@@ -258,10 +258,11 @@ def _result(config, net, part, keys, coordinator, history, backend, central, set
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     try:
         diags = backend.diagnostics(with_solution=True) if (history or complete) else []
+        host_mb = backend.host_memory()
     except PowerDPError:
         if complete:
             raise
-        diags = []  # a failed host cannot report; the history is still kept
+        diags, host_mb = [], []  # a failed host cannot report; the history is still kept
     privacy = {d.zone: d.privacy for d in diags if d.privacy is not None}
     final_obj = float(frame["objective"].iloc[-1]) if len(frame) else None
     summary: dict[str, Any] = {
@@ -290,6 +291,7 @@ def _result(config, net, part, keys, coordinator, history, backend, central, set
         "backend": config.backend,
         "hosts": getattr(backend, "n_hosts", 1),
         "setup_times": {int(z): v for z, v in setup_times.items()},
+        "host_peak_rss_mb": [round(m, 1) for m in host_mb],  # per agent host (serial: this process)
     }
     if central is not None and final_obj is not None:
         summary["gap_to_centralized"] = final_obj - central
