@@ -199,3 +199,18 @@ def test_console_script():
     assert proc.returncode == 0, proc.stderr
     assert "usage: powerdp" in proc.stdout
     assert "solve" in proc.stdout and "partition" in proc.stdout
+
+
+def test_run_without_evaluation_from_a_config_file(tmp_path, capsys):
+    """--no-evaluation also applies over a --config file; the zones' own solution files are written."""
+    import pandas as pd
+
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[run]\ncase = "case14"\nzones = 3\nalgorithm = "objl"\nepsilon = 0.5\nrounds = 2\n')
+    out = tmp_path / "out"
+    assert main(["-q", "run", "--config", str(cfg), "--no-evaluation", "--no-warm-start", "--out", str(out)]) == 0
+    saved = json.loads((out / "config.json").read_text())
+    assert saved["evaluate"] is False and saved["warm_start"] is False
+    history = pd.read_csv(out / "history.csv")
+    assert history["objective"].isna().all() and history["feasibility"].notna().all()
+    assert sorted(p.name for p in (out / "zones").glob("zone_*.csv")) == ["zone_0.csv", "zone_1.csv", "zone_2.csv"]
