@@ -8,6 +8,7 @@ can continue with ``resume=True`` (``powerdp run --resume DIR``).
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import pickle
@@ -79,6 +80,7 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
     never reaches the coordinator); then the coordinator's ``state.pkl``, naming
     round T, replaces the previous one atomically; only then are older zone
     files pruned. A crash at any point leaves a complete earlier checkpoint.
+    (``history.csv`` is appended every round; resuming rewrites it from here.)
     """
     d = _checkpoint_dir(out)
     d.mkdir(parents=True, exist_ok=True)
@@ -88,7 +90,6 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
         pickle.dump({"coordinator": coordinator.state_dict(), "meta": {"history": history}}, fh)
     tmp.replace(d / "state.pkl")
     backend.prune_checkpoints(str(d), coordinator.round)
-    _write_history(out, history)
 
 
 def _write_history(out: Path, history: list[dict]) -> None:
@@ -98,10 +99,9 @@ def _write_history(out: Path, history: list[dict]) -> None:
 
 
 def _append_history(out: Path, row: dict) -> None:
-    path = out / "history.csv"
-    new = not path.is_file()
-    with open(path, "a") as fh:
-        pd.DataFrame([row], columns=HISTORY_COLUMNS).to_csv(fh, header=new, index=False)
+    """One line per round (csv, repr floats: round-trip exact), cheap enough for every round."""
+    with open(out / "history.csv", "a", newline="") as fh:
+        csv.writer(fh).writerow([row.get(c, "") for c in HISTORY_COLUMNS])
 
 
 def _load_checkpoint(out: Path) -> dict:

@@ -178,8 +178,9 @@ def test_ipopt_options_reach_local_solves(capfd):
     assert "Number of Iterations" in capfd.readouterr().out  # and speaks when asked
 
 
-def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, monkeypatch):
-    """The coordinator's side receives no zone state: each worker writes its zones' files itself."""
+@pytest.fixture
+def coordinator_inbox(monkeypatch):
+    """Every (command, payload) the coordinator's side receives from process-backend workers."""
     from powerdp.backends import ProcessBackend
 
     received = []
@@ -191,6 +192,12 @@ def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, monkeypatch):
         return status, payload
 
     monkeypatch.setattr(ProcessBackend, "_recv_raw", spy)
+    return received
+
+
+def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, coordinator_inbox):
+    """The coordinator's side receives no zone state: each worker writes its zones' files itself."""
+    received = coordinator_inbox
     cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=4, checkpoint_every=2, backend="process", workers=2)
     run_distributed(cfg, out=tmp_path / "p", reference=False)
     assert {what for what, _ in received} >= {"save", "prune", "step"}
@@ -213,22 +220,13 @@ def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(full.history[COMPARE], resumed[COMPARE], check_exact=True)
 
 
-def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, monkeypatch):
+def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, coordinator_inbox):
     """evaluate=False: no objective, violation or solution reaches the coordinator; zones write their own solutions."""
     import math
 
-    from powerdp.backends import ProcessBackend
     from powerdp.results import RunResult
 
-    received = []
-    real = ProcessBackend._recv_raw
-
-    def spy(self, h, what):
-        status, payload = real(self, h, what)
-        received.append((what, payload))
-        return status, payload
-
-    monkeypatch.setattr(ProcessBackend, "_recv_raw", spy)
+    received = coordinator_inbox
     cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=3, backend="process", workers=2, evaluate=False)
     res = run_distributed(cfg, out=tmp_path / "deploy", reference=True)
     diags = [d for what, payload in received if what == "diag" for d in payload]
