@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import Any, Hashable, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from .compiled import CompiledProblem, QuadraticObjective, compile_model
 from .config import RunConfig
-from .errors import SolverError
-from .formulation import build_model
+from .errors import ConfigError, SolverError
+from .formulation import BALANCE_VARIABLES, build_model
 from .messages import ConsensusMessage, SolverStats, ZoneUpdate
 from .network import Network
 from .privacy import (
@@ -50,13 +49,21 @@ def zone_checkpoint_path(directory: str | Path, zone: int, round: int) -> Path:
 
 
 def lipschitz_constant(objective: QuadraticObjective, n: int) -> float:
-    """L_p = λ_max of the objective's Hessian (for shedding 2·λ_max(M_pᵀM_p), SPEC §5)."""
-    H = objective.hessian_matrix(n)
+    """L_p = λ_max of the objective's Hessian (docs/algorithm.md).
+
+    For the shedding objective in the paper's coordinates the Hessian is 2·I on
+    the balance variables and 0 elsewhere, so L_p = 2 exactly; a diagonal
+    Hessian is read off, any other goes to an eigensolver with a fixed start
+    vector, so the value (and the run) is the same on every execution.
+    """
+    H = objective.hessian_matrix(n).tocoo()
     if H.nnz == 0:
         return 0.0
+    if np.all(H.row == H.col):
+        return float(max(H.data.max(), 0.0))
     if n <= 400:
         return float(max(np.linalg.eigvalsh(H.toarray()).max(), 0.0))
-    val = spla.eigsh(H, k=1, which="LA", return_eigenvectors=False, tol=1e-8)
+    val = spla.eigsh(H.tocsr(), k=1, which="LA", return_eigenvectors=False, tol=1e-8, v0=np.ones(n))
     return float(max(val[0], 0.0))
 
 
@@ -137,10 +144,14 @@ class ZoneAgent:
         self.mechanism = None
         self.ledger: PrivacyLedger | None = None
         self.grad_sensitivity = None
+        # where ObjPert's noise goes: the balance variables y, the only entries of ∇f_p that hold
+        # loads (noise_on "data"), or every entry of z as the paper draws it ("all")
+        y_cols = np.flatnonzero([key[0] in BALANCE_VARIABLES for key in prob.var_keys])
+        self.noise_cols = y_cols if config.noise_support == "data" else np.arange(self.n)
         if config.private:
-            sp_map, sq_map = prob.expressions["sp"], prob.expressions["sq"]
-            M = sp.vstack([sp_map.M, sq_map.M]).tocsr()  # rows a_i, then b_i (data-independent)
-            self.grad_sensitivity = gradient_sensitivity(M, config.beta, config.sensitivity)
+            if y_cols.size == 0:
+                raise ConfigError(f"zone {self.zone}: objective {config.objective!r} has no balance variables; DP needs them")
+            self.grad_sensitivity = gradient_sensitivity(config.beta, config.sensitivity, config.adjacency)
             if config.perturbation == "objective":
                 self.mechanism = make_mechanism(
                     config.mechanism, self.grad_sensitivity, config.epsilon, config.delta if config.mechanism == "gaussian" else None
@@ -227,8 +238,8 @@ class ZoneAgent:
             for e in range(1, cfg.local_updates + 1):
                 c = self._f.gradient(z) - z / eta - admm_lin
                 if cfg.perturbation == "objective":
-                    xi = self.mechanism.sample(self.rng, self.n)  # ObjPert: ξ^{t,e} in the objective
-                    c = c + xi
+                    xi = self.mechanism.sample(self.rng, len(self.noise_cols))  # ObjPert: ξ^{t,e} in the objective
+                    c[self.noise_cols] += xi
                     noise += noise_magnitude(xi)
                 z, res = self._solve(c, diag, e)
                 if out_mech is not None:
@@ -320,8 +331,6 @@ class ZoneAgent:
         """Restore the state this zone saved after round ``round`` (see :meth:`save_checkpoint`)."""
         path = zone_checkpoint_path(directory, self.zone, round)
         if not path.is_file():
-            from .errors import ConfigError
-
             raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path} is missing)")
         with open(path, "rb") as fh:
             self.load_state_dict(pickle.load(fh))

@@ -14,11 +14,13 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["RunConfig", "ALGORITHMS", "DP_ALGORITHMS", "ETA_SCHEDULES"]
+__all__ = ["RunConfig", "ALGORITHMS", "DP_ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS"]
 
 ALGORITHMS = ("exact", "nonprivate", "objl", "objg", "outl", "outg")
 DP_ALGORITHMS = ("objl", "objg", "outl", "outg")
 ETA_SCHEDULES = ("capped", "sqrt", "theorem")
+ADJACENCIES = ("value", "bus")
+NOISE_SUPPORTS = ("data", "all")
 BACKENDS = ("serial", "process", "mpi")
 
 
@@ -45,6 +47,8 @@ class RunConfig:
     delta: float = 1e-2
     beta: float = 0.01
     sensitivity: str = "sound"
+    adjacency: str = "value"  # neighbouring loads: one load value moves by beta, or one bus (pd and qd)
+    noise_on: str | None = None  # ObjPert noise support: "data" (y entries; default) or "all" (every entry of z)
     rounds: int = 100
     local_updates: int = 1
     rho: float = 100.0
@@ -97,6 +101,18 @@ class RunConfig:
                 raise bad("beta", "must be a positive number (p.u.)")
         if self.sensitivity not in ("sound", "paper"):
             raise bad("sensitivity", "choose 'sound' or 'paper'")
+        if self.adjacency not in ADJACENCIES:
+            raise bad("adjacency", f"choose one of {', '.join(ADJACENCIES)}")
+        if self.adjacency == "bus" and self.sensitivity == "paper":
+            raise bad("adjacency", "the paper defines one-value adjacency only, so 'bus' has no paper sensitivity; use sensitivity 'sound'")
+        if self.noise_on is not None and self.noise_on not in NOISE_SUPPORTS:
+            raise bad("noise_on", f"choose one of {', '.join(NOISE_SUPPORTS)}")
+        if self.noise_on == "data" and self.algorithm in DP_ALGORITHMS and self.algorithm.startswith("out"):
+            raise bad(
+                "noise_on",
+                "output perturbation adds noise to every entry of the local solution (its sensitivity bounds all of z); "
+                "leave noise_on unset or use 'all'",
+            )
         if int(self.rounds) != self.rounds or self.rounds < 1:
             raise bad("rounds", "must be a positive integer")
         if int(self.local_updates) != self.local_updates or self.local_updates < 1:
@@ -147,6 +163,13 @@ class RunConfig:
         if not self.private:
             return None
         return "laplace" if self.algorithm.endswith("l") else "gaussian"
+
+    @property
+    def noise_support(self) -> str:
+        """Where noise is drawn: ``data`` (the y entries; ObjPert's default) or ``all`` (OutPert always)."""
+        if self.noise_on is not None:
+            return self.noise_on
+        return "all" if self.perturbation == "output" else "data"
 
     @property
     def perturbation(self) -> str | None:

@@ -10,8 +10,12 @@ model: ``("w", bus)``, ``("wr", pair)``, ``("wi", pair)``, ``("pf", branch)``,
 ``("qf", …)``, ``("pt", …)``, ``("qt", …)``, ``("pg", gen)``, ``("qg", gen)``.
 
 Objectives: ``cost`` (generation cost, power balance as constraints) and
-``shedding`` (Σ sp_i² + sq_i² over own buses, balance not constrained, so the
-feasible set does not depend on the loads).
+``shedding`` (Σ (yp_i + pd_i)² + (yq_i + qd_i)² over own buses). For
+``shedding`` the model holds the paper's balance variables ``("yp", bus)``,
+``("yq", bus)`` (its eq. 71–72): the load-free part of each own bus's balance,
+defined by equality rows ``balance_def`` that hold no load. Balance is not
+constrained, so the feasible set does not depend on the loads, and the loads
+enter only the objective, through one y entry each.
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ import pyomo.environ as pyo
 from .errors import ModelError
 from .network import Network, voltage_product_bounds
 
-__all__ = ["build_model", "OBJECTIVES", "FLOW_MODES", "branch_flow_coefficients"]
+__all__ = ["build_model", "OBJECTIVES", "FLOW_MODES", "BALANCE_VARIABLES", "branch_flow_coefficients"]
 
 OBJECTIVES = ("cost", "shedding")
 FLOW_MODES = ("variables", "expressions")
+BALANCE_VARIABLES = ("yp", "yq")  # the load-free balance of each own bus (private objectives only)
 Objective = Literal["cost", "shedding"]
 FlowMode = Literal["variables", "expressions"]
 
@@ -195,16 +200,34 @@ def build_model(
         at_bus[int(net.gen_bus[g])].append(g)
     m.pd = pyo.Param(m.OWN, initialize=lambda _, i: float(net.pd[i]), mutable=True)
     m.qd = pyo.Param(m.OWN, initialize=lambda _, i: float(net.qd[i]), mutable=True)
-    m.sp = pyo.Expression(
-        m.OWN,
-        rule=lambda _, i: sum(m.pf[l] for l in leaving[i]) + sum(m.pt[l] for l in entering[i])
-        - sum(m.pg[g] for g in at_bus[i]) + m.pd[i] + float(net.gs[i]) * m.w[i],
-    )
-    m.sq = pyo.Expression(
-        m.OWN,
-        rule=lambda _, i: sum(m.qf[l] for l in leaving[i]) + sum(m.qt[l] for l in entering[i])
-        - sum(m.qg[g] for g in at_bus[i]) + m.qd[i] - float(net.bs[i]) * m.w[i],
-    )
+
+    def injection_p(i):  # the load-free part of the active balance at bus i (docs/formulation.md)
+        return (
+            sum(m.pf[l] for l in leaving[i]) + sum(m.pt[l] for l in entering[i])
+            - sum(m.pg[g] for g in at_bus[i]) + float(net.gs[i]) * m.w[i]
+        )
+
+    def injection_q(i):
+        return (
+            sum(m.qf[l] for l in leaving[i]) + sum(m.qt[l] for l in entering[i])
+            - sum(m.qg[g] for g in at_bus[i]) - float(net.bs[i]) * m.w[i]
+        )
+
+    if objective == "cost":
+        m.sp = pyo.Expression(m.OWN, rule=lambda _, i: injection_p(i) + m.pd[i])
+        m.sq = pyo.Expression(m.OWN, rule=lambda _, i: injection_q(i) + m.qd[i])
+    else:
+        # the paper's coordinates (its eq. 71-72): explicit balance variables y per own bus, defined by
+        # load-free equality rows of W_p, so the loads enter only the objective (docs/algorithm.md)
+        m.yp = pyo.Var(m.OWN, initialize=lambda _, i: pyo.value(injection_p(i)))
+        m.yq = pyo.Var(m.OWN, initialize=lambda _, i: pyo.value(injection_q(i)))
+        m.balance_def = pyo.Constraint(
+            m.OWN,
+            ["p", "q"],
+            rule=lambda _, i, k: (m.yp[i] if k == "p" else m.yq[i]) - (injection_p(i) if k == "p" else injection_q(i)) == 0,
+        )
+        m.sp = pyo.Expression(m.OWN, rule=lambda _, i: m.yp[i] + m.pd[i])
+        m.sq = pyo.Expression(m.OWN, rule=lambda _, i: m.yq[i] + m.qd[i])
 
     # ---- objective
     if objective == "cost":

@@ -2,12 +2,13 @@
 
 Pure mathematics: nothing here builds a model or calls a solver.
 
-* :func:`gradient_sensitivity` / :func:`output_sensitivity` turn a zone's
-  (data-independent) balance-row matrix ``M_p`` and the adjacency ``β`` into the
-  L1/L2 sensitivities of ObjPert (the gradient ∇f_p) and OutPert (the output of
-  a local step). ``rule="sound"`` gives bounds that hold; ``rule="paper"``
-  reproduces the values the paper uses (Δ = 2β, resp. β), which are *not*
-  bounds in general and are labelled so.
+* :func:`gradient_sensitivity` / :func:`output_sensitivity` turn the adjacency
+  (``β``, one load value or one whole bus) into the L1/L2 sensitivities of
+  ObjPert (the gradient ∇f_p, in the paper's coordinates with explicit balance
+  variables y) and OutPert (the output of a local step). ``rule="sound"`` gives
+  bounds that hold; ``rule="paper"`` reproduces the values the paper uses
+  (Δ = 2β, resp. β). For ObjPert the two agree; the paper's OutPert value is
+  *not* a proven bound for constrained problems and is labelled so.
 * :class:`LaplaceMechanism` and :class:`GaussianMechanism` draw the noise ξ of
   one local step; :func:`make_mechanism` picks one from a :class:`Sensitivity`.
 * :func:`zone_rng` gives every zone its own reproducible generator.
@@ -35,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-import scipy.sparse as sp
 
 from .errors import ConfigError
 
@@ -52,12 +52,15 @@ __all__ = [
     "noise_magnitude",
     "theorem_4_9_epsilon",
     "SENSITIVITY_RULES",
+    "ADJACENCIES",
     "MECHANISMS",
 ]
 
 Rule = Literal["sound", "paper"]
 Kind = Literal["laplace", "gaussian"]
+Adjacency = Literal["value", "bus"]
 SENSITIVITY_RULES = ("sound", "paper")
+ADJACENCIES = ("value", "bus")
 MECHANISMS = ("laplace", "gaussian")
 TIGHT_METHODS = ("auto", "analytic", "pld", "rdp", "none")
 
@@ -120,10 +123,10 @@ class Sensitivity:
     """L1 and L2 sensitivity of one released quantity under β-adjacency.
 
     ``rule`` is ``"sound"`` (a proven, data-independent bound) or ``"paper"``
-    (the value the paper uses, Sec. 6.1: Δ₁ = Δ₂ = 2β for ObjPert, β for
-    OutPert — for reproducing its experiments only; it is not a bound on the
-    true sensitivity unless every coefficient row has norm ≤ 1). ``note`` says
-    which quantity it bounds and how it was obtained.
+    (the value the paper uses, Sec. 6.1: Δ₁ = Δ₂ = 2β for ObjPert, which in
+    the paper's coordinates is also sound, and β for OutPert, which is not a
+    proven bound for constrained problems). ``note`` says which quantity it
+    bounds and how it was obtained.
     """
 
     l1: float
@@ -143,88 +146,56 @@ class Sensitivity:
         return self.rule == "sound"
 
 
-def _row_norms(M: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row L1 and L2 norms of a dense or sparse 2-D matrix."""
-    if sp.issparse(M):
-        A = sp.csr_matrix(M, dtype=float)
-        data = A.data
-        if not np.all(np.isfinite(data)):
-            raise ConfigError("M_p holds non-finite entries")
-        l1 = np.asarray(abs(A).sum(axis=1)).ravel()
-        l2 = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
-        return l1, l2
-    try:
-        A = np.asarray(M, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"M_p must be a numeric matrix: {exc}") from None
-    if A.ndim != 2:
-        raise ConfigError(f"M_p must be 2-D (2*n_own, n_vars), got shape {A.shape}")
-    if not np.all(np.isfinite(A)):
-        raise ConfigError("M_p holds non-finite entries")
-    return np.abs(A).sum(axis=1), np.sqrt((A * A).sum(axis=1))
+def _adjacency(adjacency: Any) -> str:
+    if adjacency not in ADJACENCIES:
+        raise ConfigError(f"adjacency must be one of {ADJACENCIES}, got {adjacency!r}")
+    return adjacency
 
 
-def gradient_sensitivity(M_p: Any, beta: float, rule: Rule = "sound") -> Sensitivity:
-    """Sensitivity of the gradient ∇f_p for ObjPert (SPEC §6).
+def gradient_sensitivity(beta: float, rule: Rule = "sound", adjacency: Adjacency = "value") -> Sensitivity:
+    """Sensitivity of the gradient ∇f_p for ObjPert, in the paper's coordinates (docs/privacy.md).
 
-    ``M_p`` (scipy.sparse matrix or ndarray, shape ``(2*n_own, n_vars)``)
-    stacks the coefficient rows of the zone's own buses in z: rows
-    ``0..n_own-1`` are a_iᵀ (active balance sp_i), rows ``n_own..2*n_own-1``
-    are b_iᵀ (reactive balance sq_i), buses in the same order in both halves.
-    (The bounds below take a maximum over all rows, so only the row *set*
-    matters; the layout is checked for an even row count.)
+    With the balance variables y in z, f_p = Σ_i (yp_i + pd_i)² + (yq_i + qd_i)²
+    and ∇f_p = 2(y + d) on the y entries, 0 elsewhere. The loads enter one
+    gradient entry each, with coefficient 2, whatever the topology:
 
-    Changing pd_i by β changes ∇f_p by 2β·a_i (2β·b_i for qd_i), hence
-
-    * ``rule="sound"``: Δ₁ = 2β·max_i max(‖a_i‖₁, ‖b_i‖₁),
-      Δ₂ = 2β·max_i max(‖a_i‖₂, ‖b_i‖₂);
-    * ``rule="paper"``: Δ₁ = Δ₂ = 2β, the paper's value (reproduction only,
-      not a sound bound). ``M_p`` may then be ``None``; when given, the note
-      also records the sound values for comparison.
+    * ``adjacency="value"`` (the paper's β-adjacency: one load value pd_i or
+      qd_i moves by at most β): one entry moves by 2β, so Δ₁ = Δ₂ = 2β. This
+      is also the paper's value, so ``rule="paper"`` gives the same numbers.
+    * ``adjacency="bus"`` (pd_i and qd_i of one bus both move by at most β):
+      two entries move by 2β each, so Δ₁ = 4β and Δ₂ = 2√2·β. The paper
+      defines no such adjacency, so ``rule="paper"`` refuses it.
     """
     beta = _positive("beta", beta)
     rule = _rule(rule)
-    if M_p is None:
-        if rule == "sound":
-            raise ConfigError("M_p is required for rule='sound'")
+    adjacency = _adjacency(adjacency)
+    if adjacency == "bus":
+        if rule == "paper":
+            raise ConfigError(
+                "adjacency='bus' has no paper value: the paper's β-adjacency moves one load value; "
+                "use rule='sound' (Δ1 = 4β, Δ2 = 2√2·β)"
+            )
+        return Sensitivity(
+            l1=4.0 * beta,
+            l2=2.0 * math.sqrt(2.0) * beta,
+            rule="sound",
+            beta=beta,
+            note="ObjPert gradient, bus adjacency: pd_i and qd_i move two entries of ∇f_p = 2(y + d) by 2β each",
+        )
+    if rule == "paper":
         return Sensitivity(
             l1=2.0 * beta,
             l2=2.0 * beta,
             rule="paper",
             beta=beta,
-            note="ObjPert gradient, paper's value Δ1 = Δ2 = 2β (Sec. 6.1); NOT a sound bound",
-        )
-    l1_rows, l2_rows = _row_norms(M_p)
-    n_rows = l1_rows.shape[0]
-    if n_rows == 0 or n_rows % 2:
-        raise ConfigError(
-            f"M_p must have 2*n_own rows (a_i then b_i for the zone's own buses), got {n_rows}"
-        )
-    max_l1 = float(l1_rows.max())
-    max_l2 = float(l2_rows.max())
-    if max_l2 <= 0.0:
-        raise ConfigError("M_p is all zeros: the balance rows a_i, b_i cannot all vanish")
-    sound_l1, sound_l2 = 2.0 * beta * max_l1, 2.0 * beta * max_l2
-    if rule == "sound":
-        return Sensitivity(
-            l1=sound_l1,
-            l2=sound_l2,
-            rule="sound",
-            beta=beta,
-            note=(
-                f"ObjPert gradient, sound: 2β·max row norm of M_p "
-                f"(max ‖·‖1 = {max_l1:.6g}, max ‖·‖2 = {max_l2:.6g}, {n_rows // 2} own buses)"
-            ),
+            note="ObjPert gradient, the paper's value Δ1 = Δ2 = 2β (Sec. 6.1); in its coordinates also a sound bound",
         )
     return Sensitivity(
         l1=2.0 * beta,
         l2=2.0 * beta,
-        rule="paper",
+        rule="sound",
         beta=beta,
-        note=(
-            "ObjPert gradient, paper's value Δ1 = Δ2 = 2β (Sec. 6.1); NOT a sound bound "
-            f"(sound values for this zone: Δ1 = {sound_l1:.6g}, Δ2 = {sound_l2:.6g})"
-        ),
+        note="ObjPert gradient, value adjacency: one load value moves one entry of ∇f_p = 2(y + d) by 2β",
     )
 
 

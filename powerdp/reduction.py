@@ -15,6 +15,7 @@ bounds of eliminated variables become linear constraints on r.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +23,7 @@ import scipy.sparse as sp
 from .compiled import INF, CompiledProblem, LinearMap, QuadraticObjective
 from .errors import ModelError
 
-__all__ = ["Reduction", "eliminate", "expand_quadratic"]
+__all__ = ["Reduction", "eliminate", "expand_quadratic", "DEFINING_ROWS"]
 
 
 def expand_quadratic(
@@ -69,20 +70,28 @@ class Reduction:
     P: sp.csr_matrix
     kept: np.ndarray  # z-columns that are r's columns, in r order
 
-    def __post_init__(self) -> None:
-        # structure of Pᵀ D P (lower triangle): entry (hi, lo) gets Σ_k d_k · coef_k over z-rows k
-        nz, nr = self.P.shape
-        zrow = np.arange(nz, dtype=np.int64)
-        self._d_rows, hi, lo, self._d_coef = expand_quadratic(zrow, zrow, zrow, np.ones(nz), self.P)
-        self._h_keys, self._h_pos = np.unique(hi * nr + lo, return_inverse=True)
-        self._h_hi = self._h_keys // nr
-        self._h_lo = self._h_keys % nr
+    def _hessian_structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Structure of Pᵀ D P (lower triangle), built on first use and kept.
+
+        Entry (hi, lo) gets Σ_k d_k · coef_k over z-rows k: returns (d_rows,
+        d_coef, h_pos, h_hi, h_lo).
+        """
+        cached = self.__dict__.get("_hess")
+        if cached is None:
+            nz, nr = self.P.shape
+            zrow = np.arange(nz, dtype=np.int64)
+            d_rows, hi, lo, d_coef = expand_quadratic(zrow, zrow, zrow, np.ones(nz), self.P)
+            keys, pos = np.unique(hi * nr + lo, return_inverse=True)
+            cached = (d_rows, d_coef, pos, keys // nr, keys % nr)
+            self.__dict__["_hess"] = cached
+        return cached
 
     @property
     def pattern(self) -> QuadraticObjective:
         """An r-space objective whose Hessian pattern covers every pulled diagonal objective."""
         n = self.reduced.n
-        return QuadraticObjective(c=np.zeros(n), qi=self._h_hi, qj=self._h_lo, qv=np.zeros(len(self._h_hi)))
+        _, _, _, h_hi, h_lo = self._hessian_structure()
+        return QuadraticObjective(c=np.zeros(n), qi=h_hi, qj=h_lo, qv=np.zeros(len(h_hi)))
 
     def lift(self, r: np.ndarray) -> np.ndarray:
         """z = P r."""
@@ -95,10 +104,11 @@ class Reduction:
     def pull(self, c: np.ndarray, diag: np.ndarray | None, const: float = 0.0, base: QuadraticObjective | None = None) -> QuadraticObjective:
         """The r-space form of ``const + c·z + ½ Σ_k diag_k z_k²`` (+ ``base``, already in r-space)."""
         c_r = self.P.T @ c
-        qi, qj, qv = self._h_hi, self._h_lo, np.zeros(len(self._h_hi))
+        d_rows, d_coef, h_pos, qi, qj = self._hessian_structure()
+        qv = np.zeros(len(qi))
         if diag is not None:
             # Σ_k ½ d_k (P_k r)² = ½ rᵀ(PᵀDP) r; as triplets: v r_a r_b with v = H_ab (a > b), ½ H_aa (a = b)
-            h = np.bincount(self._h_pos, diag[self._d_rows] * self._d_coef, minlength=len(self._h_keys))
+            h = np.bincount(h_pos, diag[d_rows] * d_coef, minlength=len(qi))
             qv = 0.5 * h
         if base is not None:
             qi = np.concatenate([qi, base.qi])
@@ -109,12 +119,35 @@ class Reduction:
         return QuadraticObjective(c=c_r, const=const, qi=qi, qj=qj, qv=qv)
 
 
-def eliminate(problem: CompiledProblem, component: str = "ohm") -> Reduction:
-    """Eliminate the variables defined by the equality constraints of ``component``.
+DEFINING_ROWS = {"ohm": ("pf", "qf", "pt", "qt"), "balance_def": ("yp", "yq")}
+
+
+def eliminate(problem: CompiledProblem, components: Sequence[str] = ("ohm", "balance_def")) -> Reduction:
+    """Eliminate the variables defined by the equality constraints of ``components``, in order.
+
+    ``ohm`` rows define the branch flows from W, ``balance_def`` rows the
+    balance variables y from flows, generation and W (docs/formulation.md).
+    Each stage substitutes its variables into the problem left by the previous
+    one, so z = P₁ P₂ r stays sparse; components the problem lacks are skipped.
+    """
+    for c in components:
+        if c not in DEFINING_ROWS:
+            raise ModelError(f"unknown defining constraints {c!r}; known: {', '.join(DEFINING_ROWS)}")
+    red = _identity(problem)
+    for c in components:
+        step = _eliminate_one(red.reduced, c)
+        if step.reduced is red.reduced:
+            continue
+        red = Reduction(full=problem, reduced=step.reduced, P=(red.P @ step.P).tocsr(), kept=red.kept[step.kept])
+    return red
+
+
+def _eliminate_one(problem: CompiledProblem, component: str) -> Reduction:
+    """Eliminate the variables that the rows of one ``component`` define.
 
     Each such row must be linear, an equality with right-hand side 0, and hold
-    exactly one variable that appears in no other row of the component with
-    coefficient ±1-like (nonzero); that variable is eliminated.
+    exactly one of the defined variables (with a nonzero coefficient); that
+    variable is eliminated.
     """
     n = problem.n
     rows = np.array([k for k, key in enumerate(problem.con_keys) if key[0] == component], dtype=np.int64)
@@ -126,7 +159,7 @@ def eliminate(problem: CompiledProblem, component: str = "ohm") -> Reduction:
         raise ModelError(f"constraints {component!r} are not linear")
     if np.any(problem.cl[rows] != 0.0):
         raise ModelError(f"constraints {component!r} have a nonzero right-hand side")
-    defined_names = {"pf", "qf", "pt", "qt"}
+    defined_names = set(DEFINING_ROWS[component])
     is_defined = np.array([key[0] in defined_names for key in problem.var_keys])
     A = problem.A.tocsr()
     Ae = A[rows]
@@ -134,14 +167,14 @@ def eliminate(problem: CompiledProblem, component: str = "ohm") -> Reduction:
     K = np.flatnonzero(~is_defined)
     D = Ae[:, F].tocsr()
     if D.shape[0] != D.shape[1] or D.nnz != D.shape[0]:
-        raise ModelError(f"constraints {component!r} do not define the flow variables one by one")
-    # D is a scaled permutation: row k defines flow column perm[k]
+        raise ModelError(f"constraints {component!r} do not define their variables one by one")
+    # D is a scaled permutation: row k defines column perm[k]
     Dc = D.tocoo()
     T_rows = np.empty(len(F), dtype=np.int64)
-    T_rows[Dc.col] = Dc.row  # for each flow column, its defining row
+    T_rows[Dc.col] = Dc.row  # for each defined column, its defining row
     scale = np.empty(len(F))
     scale[Dc.col] = Dc.data
-    # flow = -(1/scale) * Ae[row, K] r
+    # defined = -(1/scale) * Ae[row, K] r
     T = sp.diags(-1.0 / scale) @ Ae[T_rows][:, K]
     nz, nr = n, len(K)
     # P: identity on kept columns, T on defined ones
@@ -175,7 +208,7 @@ def eliminate(problem: CompiledProblem, component: str = "ohm") -> Reduction:
         name: LinearMap(keys=lm.keys, M=(lm.M @ P).tocsr(), const=lm.const) for name, lm in problem.expressions.items()
     }
     reduced = CompiledProblem(
-        name=problem.name + " (flows eliminated)",
+        name=problem.name + f" ({component} eliminated)",
         var_keys=[problem.var_keys[k] for k in K],
         lb=problem.lb[K],
         ub=problem.ub[K],

@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .config import ALGORITHMS, RunConfig
+from .config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
 from .errors import ConfigError
 
 DESCRIPTION = textwrap.dedent(
@@ -31,9 +31,14 @@ DESCRIPTION = textwrap.dedent(
     point, the privacy report and checkpoints, and --resume DIR continues a run
     that stopped.
 
-    Defaults are the best measured settings (capped step size, sound sensitivities,
-    warm-started local solves). The paper's experiment is --eta sqrt --sensitivity
-    paper --rho 100 --rounds 100.
+    Every zone works in the paper's coordinates: its variables hold one balance
+    variable per own bus and load kind, so its loads enter only the gradient
+    entries of those variables, each with weight 2: one load value moving by
+    beta moves the gradient by 2*beta (--adjacency bus: both loads of a bus).
+
+    Defaults are the best measured settings (capped step size min(0.95, 1/sqrt(t)),
+    sound sensitivities, warm-started local solves). The paper's experiment is
+    --eta sqrt --rho 100 --rounds 100.
     """
 )
 
@@ -57,6 +62,19 @@ def add_run_parser(sub) -> None:
     p.add_argument("--delta", type=float, default=1e-2, help="delta of the Gaussian mechanism (default: 0.01)")
     p.add_argument("--beta", type=float, default=0.01, help="adjacency: one load changes by at most beta p.u. (default: 0.01)")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound bounds (default) or the paper's values (reproduction only)")
+    p.add_argument(
+        "--adjacency",
+        choices=list(ADJACENCIES),
+        default="value",
+        help="neighbouring load data: one load value moves by beta (default, the paper's), or one whole bus (pd and qd both)",
+    )
+    p.add_argument(
+        "--noise-on",
+        choices=list(NOISE_SUPPORTS),
+        default=None,
+        help="objective perturbation: noise on the balance variables only, the entries of the gradient that hold loads "
+        "(data, the default), or on every variable as the paper draws it (all)",
+    )
     p.add_argument("--rounds", type=int, default=100, metavar="T", help="ADMM rounds (default: 100)")
     p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
     p.add_argument("--rho", type=float, default=100.0, help="ADMM penalty (default: 100)")
@@ -138,6 +156,7 @@ def _explicit(args: argparse.Namespace, parser_defaults: dict) -> dict:
 FLAG_TO_FIELD = {
     "zones": "zones", "partition": "partition", "method": "partition_method", "algorithm": "algorithm",
     "objective": "objective", "epsilon": "epsilon", "delta": "delta", "beta": "beta", "sensitivity": "sensitivity",
+    "adjacency": "adjacency", "noise_on": "noise_on",
     "rounds": "rounds", "local_updates": "local_updates", "rho": "rho", "rho_schedule": "rho_schedule", "eta": "eta",
     "seed": "seed", "backend": "backend", "workers": "workers", "rank_timeout": "rank_timeout", "flows": "flows", "convention": "convention",
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
@@ -185,6 +204,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
         delta=args.delta,
         beta=args.beta,
         sensitivity=args.sensitivity,
+        adjacency=args.adjacency,
+        noise_on=args.noise_on,
         rounds=args.rounds,
         local_updates=args.local_updates,
         rho=args.rho,

@@ -8,7 +8,6 @@ import math
 import dp_accounting
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from dp_accounting import pld, rdp
 
 from powerdp.errors import ConfigError
@@ -26,20 +25,6 @@ from powerdp.privacy import (
     zone_rng,
 )
 
-# Two own buses, four variables. Rows: a_0, a_1 (active), b_0, b_1 (reactive).
-#   a_0 = [1, -2, 0, 0]      ‖·‖1 = 3, ‖·‖2 = √5
-#   a_1 = [0, .5, .5, 0]     ‖·‖1 = 1, ‖·‖2 = √.5
-#   b_0 = [0, 0, 0, -3]      ‖·‖1 = 3, ‖·‖2 = 3
-#   b_1 = [1, 1, 1, 1]       ‖·‖1 = 4, ‖·‖2 = 2
-# max ‖·‖1 = 4 (b_1), max ‖·‖2 = 3 (b_0).
-M_DENSE = np.array(
-    [
-        [1.0, -2.0, 0.0, 0.0],
-        [0.0, 0.5, 0.5, 0.0],
-        [0.0, 0.0, 0.0, -3.0],
-        [1.0, 1.0, 1.0, 1.0],
-    ]
-)
 BETA = 0.01
 
 
@@ -51,46 +36,46 @@ def gaussian_eps_for_multiplier(z: float, delta: float) -> float:
 # --------------------------------------------------------------------------- sensitivities
 
 
-@pytest.mark.parametrize("M", [sp.csr_matrix(M_DENSE), sp.coo_matrix(M_DENSE), M_DENSE])
-def test_gradient_sensitivity_sound_by_hand(M):
-    s = gradient_sensitivity(M, BETA, "sound")
+def test_gradient_sensitivity_value_adjacency_is_2beta():
+    # ∇f_p = 2(y + d) on the y entries: one load value moves one entry by 2β
+    s = gradient_sensitivity(BETA, "sound")
     assert s.rule == "sound" and s.is_sound
     assert s.beta == BETA
-    assert s.l1 == pytest.approx(2 * BETA * 4.0)
-    assert s.l2 == pytest.approx(2 * BETA * 3.0)
-    assert "sound" in s.note
-
-
-def test_gradient_sensitivity_paper_rule():
-    s = gradient_sensitivity(sp.csr_matrix(M_DENSE), BETA, "paper")
     assert (s.l1, s.l2) == (pytest.approx(2 * BETA), pytest.approx(2 * BETA))
-    assert s.rule == "paper" and not s.is_sound
-    assert "NOT a sound bound" in s.note
-    # the note records the sound values for comparison
-    assert "0.08" in s.note and "0.06" in s.note
-    # M_p may be omitted for the paper's rule
-    s2 = gradient_sensitivity(None, BETA, "paper")
-    assert (s2.l1, s2.l2) == (pytest.approx(2 * BETA), pytest.approx(2 * BETA))
+    assert "value adjacency" in s.note
+    # in the paper's coordinates its value is the same number
+    p = gradient_sensitivity(BETA, "paper")
+    assert (p.l1, p.l2) == (s.l1, s.l2)
+    assert p.rule == "paper" and not p.is_sound
+
+
+def test_gradient_sensitivity_bus_adjacency():
+    # pd_i and qd_i both move: two entries move by 2β each
+    s = gradient_sensitivity(BETA, "sound", "bus")
+    assert s.l1 == pytest.approx(4 * BETA)
+    assert s.l2 == pytest.approx(2 * math.sqrt(2) * BETA)
+    with pytest.raises(ConfigError, match="bus"):
+        gradient_sensitivity(BETA, "paper", "bus")
 
 
 def test_sensitivity_is_frozen():
-    s = gradient_sensitivity(M_DENSE, BETA)
+    s = gradient_sensitivity(BETA)
     with pytest.raises(Exception):
         s.l1 = 1.0  # type: ignore[misc]
 
 
 def test_output_sensitivity_sound_and_paper():
-    g = gradient_sensitivity(M_DENSE, BETA, "sound")
+    g = gradient_sensitivity(BETA, "sound", "bus")
     eta, n = 0.5, 4
     o = output_sensitivity(g, eta, n, "gaussian")
     assert o.rule == "sound"
-    assert o.l2 == pytest.approx(eta * 0.06)
-    assert o.l1 == pytest.approx(math.sqrt(n) * eta * 0.06)
+    assert o.l2 == pytest.approx(eta * 2 * math.sqrt(2) * BETA)
+    assert o.l1 == pytest.approx(math.sqrt(n) * eta * 2 * math.sqrt(2) * BETA)
     # Laplace uses the L1 field, Gaussian the L2 field
     assert make_mechanism("laplace", o, 0.5).sensitivity == pytest.approx(o.l1)
     assert make_mechanism("gaussian", o, 0.5, 1e-2).sensitivity == pytest.approx(o.l2)
 
-    gp = gradient_sensitivity(M_DENSE, BETA, "paper")
+    gp = gradient_sensitivity(BETA, "paper")
     op = output_sensitivity(gp, eta, n, "laplace")
     assert (op.l1, op.l2) == (pytest.approx(BETA), pytest.approx(BETA))
     assert op.rule == "paper" and "NOT a sound bound" in op.note
@@ -104,16 +89,14 @@ def test_output_sensitivity_sound_and_paper():
 @pytest.mark.parametrize(
     "call, word",
     [
-        (lambda: gradient_sensitivity(M_DENSE, 0.0), "beta"),
-        (lambda: gradient_sensitivity(M_DENSE, -1.0), "beta"),
-        (lambda: gradient_sensitivity(M_DENSE, BETA, "optimistic"), "rule"),
-        (lambda: gradient_sensitivity(None, BETA, "sound"), "M_p"),
-        (lambda: gradient_sensitivity(M_DENSE[:3], BETA), "2\\*n_own"),
-        (lambda: gradient_sensitivity(np.zeros((2, 3)), BETA), "zeros"),
-        (lambda: gradient_sensitivity(np.array([1.0, 2.0]), BETA), "2-D"),
-        (lambda: output_sensitivity(gradient_sensitivity(M_DENSE, BETA), 0.0, 4), "eta"),
-        (lambda: output_sensitivity(gradient_sensitivity(M_DENSE, BETA), 1.0, 0), "n_vars"),
-        (lambda: output_sensitivity(gradient_sensitivity(M_DENSE, BETA), 1.0, 4, "cauchy"), "mechanism"),
+        (lambda: gradient_sensitivity(0.0), "beta"),
+        (lambda: gradient_sensitivity(-1.0), "beta"),
+        (lambda: gradient_sensitivity(float("nan")), "beta"),
+        (lambda: gradient_sensitivity(BETA, "optimistic"), "rule"),
+        (lambda: gradient_sensitivity(BETA, "sound", "zone"), "adjacency"),
+        (lambda: output_sensitivity(gradient_sensitivity(BETA), 0.0, 4), "eta"),
+        (lambda: output_sensitivity(gradient_sensitivity(BETA), 1.0, 0), "n_vars"),
+        (lambda: output_sensitivity(gradient_sensitivity(BETA), 1.0, 4, "cauchy"), "mechanism"),
     ],
 )
 def test_sensitivity_bad_parameters(call, word):
@@ -159,7 +142,7 @@ def test_gaussian_warns_for_large_epsilon():
 
 
 def test_make_mechanism():
-    s = gradient_sensitivity(M_DENSE, BETA)
+    s = gradient_sensitivity(BETA)
     lap = make_mechanism("laplace", s, 0.1)
     assert isinstance(lap, LaplaceMechanism) and lap.scale == pytest.approx(s.l1 / 0.1)
     assert isinstance(make_mechanism("laplace", s, 0.1, delta=0), LaplaceMechanism)
@@ -180,10 +163,10 @@ def test_make_mechanism():
         (lambda: GaussianMechanism(1.0, 0.5, -1e-3), "delta"),
         (lambda: GaussianMechanism(1.0, 0.5, float("nan")), "delta"),
         (lambda: GaussianMechanism(-1.0, 0.5, 1e-2), "l2_sensitivity"),
-        (lambda: make_mechanism("gaussian", gradient_sensitivity(M_DENSE, BETA), 0.5), "delta"),
-        (lambda: make_mechanism("laplace", gradient_sensitivity(M_DENSE, BETA), 0.5, 1e-2), "delta"),
-        (lambda: make_mechanism("cauchy", gradient_sensitivity(M_DENSE, BETA), 0.5), "kind"),
-        (lambda: make_mechanism("laplace", gradient_sensitivity(M_DENSE, BETA), 0), "epsilon"),
+        (lambda: make_mechanism("gaussian", gradient_sensitivity(BETA), 0.5), "delta"),
+        (lambda: make_mechanism("laplace", gradient_sensitivity(BETA), 0.5, 1e-2), "delta"),
+        (lambda: make_mechanism("cauchy", gradient_sensitivity(BETA), 0.5), "kind"),
+        (lambda: make_mechanism("laplace", gradient_sensitivity(BETA), 0), "epsilon"),
         (lambda: LaplaceMechanism(1.0, 0.1).sample(np.random.RandomState(0), 3), "Generator"),
     ],
 )

@@ -105,8 +105,11 @@ def test_objective_outside_the_hessian_pattern_is_refused(compiled14):
     prob = compiled14[("shedding", "expressions")]
     linear = QuadraticObjective(c=np.zeros(prob.n))
     solver = IpoptSolver(prob, objective_pattern=linear)
+    # pg_1·pg_0: a product of two generators, in no constraint and not on the diagonal
+    g0, g1 = prob.index_of([("pg", 0), ("pg", 1)])
+    cross = QuadraticObjective(c=np.zeros(prob.n), qi=np.array([max(g0, g1)]), qj=np.array([min(g0, g1)]), qv=np.array([1.0]))
     with pytest.raises(ValueError, match="outside the compiled Hessian pattern"):
-        solver.solve(prob.objective)
+        solver.solve(cross)
     with pytest.raises(ValueError, match="shape"):
         solver.solve(QuadraticObjective(c=np.zeros(prob.n + 1)))
 
