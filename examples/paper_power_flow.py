@@ -8,7 +8,7 @@ feasibility against rounds, one column per ε.
 
     python examples/paper_power_flow.py --out paper_out                 # full grid
     python examples/paper_power_flow.py --out quick --quick             # small grid
-    python examples/paper_power_flow.py --sensitivity sound ...          # sound sensitivities
+    python examples/paper_power_flow.py --sensitivity paper ...          # the paper's OutPert value β
     python examples/paper_power_flow.py --out paper_out --plot-only     # redraw from the CSV
 
 Runs go to a process pool (--jobs); finished runs are skipped when the CSV of
@@ -75,7 +75,7 @@ def main() -> None:
     ap.add_argument("--local-updates", default="1,5")
     ap.add_argument("--epsilons", default=",".join(map(str, EPSILONS)))
     ap.add_argument("--algorithms", default=",".join(ALGORITHMS))
-    ap.add_argument("--sensitivity", default="paper", choices=["paper", "sound"])
+    ap.add_argument("--sensitivity", default="sound", choices=["paper", "sound"], help="sound (default; ObjPert's equals the paper's 2β) or paper (OutPert's β)")
     ap.add_argument("--eta", default="sqrt", help="step-size schedule (paper: sqrt)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="case14 only, E = 1, ε ∈ {0.1, 1}, 2 seeds, 30 rounds")
