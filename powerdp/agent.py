@@ -29,16 +29,11 @@ from .errors import ConfigError, SolverError
 from .formulation import BALANCE_VARIABLES, build_model
 from .messages import ConsensusMessage, SolverStats, ZoneUpdate
 from .network import Network
-from .privacy import (
-    PrivacyLedger,
-    gradient_sensitivity,
-    make_mechanism,
-    noise_magnitude,
-    output_sensitivity,
-    zone_rng,
-)
+from .perturbations import PERTURBATIONS, Perturbation
+from .privacy import PrivacyLedger, gradient_sensitivity, zone_rng
 from .reduction import eliminate
 from .solver import IpoptSolver, load_ipopt_profile
+from .updates import UPDATES, LocalUpdate, step_size
 
 __all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
 
@@ -65,19 +60,6 @@ def lipschitz_constant(objective: QuadraticObjective, n: int) -> float:
         return float(max(np.linalg.eigvalsh(H.toarray()).max(), 0.0))
     val = spla.eigsh(H.tocsr(), k=1, which="LA", return_eigenvectors=False, tol=1e-8, v0=np.ones(n))
     return float(max(val[0], 0.0))
-
-
-def step_size(schedule: str | float, t: int, lipschitz: float, epsilon: float | None = None) -> float:
-    """η_t of SPEC §5: ``capped`` min(1.9/L, 1/√t), ``sqrt`` 1/√t, ``theorem`` 1/(L + √t/ε), or a constant."""
-    if schedule == "sqrt":
-        return 1.0 / math.sqrt(t)
-    if schedule == "capped":
-        return min(1.9 / lipschitz, 1.0 / math.sqrt(t)) if lipschitz > 0 else 1.0 / math.sqrt(t)
-    if schedule == "theorem":
-        if not epsilon:
-            raise ValueError("the theorem schedule needs epsilon")
-        return 1.0 / (lipschitz + math.sqrt(t) / epsilon)
-    return float(schedule)
 
 
 @dataclass(frozen=True)
@@ -134,15 +116,14 @@ class ZoneAgent:
         self.reduction = eliminate(prob)
         red = self.reduction
         self._f_r = red.reduced.objective  # f_p in r coordinates (exact ADMM)
-        exact = config.algorithm == "exact"
-        pattern = red.pull(np.zeros(self.n), np.ones(self.n), base=self._f_r if exact else None)
-        self.solver = IpoptSolver(red.reduced, profile=config.ipopt_profile, options=config.ipopt_options, objective_pattern=pattern)
+        # the update rule decides what the solver is built for (docs/algorithm.md)
+        self.update: LocalUpdate = UPDATES[config.update](config)
+        local, pattern = self.update.local_problem(red, self._f_r)
+        self.solver = IpoptSolver(local, profile=config.ipopt_profile, options=config.ipopt_options, objective_pattern=pattern)
         self._warm_options = {**load_ipopt_profile(config.ipopt_warm_profile), **config.ipopt_options} if config.warm_start else {}
-        self._z_flat = prob.x0.copy()  # data-independent flat start (SPEC §5)
+        self._z_flat = prob.x0.copy()  # data-independent flat start (docs/algorithm.md)
         self._r_flat = red.reduced.x0.copy()
         self.rng = zone_rng(config.seed, self.zone)
-        self.mechanism = None
-        self.ledger: PrivacyLedger | None = None
         self.grad_sensitivity = None
         # where ObjPert's noise goes: the balance variables y, the only entries of ∇f_p that hold
         # loads (noise_on "data"), or every entry of z as the paper draws it ("all")
@@ -152,15 +133,16 @@ class ZoneAgent:
             if y_cols.size == 0:
                 raise ConfigError(f"zone {self.zone}: objective {config.objective!r} has no balance variables; DP needs them")
             self.grad_sensitivity = gradient_sensitivity(config.beta, config.sensitivity, config.adjacency)
-            if config.perturbation == "objective":
-                self.mechanism = make_mechanism(
-                    config.mechanism, self.grad_sensitivity, config.epsilon, config.delta if config.mechanism == "gaussian" else None
-                )
-                self.ledger = PrivacyLedger(self.mechanism, zone=self.zone)
-            else:
-                # OutPert's scale depends on η_t; the ledger's per-step (ε, δ) does not
-                first = self._output_mechanism(1)
-                self.ledger = PrivacyLedger(first, zone=self.zone)
+        self.perturbation: Perturbation = PERTURBATIONS[config.spec.perturbation](
+            config,
+            gradient_sensitivity=self.grad_sensitivity,
+            rng=self.rng,
+            noise_cols=self.noise_cols,
+            n=self.n,
+            zone=self.zone,
+            update=self.update,
+            lipschitz=self.lipschitz,
+        )
         self.z_last: np.ndarray | None = None  # last local iterate (the next round starts here)
         self.z_released: np.ndarray | None = None  # z_p^{t+1}, the mean of the round's iterates
         self.lam = np.zeros(self.n_shared)
@@ -169,18 +151,43 @@ class ZoneAgent:
         self.setup_s = {"build_s": t1 - t0, "compile_s": t2 - t1, "solver_s": time.perf_counter() - t2}
 
     # ------------------------------------------------------------ internals
+    @property
+    def mechanism(self):
+        """The zone's noise mechanism of the current round (None when non-private)."""
+        return self.perturbation.mechanism
+
+    @property
+    def ledger(self) -> PrivacyLedger | None:
+        return self.perturbation.ledger
+
+    @property
+    def shared_mask(self) -> np.ndarray:
+        return self._shared_mask
+
     def _context(self, step: int | None = None) -> str:
         ctx = f"zone {self.zone}, round {self.round}"
         return ctx + (f", local step {step}" if step is not None else "")
 
-    def _output_mechanism(self, t: int):
-        cfg = self.config
-        eta = self.eta(t)
-        sens = output_sensitivity(self.grad_sensitivity, eta, self.n, cfg.mechanism, cfg.sensitivity)
-        return make_mechanism(cfg.mechanism, sens, cfg.epsilon, cfg.delta if cfg.mechanism == "gaussian" else None)
+    def gradient(self, z: np.ndarray) -> np.ndarray:
+        """∇f_p(z): 2(y + d) on the balance variables, 0 elsewhere (holds the loads; stays here)."""
+        return self._f.gradient(z)
 
-    def eta(self, t: int) -> float:
-        return step_size(self.config.eta, t, self.lipschitz, self.config.epsilon if self.config.private else None)
+    def solve(
+        self,
+        c: np.ndarray,
+        diag: np.ndarray,
+        step: int | None,
+        exact: bool = False,
+        bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ):
+        """Solve min_{z ∈ W_p} c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``); returns (z, SolveResult).
+
+        ``bounds`` (lb, ub, cl, cu), in the solver's coordinates, replace the solver's variable and
+        row bounds for this solve (an update rule that moves its feasible set, e.g. a trust region).
+        """
+        if bounds is not None:
+            self.solver.set_bounds(*bounds)
+        return self._solve(c, diag, step, exact)
 
     def _solve(self, c: np.ndarray, diag: np.ndarray, step: int | None, exact: bool = False):
         """Solve min_{z ∈ W_p} c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``); returns (z, SolveResult)."""
@@ -224,45 +231,22 @@ class ZoneAgent:
         # B_pᵀ(ρ w + λ): the ADMM term's linear part, fixed for the round
         admm_lin = np.zeros(self.n)
         admm_lin[self.shared_cols] = rho * w + self.lam
-        iterations, ipopt_s, statuses, noise = 0, 0.0, [], 0.0
-        if cfg.algorithm == "exact":
-            z, res = self._solve(-admm_lin, rho * self._shared_mask, 1, exact=True)
-            iterates = [z]
-            iterations, ipopt_s, statuses = res.iterations, res.ipopt_s, [res.status]
-        else:
-            eta = self.eta(t)
-            diag = 1.0 / eta + rho * self._shared_mask
-            out_mech = self._output_mechanism(t) if cfg.perturbation == "output" else None
-            z = self.z_last
-            iterates = []
-            for e in range(1, cfg.local_updates + 1):
-                c = self._f.gradient(z) - z / eta - admm_lin
-                if cfg.perturbation == "objective":
-                    xi = self.mechanism.sample(self.rng, len(self.noise_cols))  # ObjPert: ξ^{t,e} in the objective
-                    c[self.noise_cols] += xi
-                    noise += noise_magnitude(xi)
-                z, res = self._solve(c, diag, e)
-                if out_mech is not None:
-                    xi = out_mech.sample(self.rng, self.n)  # OutPert: ξ added to the solution
-                    z = z + xi
-                    noise += noise_magnitude(xi)
-                iterates.append(z)
-                iterations += res.iterations
-                ipopt_s += res.ipopt_s
-                statuses.append(res.status)
-            if self.ledger is not None:
-                self.ledger.record(cfg.local_updates, mechanism=out_mech)
+        self.perturbation.start_round(t)
+        outcome = self.update.run_round(self, t, rho, admm_lin)
+        if cfg.private:
+            self.perturbation.end_round(len(outcome.iterates))
+        iterates = outcome.iterates
         self.z_last = iterates[-1]
         self.z_released = iterates[0] if len(iterates) == 1 else np.mean(iterates, axis=0)
         released = self.z_released[self.shared_cols].copy()
         self.lam = self.lam + rho * (w - released)  # SPEC §5 step 3
         stats = SolverStats(
             solves=len(iterates),
-            iterations=iterations,
-            ipopt_s=ipopt_s,
+            iterations=outcome.iterations,
+            ipopt_s=outcome.solver_s,
             wall_s=time.perf_counter() - t_start,
-            statuses=tuple(statuses),
-            noise_magnitude=noise,
+            statuses=tuple(outcome.statuses),
+            noise_magnitude=outcome.noise,
         )
         return ZoneUpdate(round=t, zone=self.zone, released=released, stats=stats)
 

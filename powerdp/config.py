@@ -12,13 +12,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .algorithms import ALIASES, Algorithm, resolve
 from .errors import ConfigError
+from .updates import ETA_SCHEDULES
 
-__all__ = ["RunConfig", "ALGORITHMS", "DP_ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS"]
+__all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS"]
 
-ALGORITHMS = ("exact", "nonprivate", "objl", "objg", "outl", "outg")
-DP_ALGORITHMS = ("objl", "objg", "outl", "outg")
-ETA_SCHEDULES = ("capped", "sqrt", "theorem")
+ALGORITHMS = tuple(ALIASES)  # the named combinations; any UPDATE/PERTURBATION/MECHANISM is accepted too
 ADJACENCIES = ("value", "bus")
 NOISE_SUPPORTS = ("data", "all")
 BACKENDS = ("serial", "process", "mpi")
@@ -82,20 +82,22 @@ class RunConfig:
         def bad(name: str, msg: str) -> ConfigError:
             return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
 
-        if self.algorithm not in ALGORITHMS:
-            raise bad("algorithm", f"choose one of {', '.join(ALGORITHMS)}")
+        try:
+            spec = resolve(self.algorithm)
+        except ConfigError as exc:
+            raise bad("algorithm", str(exc)) from None
         if self.objective not in ("shedding", "cost"):
             raise bad("objective", "choose 'shedding' or 'cost'")
-        if self.algorithm in DP_ALGORITHMS and self.objective == "cost":
+        if spec.private and self.objective == "cost":
             raise ConfigError(
                 f"algorithm {self.algorithm!r} is differentially private, but the 'cost' objective keeps the "
                 "loads in the power-balance constraints, so the feasible set depends on private data and no "
-                "DP guarantee holds (SPEC §3); use objective 'shedding'"
+                "DP guarantee holds (docs/privacy.md); use objective 'shedding'"
             )
-        if self.algorithm in DP_ALGORITHMS:
+        if spec.private:
             if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
                 raise bad("epsilon", "must be a positive number")
-            if self.algorithm.endswith("g") and not (0 < self.delta < 1):
+            if spec.mechanism == "gaussian" and not (0 < self.delta < 1):
                 raise bad("delta", "the Gaussian mechanism needs 0 < delta < 1")
             if not (self.beta > 0 and math.isfinite(self.beta)):
                 raise bad("beta", "must be a positive number (p.u.)")
@@ -107,7 +109,7 @@ class RunConfig:
             raise bad("adjacency", "the paper defines one-value adjacency only, so 'bus' has no paper sensitivity; use sensitivity 'sound'")
         if self.noise_on is not None and self.noise_on not in NOISE_SUPPORTS:
             raise bad("noise_on", f"choose one of {', '.join(NOISE_SUPPORTS)}")
-        if self.noise_on == "data" and self.algorithm in DP_ALGORITHMS and self.algorithm.startswith("out"):
+        if self.noise_on == "data" and spec.perturbation == "output":
             raise bad(
                 "noise_on",
                 "output perturbation adds noise to every entry of the local solution (its sensitivity bounds all of z); "
@@ -121,7 +123,7 @@ class RunConfig:
             raise bad("rho", "must be a positive number")
         if self.rho_schedule not in ("constant", "adaptive"):
             raise bad("rho_schedule", "choose 'constant' or 'adaptive'")
-        if self.rho_schedule == "adaptive" and self.algorithm in DP_ALGORITHMS:
+        if self.rho_schedule == "adaptive" and spec.private:
             raise bad("rho_schedule", "adaptive penalties depend on data-dependent residuals; use it for non-private runs")
         if isinstance(self.eta, str) and self.eta not in ETA_SCHEDULES:
             try:
@@ -130,7 +132,7 @@ class RunConfig:
                 raise bad("eta", f"choose one of {', '.join(ETA_SCHEDULES)} or a positive number") from None
         if not isinstance(self.eta, str) and not (float(self.eta) > 0):
             raise bad("eta", "a constant step must be positive")
-        if self.eta == "theorem" and self.algorithm not in DP_ALGORITHMS:
+        if self.eta == "theorem" and not spec.private:
             raise bad("eta", "the Theorem 5.1 schedule needs epsilon; use it with a DP algorithm")
         if self.backend not in BACKENDS:
             raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
@@ -155,14 +157,27 @@ class RunConfig:
         return self
 
     @property
+    def spec(self) -> Algorithm:
+        """The three choices the algorithm name stands for (docs/algorithm.md)."""
+        return resolve(self.algorithm)
+
+    @property
+    def update(self) -> str:
+        return self.spec.update
+
+    @property
     def private(self) -> bool:
-        return self.algorithm in DP_ALGORITHMS
+        return self.spec.private
 
     @property
     def mechanism(self) -> str | None:
-        if not self.private:
-            return None
-        return "laplace" if self.algorithm.endswith("l") else "gaussian"
+        return self.spec.mechanism
+
+    @property
+    def perturbation(self) -> str | None:
+        """``objective`` or ``output`` for private runs, None otherwise."""
+        pert = self.spec.perturbation
+        return None if pert == "none" else pert
 
     @property
     def noise_support(self) -> str:
@@ -170,12 +185,6 @@ class RunConfig:
         if self.noise_on is not None:
             return self.noise_on
         return "all" if self.perturbation == "output" else "data"
-
-    @property
-    def perturbation(self) -> str | None:
-        if not self.private:
-            return None
-        return "objective" if self.algorithm.startswith("obj") else "output"
 
     # ------------------------------------------------------------ conversion
     def to_dict(self) -> dict[str, Any]:

@@ -54,6 +54,7 @@ __all__ = [
     "SENSITIVITY_RULES",
     "ADJACENCIES",
     "MECHANISMS",
+    "Mechanism",
 ]
 
 Rule = Literal["sound", "paper"]
@@ -61,7 +62,6 @@ Kind = Literal["laplace", "gaussian"]
 Adjacency = Literal["value", "bus"]
 SENSITIVITY_RULES = ("sound", "paper")
 ADJACENCIES = ("value", "bus")
-MECHANISMS = ("laplace", "gaussian")
 TIGHT_METHODS = ("auto", "analytic", "pld", "rdp", "none")
 
 # Relative slack when comparing a claimed epsilon with the exact one (the exact
@@ -109,7 +109,7 @@ def _rule(rule: Any) -> str:
 
 def _kind(kind: Any, name: str = "kind") -> str:
     if not isinstance(kind, str) or kind.lower() not in MECHANISMS:
-        raise ConfigError(f"{name} must be one of {MECHANISMS}, got {kind!r}")
+        raise ConfigError(f"{name} must be one of {tuple(MECHANISMS)}, got {kind!r}")
     return kind.lower()
 
 
@@ -272,6 +272,18 @@ class LaplaceMechanism:
     """i.i.d. Laplace noise with scale b = Δ₁/ε (variance 2b²): (ε, 0)-DP per step."""
 
     kind = "laplace"
+    norm = "l1"
+
+    @classmethod
+    def from_sensitivity(cls, sensitivity: Sensitivity, epsilon: float, delta: float | None = None) -> "LaplaceMechanism":
+        """Calibrated to ``sensitivity.l1``; ``delta`` is not used (pure ε)."""
+        return cls(sensitivity.l1, epsilon)
+
+    def dp_event(self):
+        """The ``dp_accounting`` event one step of this mechanism stands for."""
+        import dp_accounting
+
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_multiplier)
 
     def __init__(self, l1_sensitivity: float, epsilon: float):
         self.sensitivity = _positive("l1_sensitivity", l1_sensitivity)
@@ -313,6 +325,20 @@ class GaussianMechanism:
     """
 
     kind = "gaussian"
+    norm = "l2"
+
+    @classmethod
+    def from_sensitivity(cls, sensitivity: Sensitivity, epsilon: float, delta: float | None = None) -> "GaussianMechanism":
+        """Calibrated to ``sensitivity.l2`` at the per-step (ε, δ)."""
+        if delta is None:
+            raise ConfigError("delta is required for the Gaussian mechanism (0 < delta < 1)")
+        return cls(sensitivity.l2, epsilon, delta)
+
+    def dp_event(self):
+        """The ``dp_accounting`` event one step of this mechanism stands for."""
+        import dp_accounting
+
+        return dp_accounting.GaussianDpEvent(noise_multiplier=self.noise_multiplier)
 
     def __init__(self, l2_sensitivity: float, epsilon: float, delta: float):
         self.sensitivity = _positive("l2_sensitivity", l2_sensitivity)
@@ -356,6 +382,9 @@ class GaussianMechanism:
 
 Mechanism = LaplaceMechanism | GaussianMechanism
 
+#: mechanism name → class; a new mechanism is one class with the same protocol and one entry here
+MECHANISMS: dict[str, type] = {"laplace": LaplaceMechanism, "gaussian": GaussianMechanism}
+
 
 def make_mechanism(
     kind: Kind, sensitivity: Sensitivity, epsilon: float, delta: float | None = None
@@ -365,13 +394,9 @@ def make_mechanism(
     kind = _kind(kind)
     if not isinstance(sensitivity, Sensitivity):
         raise ConfigError(f"sensitivity must be a Sensitivity, got {type(sensitivity).__name__}")
-    if kind == "laplace":
-        if delta is not None and _real("delta", delta) != 0.0:
-            raise ConfigError(f"delta must be None or 0 for the Laplace mechanism, got {delta!r}")
-        return LaplaceMechanism(sensitivity.l1, epsilon)
-    if delta is None:
-        raise ConfigError("delta is required for the Gaussian mechanism (0 < delta < 1)")
-    return GaussianMechanism(sensitivity.l2, epsilon, delta)
+    if kind == "laplace" and delta is not None and _real("delta", delta) != 0.0:
+        raise ConfigError(f"delta must be None or 0 for the Laplace mechanism, got {delta!r}")
+    return MECHANISMS[kind].from_sensitivity(sensitivity, epsilon, delta)
 
 
 # --------------------------------------------------------------------------- #

@@ -261,24 +261,40 @@ class IpoptSolver:
         options: dict[str, Any] | None = None,
         objective_pattern: QuadraticObjective | None = None,
     ):
-        import cyipopt
-
         self.problem = problem
         self._default_objective = problem.objective if objective_pattern is None else objective_pattern
         self._cb = _Callbacks(problem, objective_pattern)
-        self._nlp = cyipopt.Problem(
-            n=problem.n,
-            m=problem.m,
-            problem_obj=self._cb,
-            lb=problem.lb,
-            ub=problem.ub,
-            cl=problem.cl,
-            cu=problem.cu,
-        )
+        self.bounds = (problem.lb, problem.ub, problem.cl, problem.cu)
+        self._nlp = self._make_nlp()
         self.options: dict[str, Any] = {}
         self.set_options(load_ipopt_profile(profile))
         if options:
             self.set_options(options)
+
+    def _make_nlp(self):
+        import cyipopt
+
+        lb, ub, cl, cu = self.bounds
+        return cyipopt.Problem(n=self.problem.n, m=self.problem.m, problem_obj=self._cb, lb=lb, ub=ub, cl=cl, cu=cu)
+
+    def set_bounds(self, lb: np.ndarray, ub: np.ndarray, cl: np.ndarray, cu: np.ndarray) -> None:
+        """Replace the variable bounds and the row bounds for the next solves (same structure).
+
+        cyipopt fixes bounds when its problem object is made, so a change makes a new one from the
+        same compiled arrays and callbacks (about a millisecond; nothing is recompiled) and re-applies
+        the options.
+        """
+        new = tuple(np.asarray(b, dtype=float) for b in (lb, ub, cl, cu))
+        shapes = (self.problem.n, self.problem.n, self.problem.m, self.problem.m)
+        for b, k, name in zip(new, shapes, ("lb", "ub", "cl", "cu")):
+            if b.shape != (k,):
+                raise ModelError(f"bound {name} has shape {b.shape}, expected ({k},)")
+        if all(np.array_equal(a, b) for a, b in zip(new, self.bounds)):
+            return
+        self.bounds = new
+        self._nlp = self._make_nlp()
+        options, self.options = self.options, {}
+        self.set_options(options)
 
     def set_options(self, options: dict[str, Any]) -> None:
         for key, value in options.items():
@@ -313,6 +329,9 @@ class IpoptSolver:
         cb = self._cb
         cb.set_objective(objective if objective is not None else self._default_objective)
         x0 = self.problem.x0 if x0 is None else np.asarray(x0, dtype=float)
+        lb, ub = self.bounds[0], self.bounds[1]
+        if lb is not self.problem.lb or ub is not self.problem.ub:
+            x0 = np.clip(x0, lb, ub)  # a moved box may exclude the warm-start point
         cb.callback_s = 0.0
         cb.iterations = 0
         t = time.perf_counter()

@@ -1,0 +1,113 @@
+"""Where a private zone puts its noise: nowhere, in the objective, or on the output (docs/privacy.md).
+
+A :class:`Perturbation` is built once per zone from the run configuration, the
+zone's gradient sensitivity and its update rule. It holds the zone's noise
+generator, its mechanism and its :class:`~powerdp.privacy.PrivacyLedger`, and
+gives the update rule two hooks: :meth:`Perturbation.perturb_objective` (adds
+ξ to the linear term of a local problem, in place) and
+:meth:`Perturbation.perturb_output` (adds ξ to a local solution). The registry
+:data:`PERTURBATIONS` makes them selectable by name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+import numpy as np
+
+from .privacy import MECHANISMS, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
+
+if TYPE_CHECKING:
+    from .config import RunConfig
+    from .updates.base import LocalUpdate
+
+__all__ = ["Perturbation", "NoPerturbation", "ObjectivePerturbation", "OutputPerturbation", "PERTURBATIONS"]
+
+
+class Perturbation:
+    """No noise; the base of the others (``name = "none"``)."""
+
+    name: ClassVar[str] = "none"
+    summary: ClassVar[str] = "no noise (non-private)"
+
+    def __init__(self, config: "RunConfig", **_: Any):
+        self.config = config
+        self.mechanism: Mechanism | None = None
+        self.ledger: PrivacyLedger | None = None
+
+    def start_round(self, t: int) -> None:
+        """Called before the local steps of round ``t``."""
+
+    def perturb_objective(self, c: np.ndarray) -> float:
+        """Add ξ to the linear term ``c`` in place; returns Σ|ξ| (the paper's eq. 29)."""
+        return 0.0
+
+    def perturb_output(self, z: np.ndarray) -> tuple[np.ndarray, float]:
+        """A local solution with ξ added, and Σ|ξ|."""
+        return z, 0.0
+
+    def end_round(self, steps: int) -> None:
+        """Called after a round of ``steps`` released local steps."""
+
+
+def _mechanism(config: "RunConfig", sensitivity: Sensitivity) -> Mechanism:
+    return MECHANISMS[config.mechanism].from_sensitivity(sensitivity, config.epsilon, config.delta)
+
+
+class ObjectivePerturbation(Perturbation):
+    """ObjPert: ξ^{t,e} in the linear term of every local problem, on the zone's noise support."""
+
+    name: ClassVar[str] = "objective"
+    summary: ClassVar[str] = "noise in the linear term of every local problem (every release stays feasible)"
+
+    def __init__(self, config: "RunConfig", *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
+                 noise_cols: np.ndarray, zone: int, **_: Any):
+        super().__init__(config)
+        self.rng = rng
+        self.noise_cols = noise_cols
+        self.mechanism = _mechanism(config, gradient_sensitivity)
+        self.ledger = PrivacyLedger(self.mechanism, zone=zone)
+
+    def perturb_objective(self, c: np.ndarray) -> float:
+        xi = self.mechanism.sample(self.rng, len(self.noise_cols))
+        c[self.noise_cols] += xi
+        return noise_magnitude(xi)
+
+    def end_round(self, steps: int) -> None:
+        self.ledger.record(steps)
+
+
+class OutputPerturbation(Perturbation):
+    """OutPert (baseline): ξ added to every entry of each local solution, scaled to the update rule's
+    output sensitivity in round t."""
+
+    name: ClassVar[str] = "output"
+    summary: ClassVar[str] = "noise added to every local solution (releases may leave W_p)"
+
+    def __init__(self, config: "RunConfig", *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
+                 n: int, zone: int, update: "LocalUpdate", lipschitz: float, **_: Any):
+        super().__init__(config)
+        self.rng = rng
+        self.n = n
+        self._sensitivity: Callable[[int], Sensitivity] = lambda t: update.output_sensitivity(gradient_sensitivity, t, n, lipschitz)
+        # the scale depends on the round; the per-step (ε, δ), which the ledger composes, does not
+        self.mechanism = _mechanism(config, self._sensitivity(1))
+        self.ledger = PrivacyLedger(self.mechanism, zone=zone)
+
+    def start_round(self, t: int) -> None:
+        self.mechanism = _mechanism(self.config, self._sensitivity(t))
+
+    def perturb_output(self, z: np.ndarray) -> tuple[np.ndarray, float]:
+        xi = self.mechanism.sample(self.rng, self.n)
+        return z + xi, noise_magnitude(xi)
+
+    def end_round(self, steps: int) -> None:
+        self.ledger.record(steps, mechanism=self.mechanism)
+
+
+#: perturbation name → class; a new perturbation is one class and one entry here
+PERTURBATIONS: dict[str, type[Perturbation]] = {
+    "none": Perturbation,
+    "objective": ObjectivePerturbation,
+    "output": OutputPerturbation,
+}
