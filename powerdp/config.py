@@ -14,7 +14,7 @@ from typing import Any
 
 from .algorithms import ALIASES, Algorithm, resolve
 from .errors import ConfigError
-from .updates import ETA_SCHEDULES
+from .updates import ETA_SCHEDULES, UPDATES
 
 __all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS"]
 
@@ -72,7 +72,7 @@ class RunConfig:
     ipopt_profile: str = "default"  # Ipopt options of cold solves (a bundled profile or a .opt file)
     ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
     ipopt_options: dict[str, Any] = field(default_factory=dict)  # extra Ipopt options, e.g. {"print_level": 5}
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # options of the update rule (e.g. trust_radius)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -86,6 +86,9 @@ class RunConfig:
             spec = resolve(self.algorithm)
         except ConfigError as exc:
             raise bad("algorithm", str(exc)) from None
+        if not isinstance(self.extra, dict):
+            raise bad("extra", "must be a table of options (e.g. an update rule's)")
+        UPDATES[spec.update].check_config(self)
         if self.objective not in ("shedding", "cost"):
             raise bad("objective", "choose 'shedding' or 'cost'")
         if spec.private and self.objective == "cost":

@@ -87,6 +87,11 @@ class LocalUpdate(ABC):
     def __init__(self, config: "RunConfig"):
         self.config = config
 
+    @classmethod
+    def check_config(cls, config: "RunConfig") -> None:
+        """Reject settings this rule cannot run with (called by ``RunConfig.validate``; raise ConfigError).
+        Rule-specific options live in ``config.extra``."""
+
     # ---------------------------------------------------------------- building
     def local_problem(self, reduction: "Reduction", f_r: QuadraticObjective) -> tuple[CompiledProblem, QuadraticObjective]:
         """The problem (in the solver's coordinates) the zone's solver is built once for, and an
