@@ -8,7 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+from .algorithms import compose
 from .config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
+from .perturbations import PERTURBATIONS
+from .privacy import MECHANISMS
+from .updates import UPDATES
 from .errors import ConfigError
 
 DESCRIPTION = textwrap.dedent(
@@ -24,6 +28,11 @@ DESCRIPTION = textwrap.dedent(
       outl, outg     output perturbation (baseline): noise added to each local solution
       nonprivate     the same linearized update without noise
       exact          non-private ADMM with the exact local objective (reference)
+
+    An algorithm is three choices, update rule x perturbation x mechanism; the names
+    above stand for the usual combinations. --update, --perturbation and --mechanism
+    replace one choice of --algorithm (their choices are listed below), and any
+    combination can be named UPDATE/PERTURBATION/MECHANISM in a config file.
 
     With a bundled case and --zones 3 the bundled 3-zone partition is used (for
     case118 the published 3-area partition). The run prints one line per round
@@ -57,6 +66,9 @@ def add_run_parser(sub) -> None:
     p.add_argument("--allow-disconnected", action="store_true", help="accept given zones made of several islands (e.g. a case's native areas)")
     p.add_argument("--method", default="modularity", choices=["modularity", "kernighan_lin", "spectral"], help="automatic partition method (default: modularity)")
     p.add_argument("--algorithm", choices=ALGORITHMS, default="objl", help="algorithm (default: objl)")
+    p.add_argument("--update", choices=list(UPDATES), help="replace the algorithm's update rule (e.g. --algorithm objg --update trust-region)")
+    p.add_argument("--perturbation", choices=list(PERTURBATIONS), help="replace the algorithm's perturbation")
+    p.add_argument("--mechanism", choices=list(MECHANISMS), help="replace the algorithm's noise mechanism")
     p.add_argument("--objective", choices=["shedding", "cost"], default="shedding", help="local objective (default: shedding; cost only for non-private runs)")
     p.add_argument("--epsilon", type=float, default=0.1, help="privacy budget per local step (default: 0.1)")
     p.add_argument("--delta", type=float, default=1e-2, help="delta of the Gaussian mechanism (default: 0.01)")
@@ -163,6 +175,13 @@ FLAG_TO_FIELD = {
 }
 
 
+def _algorithm(args: argparse.Namespace) -> str:
+    """--algorithm with --update / --perturbation / --mechanism applied (an alias where one exists)."""
+    if args.update is None and args.perturbation is None and args.mechanism is None:
+        return args.algorithm
+    return compose(args.algorithm, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
+
+
 def _config(args: argparse.Namespace) -> RunConfig:
     if getattr(args, "config", None) is not None:
         from .sweep import load_toml
@@ -178,6 +197,10 @@ def _config(args: argparse.Namespace) -> RunConfig:
                 fields[FLAG_TO_FIELD[flag]] = value
         if args.case is not None:
             fields["case"] = args.case
+        if args.update is not None or args.perturbation is not None or args.mechanism is not None:
+            fields["algorithm"] = compose(
+                fields.get("algorithm", "objl"), update=args.update, perturbation=args.perturbation, mechanism=args.mechanism
+            )
         if args.no_warm_start:
             fields["warm_start"] = False
         if args.no_evaluation:
@@ -198,7 +221,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         partition=args.partition,
         partition_method=args.method,
         allow_disconnected=args.allow_disconnected,
-        algorithm=args.algorithm,
+        algorithm=_algorithm(args),
         objective=args.objective,
         epsilon=args.epsilon,
         delta=args.delta,
