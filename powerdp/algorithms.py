@@ -61,6 +61,7 @@ ALIASES: dict[str, Algorithm] = {
     "objg": Algorithm("linearized", "objective", "gaussian"),
     "outl": Algorithm("linearized", "output", "laplace"),
     "outg": Algorithm("linearized", "output", "gaussian"),
+    "objt": Algorithm("trust-region", "objective", "laplace"),
 }
 
 

@@ -28,6 +28,8 @@ DESCRIPTION = textwrap.dedent(
       outl, outg     output perturbation (baseline): noise added to each local solution
       nonprivate     the same linearized update without noise
       exact          non-private ADMM with the exact local objective (reference)
+      objt           trust-region update (no proximal term; a box of radius a/t^2 around
+                     the last iterate), Laplace objective perturbation
 
     An algorithm is three choices, update rule x perturbation x mechanism; the names
     above stand for the usual combinations. --update, --perturbation and --mechanism

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .base import LocalProblem, LocalUpdate, RoundOutcome
 from .exact import ExactUpdate
 from .linearized import ETA_SCHEDULES, LinearizedUpdate, step_size
+from .trust_region import TrustRegionUpdate
 
 __all__ = ["LocalUpdate", "LocalProblem", "RoundOutcome", "UPDATES", "ETA_SCHEDULES", "step_size"]
 
@@ -12,4 +13,5 @@ __all__ = ["LocalUpdate", "LocalProblem", "RoundOutcome", "UPDATES", "ETA_SCHEDU
 UPDATES: dict[str, type[LocalUpdate]] = {
     "exact": ExactUpdate,
     "linearized": LinearizedUpdate,
+    "trust-region": TrustRegionUpdate,
 }
