@@ -30,7 +30,8 @@ from .formulation import BALANCE_VARIABLES, build_model
 from .messages import ConsensusMessage, SolverStats, ZoneUpdate
 from .network import Network
 from .perturbations import PERTURBATIONS, Perturbation
-from .privacy import PrivacyLedger, gradient_sensitivity, zone_rng
+from .objectives import OBJECTIVES
+from .privacy import PrivacyLedger, zone_rng
 from .reduction import eliminate
 from .solver import IpoptSolver, load_ipopt_profile
 from .updates import UPDATES, LocalUpdate, step_size
@@ -132,7 +133,8 @@ class ZoneAgent:
         if config.private:
             if y_cols.size == 0:
                 raise ConfigError(f"zone {self.zone}: objective {config.objective!r} has no balance variables; DP needs them")
-            self.grad_sensitivity = gradient_sensitivity(config.beta, config.sensitivity, config.adjacency)
+            # the objective unit's own rule (docs/privacy.md): 2β on y for the shedding objective
+            self.grad_sensitivity = OBJECTIVES[config.objective].gradient_sensitivity(config.beta, config.sensitivity, config.adjacency)
         self.perturbation: Perturbation = PERTURBATIONS[config.spec.perturbation](
             config,
             gradient_sensitivity=self.grad_sensitivity,

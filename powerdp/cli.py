@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ._version import __version__
 from .errors import PowerDPError
+from .objectives import OBJECTIVES
 
 log = logging.getLogger("powerdp")
 
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_case_args(ps)
-    ps.add_argument("--objective", choices=["cost", "shedding"], default="cost", help="objective (default: cost)")
+    ps.add_argument("--objective", choices=list(OBJECTIVES), default="cost", help="objective (default: cost)")
     ps.add_argument(
         "--flows",
         choices=["variables", "expressions"],
@@ -149,7 +150,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from .opf import solve_opf
 
     res = solve_opf(args.case, objective=args.objective, convention=args.convention, flows=args.flows, profile=args.profile)
-    unit = "$/h" if args.objective == "cost" else "p.u.^2"
+    unit = OBJECTIVES[args.objective].unit
     if not args.quiet:
         print(f"case        {res.case}  ({res.n_buses} buses, {res.n_branches} branches, {res.n_gens} generators)")
         print(f"model       SOC relaxation, {res.convention} convention, flows as {res.flows}")

@@ -14,6 +14,7 @@ from typing import Any
 
 from .algorithms import ALIASES, Algorithm, resolve
 from .errors import ConfigError
+from .objectives import OBJECTIVES
 from .updates import ETA_SCHEDULES, UPDATES
 
 __all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS"]
@@ -89,13 +90,11 @@ class RunConfig:
         if not isinstance(self.extra, dict):
             raise bad("extra", "must be a table of options (e.g. an update rule's)")
         UPDATES[spec.update].check_config(self)
-        if self.objective not in ("shedding", "cost"):
-            raise bad("objective", "choose 'shedding' or 'cost'")
-        if spec.private and self.objective == "cost":
+        if self.objective not in OBJECTIVES:
+            raise bad("objective", f"choose one of {', '.join(OBJECTIVES)}")
+        if spec.private and not OBJECTIVES[self.objective].dp_eligible:
             raise ConfigError(
-                f"algorithm {self.algorithm!r} is differentially private, but the 'cost' objective keeps the "
-                "loads in the power-balance constraints, so the feasible set depends on private data and no "
-                "DP guarantee holds (docs/privacy.md); use objective 'shedding'"
+                f"algorithm {self.algorithm!r} is differentially private, but {OBJECTIVES[self.objective].dp_refusal()}"
             )
         if spec.private:
             if not (self.epsilon > 0 and math.isfinite(self.epsilon)):

@@ -28,13 +28,13 @@ import pyomo.environ as pyo
 
 from .errors import ModelError
 from .network import Network, voltage_product_bounds
+from .objectives import objective_unit
 
-__all__ = ["build_model", "OBJECTIVES", "FLOW_MODES", "BALANCE_VARIABLES", "branch_flow_coefficients"]
+__all__ = ["build_model", "FLOW_MODES", "BALANCE_VARIABLES", "branch_flow_coefficients"]
 
-OBJECTIVES = ("cost", "shedding")
 FLOW_MODES = ("variables", "expressions")
 BALANCE_VARIABLES = ("yp", "yq")  # the load-free balance of each own bus (private objectives only)
-Objective = Literal["cost", "shedding"]
+Objective = str  # a name in powerdp.objectives.OBJECTIVES
 FlowMode = Literal["variables", "expressions"]
 
 
@@ -89,16 +89,14 @@ def build_model(
     ----------
     net: the network.
     own_buses: internal indices of the buses the model owns (a zone's N_p); all buses when omitted.
-    objective: ``"cost"`` or ``"shedding"``.
+    objective: a registered objective (``powerdp.objectives.OBJECTIVES``: ``"cost"``, ``"shedding"``).
     flows: ``"variables"`` (flows are variables linked by equalities, as in the paper and
         PowerModels) or ``"expressions"`` (flows eliminated, SPEC §4; same optimum, smaller problem).
     """
-    if objective not in OBJECTIVES:
-        raise ModelError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+    unit = objective_unit(objective)
     if flows not in FLOW_MODES:
         raise ModelError(f"unknown flow mode {flows!r}; choose one of {', '.join(FLOW_MODES)}")
-    if objective == "cost" and not net.has_costs:
-        raise ModelError(f"network {net.name!r} has no generator costs (mpc.gencost); the cost objective needs them")
+    unit.check(net)
     own = np.arange(net.n_bus) if own_buses is None else np.unique(np.asarray(list(own_buses), dtype=np.int64))
     if own.size == 0:
         raise ModelError("a model needs at least one bus")
@@ -213,12 +211,12 @@ def build_model(
             - sum(m.qg[g] for g in at_bus[i]) - float(net.bs[i]) * m.w[i]
         )
 
-    if objective == "cost":
+    if not unit.balance_variables:
         m.sp = pyo.Expression(m.OWN, rule=lambda _, i: injection_p(i) + m.pd[i])
         m.sq = pyo.Expression(m.OWN, rule=lambda _, i: injection_q(i) + m.qd[i])
     else:
         # the paper's coordinates (its eq. 71-72): explicit balance variables y per own bus, defined by
-        # load-free equality rows of W_p, so the loads enter only the objective (docs/algorithm.md)
+        # load-free equality rows of W_p, so the loads enter only the objective (docs/formulation.md)
         m.yp = pyo.Var(m.OWN, initialize=lambda _, i: pyo.value(injection_p(i)))
         m.yq = pyo.Var(m.OWN, initialize=lambda _, i: pyo.value(injection_q(i)))
         m.balance_def = pyo.Constraint(
@@ -229,32 +227,8 @@ def build_model(
         m.sp = pyo.Expression(m.OWN, rule=lambda _, i: m.yp[i] + m.pd[i])
         m.sq = pyo.Expression(m.OWN, rule=lambda _, i: m.yq[i] + m.qd[i])
 
-    # ---- objective
-    if objective == "cost":
-        m.balance_p = pyo.Constraint(m.OWN, rule=lambda _, i: m.sp[i] == 0)
-        m.balance_q = pyo.Constraint(m.OWN, rule=lambda _, i: m.sq[i] == 0)
-        gen_set = set(gens.tolist())
-        pwl_rows = [k for k in range(len(net.pwl_gen)) if int(net.pwl_gen[k]) in gen_set]
-        pwl_gens = sorted({int(net.pwl_gen[k]) for k in pwl_rows})
-        m.PWL = pyo.Set(initialize=pwl_rows, ordered=True)
-        m.PWL_GEN = pyo.Set(initialize=pwl_gens, ordered=True)
-        # PowerModels' lambda formulation of piecewise-linear costs
-        m.pwl_lambda = pyo.Var(m.PWL, bounds=(0.0, 1.0), initialize=0.0)
-        rows_of = defaultdict(list)
-        for k in pwl_rows:
-            rows_of[int(net.pwl_gen[k])].append(k)
-        m.pwl_convex = pyo.Constraint(m.PWL_GEN, rule=lambda _, g: sum(m.pwl_lambda[k] for k in rows_of[g]) == 1.0)
-        m.pwl_mw = pyo.Constraint(
-            m.PWL_GEN, rule=lambda _, g: sum(net.pwl_mw[k] * m.pwl_lambda[k] for k in rows_of[g]) == m.pg[g]
-        )
-        poly = [g for g in gens.tolist() if g not in rows_of]
-        m.obj = pyo.Objective(
-            expr=sum(net.cost_c2[g] * m.pg[g] ** 2 + net.cost_c1[g] * m.pg[g] + net.cost_c0[g] for g in poly)
-            + sum(net.pwl_cost[k] * m.pwl_lambda[k] for k in pwl_rows),
-            sense=pyo.minimize,
-        )
-    else:
-        m.obj = pyo.Objective(expr=sum(m.sp[i] ** 2 + m.sq[i] ** 2 for i in m.OWN), sense=pyo.minimize)
+    # ---- objective (a registered unit, powerdp/objectives.py)
+    unit.add_terms(m, net)
     m._powerdp_meta = {
         "network": net.name,
         "objective": objective,

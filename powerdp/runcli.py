@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .algorithms import compose
 from .config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
+from .objectives import OBJECTIVES
 from .perturbations import PERTURBATIONS
 from .privacy import MECHANISMS
 from .updates import UPDATES
@@ -71,7 +72,7 @@ def add_run_parser(sub) -> None:
     p.add_argument("--update", choices=list(UPDATES), help="replace the algorithm's update rule (e.g. --algorithm objg --update trust-region)")
     p.add_argument("--perturbation", choices=list(PERTURBATIONS), help="replace the algorithm's perturbation")
     p.add_argument("--mechanism", choices=list(MECHANISMS), help="replace the algorithm's noise mechanism")
-    p.add_argument("--objective", choices=["shedding", "cost"], default="shedding", help="local objective (default: shedding; cost only for non-private runs)")
+    p.add_argument("--objective", choices=list(OBJECTIVES), default="shedding", help="local objective (default: shedding; cost only for non-private runs)")
     p.add_argument("--epsilon", type=float, default=0.1, help="privacy budget per local step (default: 0.1)")
     p.add_argument("--delta", type=float, default=1e-2, help="delta of the Gaussian mechanism (default: 0.01)")
     p.add_argument("--beta", type=float, default=0.01, help="adjacency: one load changes by at most beta p.u. (default: 0.01)")
