@@ -295,6 +295,7 @@ class ZoneAgent:
             "lam": self.lam,
             "rng": self.rng.bit_generator.state,
             "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
+            "ledger_history": self.ledger.history if self.ledger is not None else [],
             "warm": self._warm,
         }
 
@@ -337,7 +338,10 @@ class ZoneAgent:
         self.lam = np.asarray(state["lam"], dtype=float)
         self.rng.bit_generator.state = state["rng"]
         if self.ledger is not None:
+            if self.ledger.steps == 0 and state.get("ledger_history"):
+                for mechanism, steps in state["ledger_history"]:
+                    self.ledger.record(steps, mechanism=mechanism)
             missing = int(state["ledger_steps"]) - self.ledger.steps
-            if missing > 0:
+            if missing > 0:  # checkpoints written before the ledger kept its history
                 self.ledger.record(missing)
         self._set_warm(state.get("warm"))

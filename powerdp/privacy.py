@@ -546,7 +546,10 @@ class PrivacyLedger:
             tight_method = "none"
         self.tight_method = tight_method
         self._steps = 0
-        self._cache: dict[tuple[str, int], Any] = {}
+        # the history of released steps: runs of steps of one mechanism (opacus-style ledger);
+        # consecutive steps with the same parameters are one entry
+        self._history: list[list[Any]] = []
+        self._cache: dict[tuple[str, int, int], Any] = {}
         self._per_step_exact_eps: float | None = None
 
     # -- recording ---------------------------------------------------------
@@ -556,61 +559,104 @@ class PrivacyLedger:
         """Number k of released local steps so far."""
         return self._steps
 
-    def record(self, n_steps: int = 1, mechanism: Mechanism | None = None) -> int:
-        """Count ``n_steps`` released local steps; returns the new total.
+    @staticmethod
+    def _signature(mechanism: Mechanism) -> tuple:
+        eps, delta = mechanism.per_step()
+        return (mechanism.kind, eps, delta, mechanism.noise_multiplier)
 
-        ``mechanism``, if given (e.g. re-calibrated for a new η_t), must have
-        the same kind and per-step (ε, δ) as the ledger's.
+    @property
+    def history(self) -> list[tuple[Mechanism, int]]:
+        """The recorded steps as (mechanism, number of steps), in order."""
+        return [(m, n) for m, n in self._history]
+
+    @property
+    def homogeneous(self) -> bool:
+        """Whether every recorded step used the ledger's own mechanism parameters."""
+        first = self._signature(self.mechanism)
+        return all(self._signature(m) == first for m, _ in self._history)
+
+    def record(self, n_steps: int = 1, mechanism: Mechanism | None = None) -> int:
+        """Record ``n_steps`` released local steps of ``mechanism`` (default: the ledger's); returns the total.
+
+        Steps of other mechanisms (another kind, ε, δ or noise multiplier) are composed too: the
+        ledger keeps the history and composes it (basic composition, and the accountant's figure).
         """
         if isinstance(n_steps, bool) or not isinstance(n_steps, numbers.Integral) or n_steps < 0:
             raise ConfigError(f"n_steps must be a non-negative integer, got {n_steps!r}")
-        if mechanism is not None and (
-            getattr(mechanism, "kind", None) != self.kind or mechanism.per_step() != self.per_step()
-        ):
-            raise ConfigError(
-                f"mechanism {mechanism!r} differs from the ledger's ({self.kind}, per step "
-                f"{self.per_step()}); use one ledger per mechanism"
-            )
+        mechanism = self.mechanism if mechanism is None else mechanism
+        if not hasattr(mechanism, "per_step") or getattr(mechanism, "kind", None) not in MECHANISMS:
+            raise ConfigError(f"mechanism must follow the mechanism protocol (kind, per_step, noise_multiplier), got {mechanism!r}")
+        if n_steps == 0:
+            return self._steps
+        if self._history and self._signature(self._history[-1][0]) == self._signature(mechanism):
+            self._history[-1][1] += int(n_steps)
+        else:
+            self._history.append([mechanism, int(n_steps)])
         self._steps += int(n_steps)
-        # results are cached per k; older ones are never asked for again
-        self._cache = {key: v for key, v in self._cache.items() if key[1] == self._steps}
+        kinds = {m.kind for m, _ in self._history}
+        if len(kinds) > 1 and self.kind != "mixed":
+            self.kind = "mixed"
+            if self.tight_method in ("analytic", "none") and self.target_delta > 0:
+                self.tight_method = "pld"
+        # results are cached per history; older ones are never asked for again
+        key = (self._steps, len(self._history))
+        self._cache = {k: v for k, v in self._cache.items() if k[1:] == key}
         return self._steps
 
     # -- individual figures --------------------------------------------------
 
     def per_step(self) -> tuple[float, float]:
-        return (self.epsilon, self.delta)
+        """The per-step (ε, δ); with a mixed history, the largest of each (a valid bound per step)."""
+        if self.homogeneous:
+            return (self.epsilon, self.delta)
+        eps = [m.per_step()[0] for m, _ in self._history] + [self.epsilon]
+        dels = [m.per_step()[1] for m, _ in self._history] + [self.delta]
+        return (max(eps), max(dels))
 
     def basic(self) -> tuple[float, float]:
-        """Basic composition (Dwork & Roth Thm 3.16): (k·ε, min(k·δ, 1))."""
-        k = self._steps
-        return (k * self.epsilon, min(k * self.delta, 1.0))
+        """Basic composition (Dwork & Roth Thm 3.16): (Σ k_i·ε_i, min(Σ k_i·δ_i, 1))."""
+        if self.homogeneous:
+            k = self._steps
+            return (k * self.epsilon, min(k * self.delta, 1.0))
+        eps = sum(n * m.per_step()[0] for m, n in self._history)
+        delta = sum(n * m.per_step()[1] for m, n in self._history)
+        return (eps, min(delta, 1.0))
 
     def theorem_4_9(self) -> tuple[float, float] | None:
         """Gaussian only: the paper's Theorem 4.9 figure (ε', δ); see :func:`theorem_4_9_epsilon`."""
-        if self.kind != "gaussian":
+        if self.kind != "gaussian" or not self.homogeneous:
             return None
         return (theorem_4_9_epsilon(self.epsilon, self.delta, self._steps), self.delta)
 
     def _cached(self, name: str, fn):
-        key = (name, self._steps)
+        key = (name, self._steps, len(self._history))
         if key not in self._cache:
             self._cache[key] = fn()
         return self._cache[key]
 
     def _exact(self, delta: float) -> float:
         """Gaussian: exact ε of the k-fold composition at ``delta``."""
-        return self._cached(
-            f"exact@{delta!r}",
-            lambda: _exact_gaussian_epsilon(self.noise_multiplier, self._steps, delta),
-        )
+        if self.homogeneous:
+            return self._cached(
+                f"exact@{delta!r}",
+                lambda: _exact_gaussian_epsilon(self.noise_multiplier, self._steps, delta),
+            )
+        # Gaussian steps with different multipliers z_i compose to μ-GDP with μ² = Σ k_i/z_i²
+        mu2 = sum(n / m.noise_multiplier**2 for m, n in self._history)
+        return self._cached(f"exact@{delta!r}", lambda: _exact_gaussian_epsilon(1.0 / math.sqrt(mu2), 1, delta))
 
     def per_step_verified(self) -> bool:
         """Whether the per-step claim (ε, δ) holds exactly (always for Laplace;
         for Gaussian checked with the analytic profile — proven for ε < 1)."""
         if self.kind == "laplace":
             return True
-        return self._per_step_exact() <= self.epsilon * (1 + _REL_TOL) + 1e-12
+        if self.homogeneous:
+            return self._per_step_exact() <= self.epsilon * (1 + _REL_TOL) + 1e-12
+        return all(
+            m.kind == "laplace"
+            or _exact_gaussian_epsilon(m.noise_multiplier, 1, m.delta) <= m.epsilon * (1 + _REL_TOL) + 1e-12
+            for m, _ in self._history
+        )
 
     def _per_step_exact(self) -> float:
         """Gaussian: exact ε of one step at the per-step δ."""
@@ -636,12 +682,13 @@ class PrivacyLedger:
         import dp_accounting
         from dp_accounting import pld, rdp
 
-        if self.kind == "gaussian":
-            event = dp_accounting.GaussianDpEvent(noise_multiplier=self.noise_multiplier)
-        else:
-            event = dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_multiplier)
         accountant = pld.PLDAccountant() if method == "pld" else rdp.RdpAccountant()
-        accountant.compose(dp_accounting.SelfComposedDpEvent(event, k))
+        if self.homogeneous:
+            accountant.compose(dp_accounting.SelfComposedDpEvent(self.mechanism.dp_event(), k))
+        else:
+            accountant.compose(
+                dp_accounting.ComposedDpEvent([dp_accounting.SelfComposedDpEvent(m.dp_event(), n) for m, n in self._history])
+            )
         return float(accountant.get_epsilon(self.target_delta))
 
     def tight(self) -> dict[str, Any] | None:
@@ -708,8 +755,13 @@ class PrivacyLedger:
             "exact": None,
             "tight": self.tight(),
             "headline": self.headline(),
+            "history": [
+                {"mechanism": m.kind, "epsilon": m.per_step()[0], "delta": m.per_step()[1],
+                 "noise_multiplier": m.noise_multiplier, "steps": n}
+                for m, n in self._history
+            ],
         }
-        if self.kind == "gaussian":
+        if self.kind == "gaussian" and self.homogeneous:
             thm_eps, thm_delta = self.theorem_4_9()
             out["theorem_4_9"] = {
                 "epsilon": thm_eps,

@@ -373,13 +373,14 @@ def test_ledger_record_checks():
     led = gaussian_ledger()
     with pytest.raises(ConfigError, match="n_steps"):
         led.record(-1)
-    # same (ε, δ) with another sensitivity (e.g. a new η_t) is fine
+    with pytest.raises(ConfigError, match="mechanism protocol"):
+        led.record(1, mechanism="gaussian")
+    # same (ε, δ) with another sensitivity (e.g. a new η_t) is the same mechanism for the ledger
     led.record(1, mechanism=GaussianMechanism(0.5, EPS5, DELTA))
-    with pytest.raises(ConfigError, match="differs"):
-        led.record(1, mechanism=GaussianMechanism(0.5, 0.5, DELTA))
-    with pytest.raises(ConfigError, match="differs"):
-        led.record(1, mechanism=LaplaceMechanism(0.5, EPS5))
-    assert led.steps == 1
+    assert led.steps == 1 and led.homogeneous and len(led.history) == 1
+    # another (ε, δ) starts a new entry of the history
+    led.record(1, mechanism=GaussianMechanism(0.5, 0.5, DELTA))
+    assert led.steps == 2 and not led.homogeneous and len(led.history) == 2
 
 
 # --------------------------------------------------------------------------- ledger: Laplace
@@ -448,3 +449,57 @@ def test_sensitivity_dataclass_validates():
         Sensitivity(1.0, 1.0, "guess", 0.01)
     with pytest.raises(ConfigError, match="l2"):
         Sensitivity(1.0, 0.0, "sound", 0.01)
+
+
+# --------------------------------------------------------------------------- heterogeneous histories
+
+
+def test_ledger_composes_steps_of_different_mechanisms():
+    a = GaussianMechanism(1.0, 0.5, 1e-5)
+    b = GaussianMechanism(1.0, 0.25, 1e-5)
+    ledger = PrivacyLedger(a, target_delta=1e-5)
+    ledger.record(3)
+    ledger.record(2, mechanism=b)
+    ledger.record(1, mechanism=b)
+    assert ledger.steps == 6 and not ledger.homogeneous
+    assert [n for _, n in ledger.history] == [3, 3]
+    eps, delta = ledger.basic()
+    assert eps == pytest.approx(3 * 0.5 + 3 * 0.25) and delta == pytest.approx(6e-5)
+    assert ledger.per_step() == (0.5, 1e-5)
+    assert ledger.theorem_4_9() is None
+    # the analytic figure is the GDP composition, checked against dp-accounting's PLD
+    mu2 = 3 / a.noise_multiplier**2 + 3 / b.noise_multiplier**2
+    exact = dp_accounting.get_epsilon_gaussian(1 / math.sqrt(mu2), 1e-5)
+    assert ledger.tight()["epsilon"] == pytest.approx(exact, rel=1e-9)
+    acc = pld.PLDAccountant()
+    acc.compose(dp_accounting.ComposedDpEvent([
+        dp_accounting.SelfComposedDpEvent(a.dp_event(), 3), dp_accounting.SelfComposedDpEvent(b.dp_event(), 3)]))
+    assert acc.get_epsilon(1e-5) == pytest.approx(exact, rel=2e-3)
+    assert ledger.report()["history"][1]["steps"] == 3
+
+
+def test_ledger_mixed_kinds_use_the_pld():
+    lap, gau = LaplaceMechanism(1.0, 0.5), GaussianMechanism(1.0, 0.5, 1e-5)
+    ledger = PrivacyLedger(lap, target_delta=1e-5)
+    ledger.record(2)
+    ledger.record(2, mechanism=gau)
+    assert ledger.kind == "mixed" and ledger.tight()["method"] == "pld"
+    acc = pld.PLDAccountant()
+    acc.compose(dp_accounting.ComposedDpEvent([
+        dp_accounting.SelfComposedDpEvent(lap.dp_event(), 2), dp_accounting.SelfComposedDpEvent(gau.dp_event(), 2)]))
+    assert ledger.tight()["epsilon"] == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+    assert ledger.headline()["epsilon"] <= ledger.basic()[0] + 1e-12
+
+
+def test_mechanisms_follow_one_protocol():
+    from powerdp.privacy import MECHANISMS
+
+    s = Sensitivity(l1=0.04, l2=0.03, rule="sound", beta=0.01)
+    for name, cls in MECHANISMS.items():
+        m = cls.from_sensitivity(s, 0.5, 1e-3)
+        assert m.kind == name and m.norm in ("l1", "l2")
+        assert m.sensitivity == (s.l1 if m.norm == "l1" else s.l2)
+        eps, delta = m.per_step()
+        assert eps == 0.5 and m.noise_multiplier > 0
+        assert m.sample(zone_rng(0, 0), 3).shape == (3,)
+        assert type(m.dp_event()).__name__ == ("LaplaceDpEvent" if name == "laplace" else "GaussianDpEvent")
