@@ -252,12 +252,22 @@ def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
     from .runner import load_config
 
     cfg = load_config(args.resume)
-    refused = sorted(d for d in explicit - RESUME_FLAGS if d in FLAG_TO_FIELD or d in ("config", "out", "overwrite"))
+    saved = cfg.to_dict()
+
+    def changes_run(dest: str) -> bool:
+        if dest not in FLAG_TO_FIELD:
+            return True  # --config, --overwrite
+        if dest == "method" and saved.get("partition") is not None:
+            return args.method != "auto"  # the saved run's partition was given or bundled
+        return any(saved.get(f) != v for f, v in _field_values(args, dest).items())
+
+    refused = sorted(
+        d for d in explicit - RESUME_FLAGS if (d in FLAG_TO_FIELD or d in ("config", "overwrite")) and changes_run(d)
+    )
     if refused:
-        saved = cfg.to_dict()
         parts = []
         for dest in refused:
-            fields = [f for f in ((FLAG_TO_FIELD.get(dest),) if not isinstance(FLAG_TO_FIELD.get(dest), tuple) else FLAG_TO_FIELD[dest]) if f]
+            fields = [f for f in _field_values(args, dest)] if dest in FLAG_TO_FIELD else []
             was = ", ".join(f"{f} = {saved[f]!r}" for f in fields if f in saved)
             parts.append(_flag(dest) + (f" (saved: {was})" if was else ""))
         raise ConfigError(
@@ -374,6 +384,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     try:
         runs = run_sweep(spec, args.out, jobs=args.jobs, progress=progress, overwrite=args.overwrite)
+    except KeyboardInterrupt:
+        from .errors import Interrupted
+
+        raise Interrupted(
+            f"interrupted; finished runs are kept in {args.out}, and the same command resumes the others from their checkpoints"
+        ) from None
     finally:
         if bar is not None:
             bar.close()

@@ -344,64 +344,64 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
         run_start = time.perf_counter()
         stopped = "rounds"
         last_checkpoint = start_round - 1 if resume else None
-        for t in range(start_round, config.rounds + 1):
-            t0 = time.perf_counter()
-            rho = coordinator.rho
-            try:
-                with deferred_stop():  # Ctrl-C / SIGTERM: finish this round, then stop below
+        with deferred_stop():  # Ctrl-C / SIGTERM during the rounds: finish the round in progress, then stop below
+            for t in range(start_round, config.rounds + 1):
+                t0 = time.perf_counter()
+                rho = coordinator.rho
+                try:
                     updates = backend.step(coordinator.broadcast())
                     res = coordinator.receive(updates)
                     diags = backend.diagnostics()
-            except (PowerDPError, FloatingPointError) as exc:  # a failed solve, a lost host, a NaN release
-                partial = _result(
-                    config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False,
-                    init_s=init_s, last_diags=last_diags,
-                )
-                detail = str(exc)
-                if detail.startswith(f"round {t}: "):  # the error already names the round
-                    detail = detail[len(f"round {t}: "):]
-                if out_dir is not None:
-                    partial.save(out_dir)
-                    (out_dir / "failure.txt").write_text(f"round {t}: {detail}\n")
-                raise RunFailed(f"run stopped in round {t}: {detail}{_kept(out_dir)}", partial, exc) from exc
-            last_diags.update((int(d.zone), d) for d in diags)
-            row = {
-                "round": t,
-                "noise_magnitude": float(sum(u.stats.noise_magnitude for u in updates)),
-                "objective": float(sum(d.objective for d in diags)),
-                "feasibility": res.primal,
-                "dual_residual": res.dual,
-                "max_violation": float(max(d.max_violation for d in diags)),
-                "solver_iterations": int(sum(u.stats.iterations for u in updates)),
-                "solves": int(sum(u.stats.solves for u in updates)),
-                "ipopt_s": float(sum(u.stats.ipopt_s for u in updates)),
-                "wall_s": time.perf_counter() - t0,
-                "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
-                "rho": rho,
-            }
-            history.append(row)
-            if out_dir is not None:  # every round, so a killed run keeps its history
-                _append_history(out_dir, row)
-            if progress is not None:
-                progress(row)
-            if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds):
-                _save_checkpoint(out_dir, coordinator, backend, history)
-                last_checkpoint = t
-            if (config.tol_primal > 0 or config.tol_dual > 0) and res.primal <= config.tol_primal and res.dual <= config.tol_dual:
-                stopped = "tolerance"
-                if out_dir is not None and config.checkpoint_every and last_checkpoint != t:
+                except (PowerDPError, FloatingPointError) as exc:  # a failed solve, a lost host, a NaN release
+                    partial = _result(
+                        config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False,
+                        init_s=init_s, last_diags=last_diags,
+                    )
+                    detail = str(exc)
+                    if detail.startswith(f"round {t}: "):  # the error already names the round
+                        detail = detail[len(f"round {t}: "):]
+                    if out_dir is not None:
+                        partial.save(out_dir)
+                        (out_dir / "failure.txt").write_text(f"round {t}: {detail}\n")
+                    raise RunFailed(f"run stopped in round {t}: {detail}{_kept(out_dir)}", partial, exc) from exc
+                last_diags.update((int(d.zone), d) for d in diags)
+                row = {
+                    "round": t,
+                    "noise_magnitude": float(sum(u.stats.noise_magnitude for u in updates)),
+                    "objective": float(sum(d.objective for d in diags)),
+                    "feasibility": res.primal,
+                    "dual_residual": res.dual,
+                    "max_violation": float(max(d.max_violation for d in diags)),
+                    "solver_iterations": int(sum(u.stats.iterations for u in updates)),
+                    "solves": int(sum(u.stats.solves for u in updates)),
+                    "ipopt_s": float(sum(u.stats.ipopt_s for u in updates)),
+                    "wall_s": time.perf_counter() - t0,
+                    "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
+                    "rho": rho,
+                }
+                history.append(row)
+                if out_dir is not None:  # every round, so a killed run keeps its history
+                    _append_history(out_dir, row)
+                if progress is not None:
+                    progress(row)
+                if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds):
                     _save_checkpoint(out_dir, coordinator, backend, history)
-                break
-            if stop_requested() is not None and t < config.rounds:
-                if out_dir is not None and config.checkpoint_every and last_checkpoint != t:
-                    _save_checkpoint(out_dir, coordinator, backend, history)
-                partial = _result(
-                    config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
-                    run_s=time.perf_counter() - run_start, stopped="interrupted", init_s=init_s, last_diags=last_diags,
-                )
-                if out_dir is not None:
-                    partial.save(out_dir)
-                raise Interrupted(_interrupted_message(t, config, out_dir), partial)
+                    last_checkpoint = t
+                if (config.tol_primal > 0 or config.tol_dual > 0) and res.primal <= config.tol_primal and res.dual <= config.tol_dual:
+                    stopped = "tolerance"
+                    if out_dir is not None and config.checkpoint_every and last_checkpoint != t:
+                        _save_checkpoint(out_dir, coordinator, backend, history)
+                    break
+                if stop_requested() is not None and t < config.rounds:
+                    if out_dir is not None and config.checkpoint_every and last_checkpoint != t:
+                        _save_checkpoint(out_dir, coordinator, backend, history)
+                    partial = _result(
+                        config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
+                        run_s=time.perf_counter() - run_start, stopped="interrupted", init_s=init_s, last_diags=last_diags,
+                    )
+                    if out_dir is not None:
+                        partial.save(out_dir)
+                    raise Interrupted(_interrupted_message(t, config, out_dir), partial)
         result = _result(
             config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
             run_s=time.perf_counter() - run_start, stopped=stopped, init_s=init_s, last_diags=last_diags,

@@ -201,8 +201,11 @@ def _executor(jobs: int | None) -> Executor:
 
 def _stop_pool(pool: Executor) -> None:
     """Ctrl-C: no new runs, and the running ones end now (each resumes from its last checkpoint)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() forgets them
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
     pool.shutdown(wait=False, cancel_futures=True)
-    procs = list((getattr(pool, "_processes", None) or {}).values())
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
