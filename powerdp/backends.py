@@ -117,7 +117,7 @@ def restore_zone(agent, directory: str, round: int) -> None:
         agent.load_checkpoint(directory, round)
     except PowerDPError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - unpickling a damaged file raises anything
         path = zone_checkpoint_path(directory, agent.zone, round)
         what = "is missing" if isinstance(exc, FileNotFoundError) else f"is not a readable checkpoint ({type(exc).__name__}: {exc})"
         raise ConfigError(f"cannot resume zone {agent.zone}: {path} {what}") from None

@@ -16,10 +16,11 @@ import errno
 import os
 import shutil
 from pathlib import Path
+from typing import Self
 
 from .errors import ConfigError
 
-__all__ = ["DirectoryLock", "prepare_run_dir", "RUN_FILES", "holds_run", "ensure_dir"]
+__all__ = ["RUN_FILES", "DirectoryLock", "ensure_dir", "holds_run", "prepare_run_dir"]
 
 LOCK_NAME = ".powerdp.lock"
 # everything a run writes into its directory (RunResult.save, the runner)
@@ -114,7 +115,7 @@ class DirectoryLock:
             return "pid unknown"
         return f"pid {pid}"
 
-    def acquire(self) -> "DirectoryLock":
+    def acquire(self) -> DirectoryLock:
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX
@@ -140,7 +141,7 @@ class DirectoryLock:
         self._fd = fd
         return self
 
-    def _acquire_exclusive_file(self) -> "DirectoryLock":  # pragma: no cover - exercised where fcntl is missing
+    def _acquire_exclusive_file(self) -> DirectoryLock:  # pragma: no cover - exercised where fcntl is missing
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
@@ -169,7 +170,7 @@ class DirectoryLock:
         os.close(self._fd)  # closing drops the flock
         self._fd = None
 
-    def __enter__(self) -> "DirectoryLock":
+    def __enter__(self) -> Self:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

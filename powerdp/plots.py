@@ -163,10 +163,8 @@ def plot_network(partition, title: str = "", seed: int = 0) -> Any:
 def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Path]:
     """Draw every figure a sweep directory (or one run's directory) supports; save PNGs (default: DIR/figures)."""
     from .errors import ConfigError
-    from .sweep import sweep_tables
-
     from .outdir import ensure_dir
-    from .sweep import run_dirs
+    from .sweep import run_dirs, sweep_tables
 
     plt = _plt()
     directory = Path(directory)

@@ -145,7 +145,7 @@ def _read(path: Path, reader, needed: list[str]):
         data = reader(path)
     except FileNotFoundError:
         raise ConfigError(f"{path} is missing") from None
-    except Exception as exc:  # json, csv and decoding errors of a damaged file
+    except Exception as exc:  # noqa: BLE001 - json, csv and decoding errors of a damaged file
         raise ConfigError(f"{path} is not readable ({type(exc).__name__}: {exc})") from None
     have = set(data.columns) if isinstance(data, pd.DataFrame) else set(data) if isinstance(data, dict) else set()
     missing = [k for k in needed if k not in have]

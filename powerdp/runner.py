@@ -216,7 +216,7 @@ def _load_checkpoint(out: Path) -> dict:
             state = pickle.load(fh)
         int(state["coordinator"]["round"])
         list(state["meta"]["history"])
-    except Exception as exc:  # truncated, garbage, or another program's pickle
+    except Exception as exc:  # noqa: BLE001 - truncated, garbage, or another program's pickle
         raise ConfigError(f"{path} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
     return state
 
@@ -357,9 +357,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                         config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False,
                         init_s=init_s, last_diags=last_diags,
                     )
-                    detail = str(exc)
-                    if detail.startswith(f"round {t}: "):  # the error already names the round
-                        detail = detail[len(f"round {t}: "):]
+                    detail = str(exc).removeprefix(f"round {t}: ")  # when the error already names the round
                     if out_dir is not None:
                         partial.save(out_dir)
                         (out_dir / "failure.txt").write_text(f"round {t}: {detail}\n")

@@ -15,7 +15,7 @@ import signal
 import threading
 from contextlib import contextmanager
 
-__all__ = ["stop_signals", "stop_requested", "deferred_stop", "STOP_SIGNALS"]
+__all__ = ["STOP_SIGNALS", "deferred_stop", "stop_requested", "stop_signals"]
 
 STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
 

@@ -151,7 +151,7 @@ def test_parent_watchdog_without_prctl(tmp_path):
         "    time.sleep(0.5)\n"
         "    os._exit(0)\n"
     )
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True)
     child = int(out.stdout.split()[0])
     try:
         _wait_for(lambda: not _alive(child), timeout=5, what="the orphan to end")
@@ -166,7 +166,7 @@ def test_sigterm_stops_after_the_round_with_checkpoint_and_one_line(tmp_path, sp
     proc = spawn("run", "case14", "--rounds", "100000", "--no-reference", "--checkpoint-every", "100000", "--out", str(d))
     _wait_for(lambda: _history_rows(d) >= 3, what="three rounds")
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     lines = _stderr_lines(err)
     setup = [line for line in lines if line.endswith("...")]  # setup stages
@@ -193,7 +193,7 @@ def test_ctrl_c_prints_one_line_and_leaves_a_resumable_run(tmp_path, spawn):
                     "--checkpoint-every", "1", "--out", str(d))
     _wait_for(lambda: _history_rows(d) >= 2, what="two rounds")
     os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     lines = [line for line in _stderr_lines(err) if not line.endswith("...")]
@@ -313,9 +313,8 @@ def test_a_directory_in_use_is_refused_and_a_dead_holder_does_not_block(tmp_path
 
     d = tmp_path / "run"
     d.mkdir()
-    with DirectoryLock(d):
-        with pytest.raises(ConfigError, match=r"in use by another powerdp run \(pid \d+\)"):
-            run_distributed(RunConfig(case="case14", rounds=1), out=d, reference=False)
+    with DirectoryLock(d), pytest.raises(ConfigError, match=r"in use by another powerdp run \(pid \d+\)"):
+        run_distributed(RunConfig(case="case14", rounds=1), out=d, reference=False)
     # another process writing the directory, then killed: its lock must not block
     proc = spawn("-q", "run", "case14", "--rounds", "100000", "--no-reference", "--out", str(d), "--overwrite")
     _wait_for(lambda: _history_rows(d) >= 1, what="the other run")
