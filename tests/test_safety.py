@@ -587,6 +587,14 @@ def test_exact_cost_converges_at_its_defaults():
     assert res.config.rho == pytest.approx(1025.0)  # 0.25 x median marginal cost ($/h per p.u.)
 
 
+def test_adaptive_rho_recovers_from_a_too_small_penalty():
+    """Residual balancing on relative residuals raises ρ = 100 on the $/h scale (it used to lower it to 12.5)."""
+    cfg = RunConfig(case="case14", algorithm="exact", objective="cost", rho=100.0, rho_schedule="adaptive", rounds=60)
+    res = run_distributed(cfg)
+    assert res.history["rho"].iloc[-1] > 100.0
+    assert abs(res.summary["relative_gap_to_centralized"]) <= 1e-3
+
+
 # ------------------------------------------------- 13: inputs that deserve a warning
 
 
