@@ -25,7 +25,7 @@ from .configfile import read_config_json
 from .coordinator import Coordinator
 from .errors import ConfigError, Interrupted, PowerDPError
 from .network import Network, load_case
-from .outdir import DirectoryLock, prepare_run_dir
+from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
 from .partition import Partition, _bundled_csv, partition as make_partition
 from .results import HISTORY_COLUMNS, RunResult, _jsonable
 from .stopping import deferred_stop, stop_requested
@@ -278,8 +278,14 @@ def _locked_run(config, network, partition, out, resume, progress, reference, ov
         if resume:
             raise ConfigError("resume needs the output directory of the run")
         return _run(config, network, partition, None, False, progress, reference, status)
-    out_dir = prepare_run_dir(out, overwrite=overwrite, resume=resume)
-    with DirectoryLock(out_dir):
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"output directory {out_dir} is an existing file, not a directory")
+    if resume and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} holds no run to resume (no such directory)")
+    ensure_dir(out_dir)
+    with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
+        prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
         return _run(config, network, partition, out_dir, resume, progress, reference, status)
 
 
