@@ -26,7 +26,8 @@ from .coordinator import Coordinator
 from .errors import ConfigError, Interrupted, PowerDPError
 from .network import Network, load_case
 from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
-from .partition import Partition, _bundled_csv, partition as make_partition
+from .partition import Partition, _bundled_csv
+from .partition import partition as make_partition
 from .results import HISTORY_COLUMNS, RunResult, _jsonable
 from .stopping import deferred_stop, stop_requested
 
