@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
+import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from typing import Any, Hashable, Sequence
@@ -24,11 +27,14 @@ from typing import Any, Hashable, Sequence
 import numpy as np
 
 from .config import RunConfig
-from .errors import PowerDPError, SolverError
+from . import errors as _errors
+from .errors import ConfigError, PowerDPError, SolverError
 from .messages import ConsensusMessage, ZoneUpdate
 from .network import Network
 
-__all__ = ["AgentSpec", "Backend", "SerialBackend", "ProcessBackend", "make_backend", "assign_zones", "WorkerError"]
+__all__ = [
+    "AgentSpec", "Backend", "SerialBackend", "ProcessBackend", "make_backend", "assign_zones", "WorkerError", "die_with_parent",
+]
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,72 @@ def private_view(net: Network, own_buses: np.ndarray) -> Network:
     keep = np.zeros(net.n_bus, dtype=bool)
     keep[own_buses] = True
     return net.with_loads(np.where(keep, net.pd, 0.0), np.where(keep, net.qd, 0.0))
+
+
+def die_with_parent(parent_pid: int | None = None, use_prctl: bool = True, poll_s: float = 0.5) -> None:
+    """End this process as soon as its parent process ends, however the parent ends (even SIGKILL).
+
+    On Linux the kernel sends SIGKILL when the parent dies (``prctl(PR_SET_PDEATHSIG)``).
+    Everywhere, a daemon thread also watches the parent: multiprocessing's parent
+    sentinel (a pipe or handle that the parent's death closes) and, on POSIX, the
+    parent pid (a re-parented process gets a new one). Worker processes, MPI-less
+    sweep pools and their children call this first thing.
+    """
+    parent_pid = os.getppid() if parent_pid is None else parent_pid
+    if use_prctl and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):  # pragma: no cover - no libc prctl: the watchdog remains
+            pass
+    if os.name == "posix" and os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    parent = mp.parent_process()
+    sentinel = parent.sentinel if parent is not None and parent.pid == parent_pid else None
+    threading.Thread(target=_watch_parent, args=(parent_pid, sentinel, poll_s), name="powerdp-parent-watchdog", daemon=True).start()
+
+
+def _watch_parent(parent_pid: int, sentinel, poll_s: float) -> None:
+    from multiprocessing.connection import wait
+
+    while True:
+        if sentinel is not None:
+            try:
+                if wait([sentinel], timeout=poll_s):
+                    os._exit(1)
+            except OSError:  # a closed sentinel: the parent is gone
+                os._exit(1)
+        else:
+            threading.Event().wait(poll_s)
+        if os.name == "posix" and os.getppid() != parent_pid:
+            os._exit(1)
+
+
+def worker_signals() -> None:
+    """Signals of an agent host or sweep worker: Ctrl-C is the coordinating process's to handle.
+
+    A terminal's Ctrl-C reaches every process of the foreground group; workers
+    ignore it (no traceback from each of them) and end when their parent closes
+    them or dies (:func:`die_with_parent`). SIGTERM keeps its default: end at once.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def restore_zone(agent, directory: str, round: int) -> None:
+    """``agent.load_checkpoint`` with an error naming the zone's file when it is missing or unreadable."""
+    from .agent import zone_checkpoint_path
+
+    try:
+        agent.load_checkpoint(directory, round)
+    except PowerDPError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - unpickling a damaged file raises anything
+        path = zone_checkpoint_path(directory, agent.zone, round)
+        what = "is missing" if isinstance(exc, FileNotFoundError) else f"is not a readable checkpoint ({type(exc).__name__}: {exc})"
+        raise ConfigError(f"cannot resume zone {agent.zone}: {path} {what}") from None
 
 
 def peak_rss_mb() -> float:
@@ -165,7 +237,7 @@ class SerialBackend(Backend):
 
     def load_checkpoint(self, directory: str, round: int) -> None:
         for z in self.zones:
-            self.agents[z].load_checkpoint(directory, round)
+            restore_zone(self.agents[z], directory, round)
 
     def prune_checkpoints(self, directory: str, round: int) -> None:
         for z in self.zones:
@@ -257,7 +329,7 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConf
                 directory, rnd = arg
                 for z in sorted(agents):
                     zone = z
-                    agents[z].load_checkpoint(directory, rnd)
+                    restore_zone(agents[z], directory, rnd)
                 out = None
             elif cmd == "prune":
                 directory, rnd = arg
@@ -284,8 +356,10 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConf
             pass
 
 
-def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> None:
-    """Entry point of a worker process: :func:`serve` over a pipe."""
+def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: RunConfig, parent_pid: int | None = None) -> None:
+    """Entry point of a worker process: :func:`serve` over a pipe; it ends with its parent."""
+    die_with_parent(parent_pid)
+    worker_signals()
     try:
         serve(conn.recv, conn.send, net, specs, config)
     finally:
@@ -315,6 +389,9 @@ class HostedBackend(Backend):
         status, payload = self._recv_raw(h, what)
         if status == "error":
             kind, msg, zone, tb = payload
+            bad_input = getattr(_errors, kind, None)
+            if isinstance(bad_input, type) and issubclass(bad_input, PowerDPError) and bad_input.exit_status == 2:
+                raise bad_input(msg)  # bad input found on a host (an Ipopt option, a checkpoint file): not a failed run
             where = f"zone {zone}, " if zone is not None and f"zone {zone}" not in msg else ""
             raise WorkerError(f"{where}{self._host_name(h)}: {kind}: {msg}")
         return payload
@@ -387,7 +464,7 @@ class ProcessBackend(HostedBackend):
             parent, child = ctx.Pipe()
             proc = ctx.Process(
                 target=_worker_main,
-                args=(child, private_view(net, own), [spec_of[z] for z in group], config),
+                args=(child, private_view(net, own), [spec_of[z] for z in group], config, os.getpid()),
                 name=f"powerdp-worker-{h}",
                 daemon=True,
             )

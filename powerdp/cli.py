@@ -10,15 +10,18 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import textwrap
 from pathlib import Path
 
 from ._version import __version__
-from .errors import PowerDPError
+from .errors import Interrupted, PowerDPError
 from .objectives import OBJECTIVES
 
 log = logging.getLogger("powerdp")
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 DESCRIPTION = textwrap.dedent(
     """\
@@ -44,9 +47,21 @@ EPILOG = textwrap.dedent(
       powerdp run case118 --zones 3 --algorithm objl --epsilon 0.1 --rounds 100
       powerdp sweep examples/sweep_small.toml --out sweep_out && powerdp plot sweep_out
 
-    exit status: 0 on success, 1 when the solve did not succeed, 2 on bad input.
+    exit status: 0 success; 1 a solve or run failed; 2 bad input (arguments, files,
+    output paths); 130 interrupted (Ctrl-C or SIGTERM).
     """
 )
+
+
+def add_verbosity(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """-q / -v, accepted before and after the subcommand (a subcommand's copy only sets what is given)."""
+    group = p.add_mutually_exclusive_group()
+    kw = {} if top else {"default": argparse.SUPPRESS}
+    group.add_argument("-q", "--quiet", action="store_true", help="print errors only", **kw)
+    group.add_argument(
+        "-v", "--verbose", action="store_true", help="print data-cleaning notes and progress details (powerdp's own; "
+        "other libraries stay quiet)", **kw,
+    )
 
 
 def _add_case_args(p: argparse.ArgumentParser) -> None:
@@ -68,9 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"powerdp {__version__}")
-    verbosity = parser.add_mutually_exclusive_group()
-    verbosity.add_argument("-q", "--quiet", action="store_true", help="print errors only")
-    verbosity.add_argument("-v", "--verbose", action="store_true", help="print data-cleaning notes and progress details")
+    add_verbosity(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -93,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_case_args(ps)
+    add_verbosity(ps)
     ps.add_argument("--objective", choices=list(OBJECTIVES), default="cost", help="objective (default: cost)")
     ps.add_argument(
         "--flows",
@@ -120,14 +134,16 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_case_args(pp)
+    add_verbosity(pp)
     src = pp.add_mutually_exclusive_group(required=True)
     src.add_argument("--zones", type=int, metavar="N", help="number of zones for an automatic partition")
     src.add_argument("--from", dest="from_", metavar="SOURCE", help="'area', 'zone', or a bus,zone CSV file")
     pp.add_argument(
         "--method",
-        default="modularity",
-        choices=["modularity", "kernighan_lin", "spectral"],
-        help="automatic method (default: modularity)",
+        default="auto",
+        choices=["auto", "modularity", "kernighan_lin", "spectral"],
+        help="automatic method (default: auto, the bundled partition of a bundled case when there is one for N "
+        "zones, else modularity; as powerdp run)",
     )
     pp.add_argument("--seed", type=int, default=0, help="seed of randomized methods (default: 0)")
     pp.add_argument("--out", metavar="FILE", type=Path, help="write the partition as a bus,zone CSV")
@@ -135,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     # ---- cases
     pc = sub.add_parser("cases", help="list the bundled cases and partitions")
+    add_verbosity(pc)
     pc.set_defaults(func=cmd_cases)
 
     try:  # the distributed solve registers its own subcommand
@@ -148,14 +165,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from .opf import solve_opf
+    from .outdir import ensure_dir
 
+    _check_output_file(args.json, "--json")
+    if args.solution is not None and args.solution.exists() and not args.solution.is_dir():
+        from .errors import ConfigError
+
+        raise ConfigError(f"--solution {args.solution} is an existing file; it names a directory for the CSV tables")
     res = solve_opf(args.case, objective=args.objective, convention=args.convention, flows=args.flows, profile=args.profile)
     unit = OBJECTIVES[args.objective].unit
     if not args.quiet:
         print(f"case        {res.case}  ({res.n_buses} buses, {res.n_branches} branches, {res.n_gens} generators)")
         print(f"model       SOC relaxation, {res.convention} convention, flows as {res.flows}")
         print(f"            {res.n_variables} variables, {res.n_constraints} constraints")
-        print(f"objective   {res.objective_name} = {res.objective:.6f} {unit}")
+        if res.success:
+            print(f"objective   {res.objective_name} = {res.objective:.6f} {unit}")
+        else:  # Ipopt's last iterate is no optimum: its objective means nothing
+            print(f"objective   none: no solution ({res.objective_name} of the last iterate {res.objective:.6g} {unit})")
         print(f"status      {res.status_name} ({res.iterations} Ipopt iterations)")
         print(f"max viol.   {res.max_violation:.2e}")
         print(
@@ -164,29 +190,50 @@ def cmd_solve(args: argparse.Namespace) -> int:
         )
     if args.json:
         data = res.to_dict()
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(data, indent=2) + "\n")
     if args.solution:
-        args.solution.mkdir(parents=True, exist_ok=True)
+        ensure_dir(args.solution, "--solution directory")
         res.buses.to_csv(args.solution / "buses.csv", index=False)
         res.generators.to_csv(args.solution / "generators.csv", index=False)
         res.branches.to_csv(args.solution / "branches.csv", index=False)
-    return 0 if res.success else 1
+    if not res.success:
+        print(f"powerdp: the solve did not succeed: Ipopt status {res.status_name}", file=sys.stderr)
+    return EXIT_OK if res.success else EXIT_FAILED
+
+
+def _check_output_file(path: Path | None, flag: str) -> None:
+    """An output file's directory is created (and the path checked) before any work is done."""
+    if path is None:
+        return
+    from .errors import ConfigError
+    from .outdir import ensure_dir
+
+    if path.is_dir():
+        raise ConfigError(f"{flag} {path} is a directory; it names a file")
+    ensure_dir(path.parent if str(path.parent) else Path("."), f"directory of {flag} {path}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"{flag} {path} is not writable")
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
     from .network import load_case
     from .partition import partition
+    from .runner import bundled_partition_name
 
+    _check_output_file(args.out, "--out")
     net = load_case(args.case, convention=args.convention)
     if args.zones is not None:
-        part = partition(net, zones=args.zones, method=args.method, seed=args.seed)
+        bundled = bundled_partition_name(args.case, args.zones) if args.method == "auto" else None
+        if bundled is not None:  # as powerdp run: the bundled case's own partition
+            part = partition(net, bundled)
+        else:
+            method = "modularity" if args.method == "auto" else args.method
+            part = partition(net, zones=args.zones, method=method, seed=args.seed)
     else:
         part = partition(net, args.from_)
     if not args.quiet:
         print(part)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         part.to_csv(args.out)
         if not args.quiet:
             print(f"wrote {args.out}")
@@ -210,22 +257,93 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
     raise KeyError(name)
 
 
+def explicit_options(argv: list[str]) -> set[str]:
+    """The destinations of the options given on the command line (whatever their value)."""
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                for a in sub._actions:
+                    if a.dest != "help":
+                        a.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv))) - {"command"}
+
+
+class _Formatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        level = {logging.WARNING: "warning", logging.ERROR: "error", logging.INFO: "note", logging.DEBUG: "debug"}
+        return f"powerdp: {level.get(record.levelno, record.levelname.lower())}: {record.getMessage()}"
+
+
+def setup_logging(quiet: bool, verbose: bool) -> None:
+    """powerdp's messages at the asked level; other libraries' (cyipopt, pyomo, pandapower...) only when they are errors."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, "_powerdp", False):
+            root.removeHandler(h)
+    handler._powerdp = True
+    root.addHandler(handler)
+    root.setLevel(logging.ERROR)
+    own = logging.ERROR if quiet else (logging.INFO if verbose else logging.WARNING)
+    logging.getLogger("powerdp").setLevel(own)
+    for name in ("pyomo", "cyipopt", "pandapower", "numba", "matplotlib"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def _broken_pipe() -> int:
+    """The reader of our output went away (``powerdp partition ... | head``): stop quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout at exit
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a Unix tool killed by SIGPIPE
+
+
+def _os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    from .stopping import stop_signals
+
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "run":  # the run's defaults, so a --config file can tell explicit flags apart
-        args._defaults = {a.dest: a.default for a in _subparser(parser, "run")._actions}
-    level = logging.ERROR if args.quiet else (logging.INFO if args.verbose else logging.WARNING)
-    logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
-    logging.getLogger("pyomo").setLevel(logging.ERROR)
+    args._explicit = explicit_options(argv)
+    if getattr(args, "quiet", False) and getattr(args, "verbose", False):
+        parser.error("-q/--quiet and -v/--verbose exclude each other")
+    setup_logging(args.quiet, args.verbose)
     try:
-        return int(args.func(args) or 0)
-    except PowerDPError as exc:
-        print(f"powerdp: error: {exc}", file=sys.stderr)
-        return 2
+        with stop_signals():
+            return int(args.func(args) or 0)
+    except Interrupted as exc:
+        print(f"powerdp: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("powerdp: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except PowerDPError as exc:
+        print(f"powerdp: error: {exc}", file=sys.stderr)
+        return exc.exit_status
+    except BrokenPipeError:
+        return _broken_pipe()
+    except OSError as exc:  # an output path that cannot be written, a full disk...
+        print(f"powerdp: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _broken_pipe()
+        except (OSError, ValueError):
+            pass
 
 
 if __name__ == "__main__":  # pragma: no cover

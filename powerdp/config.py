@@ -40,7 +40,7 @@ class RunConfig:
     case: str = "case14"
     zones: int | None = 3
     partition: str | None = None  # a bus,zone CSV, or "area"/"zone"; overrides zones
-    partition_method: str = "modularity"
+    partition_method: str = "auto"  # auto: a bundled case's bundled partition for `zones` if there is one, else modularity
     allow_disconnected: bool = False  # accept given zones made of several islands (e.g. native areas)
     algorithm: str = "objl"
     objective: str = "shedding"
@@ -52,7 +52,7 @@ class RunConfig:
     noise_on: str | None = None  # ObjPert noise support: "data" (y entries; default) or "all" (every entry of z)
     rounds: int = 100
     local_updates: int = 1
-    rho: float = 100.0
+    rho: float | None = None  # None: 100, or for exact ADMM on the cost objective one scaled to the costs (runner.default_rho)
     rho_schedule: str = "constant"  # or "adaptive" (residual balancing; non-private runs only)
     eta: str | float = "capped"
     seed: int = 0
@@ -121,7 +121,7 @@ class RunConfig:
             raise bad("rounds", "must be a positive integer")
         if int(self.local_updates) != self.local_updates or self.local_updates < 1:
             raise bad("local_updates", "must be a positive integer")
-        if not (self.rho > 0 and math.isfinite(self.rho)):
+        if self.rho is not None and not (self.rho > 0 and math.isfinite(self.rho)):
             raise bad("rho", "must be a positive number")
         if self.rho_schedule not in ("constant", "adaptive"):
             raise bad("rho_schedule", "choose 'constant' or 'adaptive'")

@@ -35,8 +35,8 @@ class Coordinator:
     n_shared: number of shared variables (entries of the consensus vector w).
     zone_maps: for each zone (in zone order), the global indices of its shared variables.
     rho: the penalty ρ.
-    rho_schedule: ``"constant"`` or ``"adaptive"`` (residual balancing: ρ grows ×τ when the primal
-        residual exceeds μ× the dual one and shrinks when the dual one dominates; μ = 10, τ = 2).
+    rho_schedule: ``"constant"`` or ``"adaptive"`` (residual balancing: ρ grows ×τ when the relative primal
+        residual exceeds μ× the relative dual one and shrinks when the dual one dominates; μ = 10, τ = 2).
     """
 
     def __init__(self, n_shared: int, zone_maps: Sequence[np.ndarray], rho: float, rho_schedule: str = "constant"):
@@ -104,10 +104,22 @@ class Coordinator:
         return res
 
     def _balance(self, res: Residuals, mu: float = 10.0, tau: float = 2.0) -> None:
-        # λ is the unscaled dual, so it stays valid when ρ changes
-        if res.primal > mu * res.dual:
+        """Residual balancing on relative residuals (Wohlberg 2017, Boyd et al. §3.4.1).
+
+        The primal residual is in p.u. and the dual one in objective units per p.u., so
+        their raw ratio depends on the objective's scale ($/h against p.u.²) and
+        balancing them drove ρ the wrong way on the cost objective. Each is taken
+        relative to its own scale instead: ‖w − Bz‖ / max(‖w‖, ‖Bz‖) against
+        ρ‖B(w − w_prev)‖ / ‖λ‖. λ is the unscaled dual, so it stays valid when ρ changes.
+        """
+        primal, dual = res.primal, self.rho * float(np.linalg.norm((self.w - self.w_prev)[self.gidx]))
+        scale_p = max(float(np.linalg.norm(self.w[self.gidx])), float(np.linalg.norm(self.released)))
+        scale_d = float(np.linalg.norm(self.lam))
+        if scale_p > 0 and scale_d > 0:
+            primal, dual = primal / scale_p, dual / scale_d
+        if primal > mu * dual:
             self.rho *= tau
-        elif res.dual > mu * res.primal:
+        elif dual > mu * primal:
             self.rho /= tau
 
     # ----------------------------------------------------------- checkpoint

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 
 class PowerDPError(Exception):
-    """Base class of every error powerdp raises on purpose."""
+    """Base class of every error powerdp raises on purpose.
+
+    ``exit_status`` is the command line's exit status for it: 2 (bad input) unless
+    a subclass says otherwise (1: a solve or a run failed; 130: interrupted).
+    """
+
+    exit_status = 2
 
 
 class CaseDataError(PowerDPError, ValueError):
@@ -31,6 +37,8 @@ class SolverError(PowerDPError, RuntimeError):
     which problem failed (e.g. ``"zone 2, round 17"``).
     """
 
+    exit_status = 1
+
     def __init__(self, message: str, status: int | None = None, context: str = ""):
         self.status = status
         self.context = context
@@ -44,3 +52,13 @@ class InfeasibleError(SolverError):
 
 class ConfigError(PowerDPError, ValueError):
     """Bad run configuration (unknown option, out-of-range value)."""
+
+
+class Interrupted(PowerDPError):
+    """A run was stopped by Ctrl-C or SIGTERM after a complete round; ``result`` holds what it did."""
+
+    exit_status = 130
+
+    def __init__(self, message: str, result=None):
+        super().__init__(message)
+        self.result = result

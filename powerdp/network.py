@@ -22,7 +22,7 @@ from .matpower import MatpowerData, read_matpower
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Network", "load_case", "bundled_cases", "network_from_matpower", "CONVENTIONS"]
+__all__ = ["Network", "load_case", "bundled_cases", "network_from_matpower", "CONVENTIONS", "missing_costs_message"]
 
 Convention = Literal["powermodels", "matpower"]
 CONVENTIONS = ("powermodels", "matpower")
@@ -394,12 +394,22 @@ def network_from_matpower(
     shift = np.deg2rad(branch[bk, 9])
     rate_a = branch[bk, 5] / S
     rate_a = np.where(np.isclose(rate_a, 0.0), np.inf, rate_a)
+    if np.isinf(rate_a).any():
+        log.info("%s: %d branch(es) with rateA = 0 have no thermal limit", src, int(np.isinf(rate_a).sum()))
+    if np.any(branch[bk, 8] <= 0):
+        log.info("%s: %d branch tap ratio(s) of 0 taken as 1", src, int(np.sum(branch[bk, 8] <= 0)))
     amin_deg, amax_deg = angmin_deg[bk], angmax_deg[bk]
     if convention == "powermodels":
         both_zero = (amin_deg == 0) & (amax_deg == 0)
         amin = np.where(amin_deg <= -90, -PM_ANGLE_PAD, np.deg2rad(amin_deg))
         amax = np.where(amax_deg >= 90, PM_ANGLE_PAD, np.deg2rad(amax_deg))
         amin[both_zero], amax[both_zero] = -PM_ANGLE_PAD, PM_ANGLE_PAD
+        padded = both_zero | (amin_deg <= -90) | (amax_deg >= 90)
+        if padded.any():
+            log.info(
+                "%s: %d branch angle-difference limit(s) of 90 degrees or more (or both 0) set to +-60 degrees (PowerModels)",
+                src, int(padded.sum()),
+            )
     else:
         none_min = (amin_deg == 0) | (amin_deg <= -360)
         none_max = (amax_deg == 0) | (amax_deg >= 360)
@@ -523,6 +533,7 @@ def network_from_matpower(
     )
     if fill_thermal_limits:
         _fill_thermal_limits(net)
+    _warn_suspicious(net, data, gk)
     if convention == "matpower":
         wide = (np.abs(net.pair_angmin) >= np.pi / 2) & np.isfinite(net.pair_angmin) | (
             (np.abs(net.pair_angmax) >= np.pi / 2) & np.isfinite(net.pair_angmax)
@@ -535,6 +546,69 @@ def network_from_matpower(
                 int(wide.sum()),
             )
     return net
+
+
+def _is_pandapower(source: str) -> bool:
+    return str(source).startswith("pandapower")
+
+
+def missing_costs_message(net: Network) -> str:
+    """The error of a cost objective on a network without costs, in the words of where it came from."""
+    if _is_pandapower(net.source):
+        return (
+            f"{net.source} has no cost functions (net.poly_cost or net.pwl_cost); the cost objective needs them: "
+            "add them with pandapower.create_poly_cost, or use the shedding objective"
+        )
+    return f"{net.source or net.name}: no generator costs (mpc.gencost); the cost objective needs them, or use the shedding objective"
+
+
+def _list_ids(ids, limit: int = 8) -> str:
+    ids = [str(int(i)) for i in ids]
+    return ", ".join(ids[:limit]) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _warn_suspicious(net: Network, data: MatpowerData, gen_rows: np.ndarray) -> None:
+    """Warnings for data that loads but is probably not what the user meant (islands, no reference bus, no limits)."""
+    src = net.source or net.name
+    pp = _is_pandapower(src)
+    # islands: a bus cut off from the rest cannot be supplied (an infeasible cost OPF), or is a separate network
+    if net.n_bus > 1:
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import connected_components
+
+        adj = sp.coo_matrix((np.ones(net.n_pair), (net.pair_f, net.pair_t)), shape=(net.n_bus, net.n_bus))
+        n_isl, comp = connected_components(adj, directed=False)
+        if n_isl > 1:
+            main = np.bincount(comp).argmax()
+            cut = net.bus_ids[comp != main]
+            word = "pandapower bus index" if pp else "bus"
+            ids = cut - 1 if pp else cut
+            log.warning(
+                "%s: the network has %d islands; %s(es) %s are cut off from the largest one (a cost OPF is infeasible "
+                "unless every island can supply its own load)", src, n_isl, word, _list_ids(ids),
+            )
+    if net.n_bus and not np.any(net.bus_type == 3):
+        log.warning("%s: no reference bus (bus type 3); the case is probably incomplete", src)
+    if not pp or not len(gen_rows):
+        return
+    # pandapower networks made for power flow lack OPF limits; to_mpc fills in defaults that say nothing
+    gen = data.gen[gen_rows]
+    notes = []
+    unbounded = (np.abs(gen[:, 8]) >= 1e9) | (np.abs(gen[:, 9]) >= 1e9)
+    if unbounded.any():
+        notes.append(f"{int(unbounded.sum())} generator(s) or external grid(s) without max_p_mw/min_p_mw (±1e9 MW)")
+    ref = np.isin(net.gen_bus, np.flatnonzero(net.bus_type == 3))
+    zero_q = ref & (gen[:, 3] == 0) & (gen[:, 4] == 0)
+    if zero_q.any():
+        notes.append("the external grid's max_q_mvar = min_q_mvar = 0 (it can supply no reactive power)")
+    no_v = (net.vmin <= 0) | (net.vmax >= 2)
+    if no_v.any():
+        notes.append(f"{int(no_v.sum())} bus(es) without min_vm_pu/max_vm_pu")
+    if notes:
+        log.warning(
+            "%s has no OPF limits: %s; set them in pandapower before an OPF (per unit on sn_mva = %g MVA)",
+            src, "; ".join(notes), net.base_mva,
+        )
 
 
 def _fill_thermal_limits(net: Network) -> None:

@@ -123,6 +123,11 @@ def solve_opf(
     solve is returned with its Ipopt status (``result.success`` is False), not raised.
     """
     net = load_case(case, convention=convention)
+    if objective == "cost" and not net.has_costs:
+        from .errors import ModelError
+        from .network import missing_costs_message
+
+        raise ModelError(missing_costs_message(net))
     t0 = time.perf_counter()
     model = build_model(net, objective=objective, flows=flows)
     t1 = time.perf_counter()

@@ -23,6 +23,8 @@ import pandas as pd
 
 __all__ = ["plot_trajectories", "plot_privacy_utility", "plot_partition_sensitivity", "plot_network", "plot_sweep"]
 
+MAX_BUS_LABELS = 500  # beyond this many buses the numbers would cover the map
+
 METRICS = [
     ("noise_magnitude", "noise magnitude Σ|ξ|"),
     ("objective", "objective Σ f_p (p.u.²)"),
@@ -107,17 +109,25 @@ def plot_privacy_utility(runs: pd.DataFrame, title: str = "") -> Any:
 
 
 def plot_partition_sensitivity(runs: pd.DataFrame, title: str = "") -> Any:
-    """Final objective, feasibility and wall time against the number of zones, per method (and algorithm)."""
+    """Final objective, feasibility and wall time against the number of zones, per method and algorithm.
+
+    One row of panels per ε: runs at different privacy levels are never averaged together.
+    """
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), squeeze=False)
+    eps_values = sorted(runs["epsilon"].unique()) if "epsilon" in runs else [None]
+    fig, axes = plt.subplots(len(eps_values), 3, figsize=(14, 4.2 * len(eps_values)), squeeze=False)
     cols = [("final_objective", "final objective (p.u.²)"), ("final_feasibility", "final feasibility (p.u.)"), ("wall_s", "wall time (s)")]
-    for ax, (metric, label) in zip(axes[0], cols):
-        for (method, alg), g in runs.groupby(["partition_method", "algorithm"]):
-            _band(ax, g, "n_zones", metric, f"{method}, {alg}", marker="o")
-        _label_axis(ax, runs[metric], "number of zones", label)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    axes[0, 0].legend(title="method, algorithm", fontsize="small")
-    fig.suptitle(title or "partition sensitivity (mean over seeds and ε, min–max shaded)")
+    for i, eps in enumerate(eps_values):
+        sub = runs if eps is None else runs[runs["epsilon"] == eps]
+        for ax, (metric, label) in zip(axes[i], cols):
+            for (method, alg), g in sub.groupby(["partition_method", "algorithm"]):
+                _band(ax, g, "n_zones", metric, f"{method}, {alg}", marker="o")
+            _label_axis(ax, sub[metric], "number of zones", label)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+            if eps is not None:
+                ax.set_title(f"ε = {eps:g}")
+        axes[i, 0].legend(title="method, algorithm", fontsize="small")
+    fig.suptitle(title or "partition sensitivity (one row per ε; mean over seeds, min–max shaded)")
     fig.tight_layout()
     return fig
 
@@ -141,6 +151,8 @@ def plot_network(partition, title: str = "", seed: int = 0) -> Any:
     for z in range(partition.n_zones):
         nodes = partition.own_buses(z).tolist()
         nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=[cmap(z % cmap.N)], node_size=60, ax=ax, label=f"zone {partition.labels[z]}")
+    if net.n_bus <= MAX_BUS_LABELS:  # bus numbers as the case file gives them
+        nx.draw_networkx_labels(g, pos, labels={i: str(int(b)) for i, b in enumerate(net.bus_ids)}, font_size=6 if net.n_bus > 60 else 8, ax=ax)
     ax.set_title(title or f"{net.name}: {partition.n_zones} zones, {len(partition.tie_lines())} tie-lines")
     ax.legend(fontsize="small", loc="best")
     ax.set_axis_off()
@@ -149,17 +161,20 @@ def plot_network(partition, title: str = "", seed: int = 0) -> Any:
 
 
 def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Path]:
-    """Draw every figure a sweep directory supports; save PNGs (default: DIR/figures)."""
+    """Draw every figure a sweep directory (or one run's directory) supports; save PNGs (default: DIR/figures)."""
     from .errors import ConfigError
-    from .sweep import sweep_tables
+    from .outdir import ensure_dir
+    from .sweep import run_dirs, sweep_tables
 
     plt = _plt()
     directory = Path(directory)
+    if not directory.is_dir():
+        raise ConfigError(f"{directory} is not a directory (a sweep's --out or a run's --out)")
     out = Path(out) if out is not None else directory / "figures"
     rounds, runs = sweep_tables(directory)
     if runs.empty:
-        raise ConfigError(f"{directory} holds no finished runs (no runs/*/summary.json)")
-    out.mkdir(parents=True, exist_ok=True)
+        raise ConfigError(f"{directory} holds no finished runs (no summary.json in it or in runs/*/)")
+    ensure_dir(out, "figure directory")
     paths = []
 
     def save(fig, name):
@@ -179,7 +194,7 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
     from .network import load_case
     from .partition import partition as make_partition
 
-    for run_dir in sorted((directory / "runs").glob("*")):
+    for run_dir in run_dirs(directory):
         part_csv = run_dir / "partition.csv"
         if not part_csv.is_file():
             continue

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .config import RunConfig
+from .errors import ConfigError
 
 __all__ = ["RunResult", "HISTORY_COLUMNS"]
 
@@ -109,15 +110,20 @@ class RunResult:
 
     @classmethod
     def load(cls, directory: str | Path) -> "RunResult":
+        """Read a saved run; a missing or unreadable file is a :class:`ConfigError` naming it."""
+        from .configfile import read_config_json
+
         d = Path(directory)
-        config = RunConfig.from_dict(json.loads((d / "config.json").read_text()), source=str(d / "config.json"))
-        history = pd.read_csv(d / "history.csv", float_precision="round_trip")
-        data = json.loads((d / "summary.json").read_text())
-        cons = pd.read_csv(d / "consensus.csv", float_precision="round_trip")
+        config = read_config_json(d / "config.json")
+        history = _read(d / "history.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), HISTORY_COLUMNS[:1])
+        data = _read(d / "summary.json", lambda p: json.loads(p.read_text()), ["summary"])
+        if not isinstance(data.get("summary"), dict):
+            raise ConfigError(f"{d / 'summary.json'}: not a powerdp run summary (no 'summary' object)")
+        cons = _read(d / "consensus.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
         keys = [(v, _index(i)) for v, i in zip(cons["variable"], cons["index"])]
         sols = {}
         for f in sorted((d / "zones").glob("zone_*.csv")):
-            frame = pd.read_csv(f, float_precision="round_trip")
+            frame = _read(f, lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
             sols[int(f.stem.split("_")[1])] = {
                 (v, _index(i)): float(x) for v, i, x in zip(frame["variable"], frame["index"], frame["value"])
             }
@@ -131,6 +137,21 @@ class RunResult:
             privacy=privacy,
             summary=data["summary"],
         )
+
+
+def _read(path: Path, reader, needed: list[str]):
+    """``reader(path)``, with every failure (missing, truncated, garbage) a ConfigError naming the file."""
+    try:
+        data = reader(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{path} is missing") from None
+    except Exception as exc:  # noqa: BLE001 - json, csv and decoding errors of a damaged file
+        raise ConfigError(f"{path} is not readable ({type(exc).__name__}: {exc})") from None
+    have = set(data.columns) if isinstance(data, pd.DataFrame) else set(data) if isinstance(data, dict) else set()
+    missing = [k for k in needed if k not in have]
+    if missing:
+        raise ConfigError(f"{path} is not a powerdp run file (no {', '.join(missing)})")
+    return data
 
 
 def _index(i: Any) -> Any:

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from .algorithms import compose
+from .cli import add_verbosity
 from .config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
 from .objectives import OBJECTIVES
 from .perturbations import PERTURBATIONS
@@ -37,11 +38,20 @@ DESCRIPTION = textwrap.dedent(
     replace one choice of --algorithm (their choices are listed below), and any
     combination can be named UPDATE/PERTURBATION/MECHANISM in a config file.
 
-    With a bundled case and --zones 3 the bundled 3-zone partition is used (for
-    case118 the published 3-area partition). The run prints one line per round
-    (or a progress bar) and a summary; --out DIR keeps the history, the final
-    point, the privacy report and checkpoints, and --resume DIR continues a run
-    that stopped.
+    The bundled cases come with bundled partitions (case14 into 3 zones, case118
+    into its 3 published areas): with a bundled case, --zones 3 and no --method,
+    that partition is used; any other case, zone count or an explicit --method
+    gives an automatic partition. config.json and partition.csv record the zones used.
+
+    The run prints its setup stages, one line per round (or a progress bar) and a
+    summary; --out DIR keeps the history, the final point, the privacy report and
+    checkpoints. An existing run in DIR is not overwritten unless --overwrite is
+    given; --resume DIR continues a run that stopped, and accepts only flags that
+    cannot change its results (--rounds to extend it, --backend, --workers,
+    --rank-timeout, --checkpoint-every, -q/-v, --json, --no-reference).
+
+    Ctrl-C or SIGTERM stops after the round in progress, with a checkpoint (a
+    second Ctrl-C stops at once): --resume DIR continues.
 
     Every zone works in the paper's coordinates: its variables hold one balance
     variable per own bus and load kind, so its loads enter only the gradient
@@ -63,11 +73,17 @@ def add_run_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("case", metavar="CASE", nargs="?", help="bundled case name, MATPOWER .m file, or pandapower:NAME")
+    add_verbosity(p)
     zones = p.add_mutually_exclusive_group()
     zones.add_argument("--zones", type=int, metavar="N", help="number of zones (default 3)")
     zones.add_argument("--partition", metavar="FILE", help="a bus,zone CSV file, or 'area' / 'zone' (bus columns)")
     p.add_argument("--allow-disconnected", action="store_true", help="accept given zones made of several islands (e.g. a case's native areas)")
-    p.add_argument("--method", default="modularity", choices=["modularity", "kernighan_lin", "spectral"], help="automatic partition method (default: modularity)")
+    p.add_argument(
+        "--method",
+        default="auto",
+        choices=["auto", "modularity", "kernighan_lin", "spectral"],
+        help="partition method (default: auto, the bundled partition of a bundled case when there is one, else modularity)",
+    )
     p.add_argument("--algorithm", choices=ALGORITHMS, default="objl", help="algorithm (default: objl)")
     p.add_argument("--update", choices=list(UPDATES), help="replace the algorithm's update rule (e.g. --algorithm objg --update trust-region)")
     p.add_argument("--perturbation", choices=list(PERTURBATIONS), help="replace the algorithm's perturbation")
@@ -92,7 +108,12 @@ def add_run_parser(sub) -> None:
     )
     p.add_argument("--rounds", type=int, default=100, metavar="T", help="ADMM rounds (default: 100)")
     p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
-    p.add_argument("--rho", type=float, default=100.0, help="ADMM penalty (default: 100)")
+    p.add_argument(
+        "--rho",
+        type=float,
+        default=None,
+        help="ADMM penalty (default: 100; for --algorithm exact --objective cost, 0.25 x the median marginal cost in $/h per p.u.)",
+    )
     p.add_argument("--rho-schedule", choices=["constant", "adaptive"], default="constant", help="constant or residual-balancing penalty (non-private runs)")
     p.add_argument("--eta", default="capped", help="step size: capped (default), sqrt, theorem, or a constant")
     p.add_argument("--flows", choices=["variables", "expressions"], default="variables", help="branch flows in the algorithm's variables (default, as the paper) or eliminated")
@@ -124,7 +145,8 @@ def add_run_parser(sub) -> None:
         help="deployment mode: zones report only released values, solver statistics and their privacy spend; the "
         "history's objective and max_violation stay empty and each zone writes its own solution to DIR/zones/",
     )
-    p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR")
+    p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR (refused if DIR holds a run)")
+    p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON")
     p.add_argument("--config", metavar="FILE", type=Path, help="read the run from a TOML file ([run] table of RunConfig keys); flags given explicitly override it")
@@ -147,25 +169,28 @@ def add_run_parser(sub) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_verbosity(ps)
     ps.add_argument("config", metavar="CONFIG", type=Path, help="sweep TOML file")
     ps.add_argument("--out", metavar="DIR", type=Path, required=True, help="output directory")
     ps.add_argument("--jobs", type=int, help="parallel runs (default: one per core)")
     ps.add_argument("--plot", action="store_true", help="draw the figures when done (as powerdp plot DIR)")
+    ps.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="when DIR holds runs made with other settings than the file's, run them again (refused otherwise)",
+    )
     ps.set_defaults(func=cmd_sweep)
 
     pl = sub.add_parser(
         "plot",
         help="draw the figures of a sweep (or run) directory",
         description="Draw trajectories, privacy-utility curves, partition sensitivity and network maps "
-        "of a sweep directory as PNG files (default: DIR/figures).",
+        "of a sweep directory, or of one run's --out directory, as PNG files (default: DIR/figures).",
     )
-    pl.add_argument("directory", metavar="DIR", type=Path, help="a powerdp sweep output directory")
+    add_verbosity(pl)
+    pl.add_argument("directory", metavar="DIR", type=Path, help="a powerdp sweep output directory, or one run's directory")
     pl.add_argument("--out", metavar="FIGDIR", type=Path, help="where to write the PNG files")
     pl.set_defaults(func=cmd_plot)
-
-
-def _explicit(args: argparse.Namespace, parser_defaults: dict) -> dict:
-    return {k: v for k, v in vars(args).items() if k in parser_defaults and v != parser_defaults[k]}
 
 
 FLAG_TO_FIELD = {
@@ -175,7 +200,30 @@ FLAG_TO_FIELD = {
     "rounds": "rounds", "local_updates": "local_updates", "rho": "rho", "rho_schedule": "rho_schedule", "eta": "eta",
     "seed": "seed", "backend": "backend", "workers": "workers", "rank_timeout": "rank_timeout", "flows": "flows", "convention": "convention",
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
+    "update": "algorithm", "perturbation": "algorithm", "mechanism": "algorithm",
+    "tol": ("tol_primal", "tol_dual"), "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
 }
+# flags that --resume accepts: they cannot change the results of the run
+RESUME_FLAGS = {"rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "resume", "json", "no_reference", "quiet", "verbose"}
+
+
+def _flag(dest: str) -> str:
+    return "CASE" if dest == "case" else "--" + dest.replace("_", "-")
+
+
+def _field_values(args: argparse.Namespace, dest: str) -> dict:
+    """The RunConfig field(s) and value(s) of one run flag."""
+    if dest == "tol":
+        return {"tol_primal": args.tol, "tol_dual": args.tol}
+    if dest == "no_warm_start":
+        return {"warm_start": not args.no_warm_start}
+    if dest == "no_evaluation":
+        return {"evaluate": not args.no_evaluation}
+    if dest == "ipopt_option":
+        return {"ipopt_options": _ipopt_options(args.ipopt_option)}
+    if FLAG_TO_FIELD.get(dest) == "algorithm":
+        return {"algorithm": _algorithm(args)}
+    return {FLAG_TO_FIELD[dest]: getattr(args, dest)}
 
 
 def _algorithm(args: argparse.Namespace) -> str:
@@ -186,7 +234,11 @@ def _algorithm(args: argparse.Namespace) -> str:
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
+    explicit = getattr(args, "_explicit", set())
+    if args.resume is not None:
+        return _resume_config(args, explicit)
     if getattr(args, "config", None) is not None:
+        from .configfile import check_types
         from .sweep import load_toml
 
         data = load_toml(args.config)
@@ -194,28 +246,20 @@ def _config(args: argparse.Namespace) -> RunConfig:
         if unknown:
             raise ConfigError(f"{args.config}: unknown table(s) {', '.join(unknown)}; a run file has one [run] table")
         fields = dict(data.get("run", {}))
-        defaults = args._defaults
-        for flag, value in vars(args).items():
-            if flag in FLAG_TO_FIELD and flag in defaults and value != defaults[flag]:
-                fields[FLAG_TO_FIELD[flag]] = value
-        if args.case is not None:
-            fields["case"] = args.case
-        if args.update is not None or args.perturbation is not None or args.mechanism is not None:
-            fields["algorithm"] = compose(
-                fields.get("algorithm", "objl"), update=args.update, perturbation=args.perturbation, mechanism=args.mechanism
-            )
-        if args.no_warm_start:
-            fields["warm_start"] = False
-        if args.no_evaluation:
-            fields["evaluate"] = False
-        return RunConfig.from_dict(fields, source=str(args.config))
-    if args.resume is not None:
-        from .runner import load_config
-
-        cfg = load_config(args.resume)
-        if args.rounds != 100:  # allow extending a finished run
-            cfg = cfg.replace(rounds=args.rounds)
-        return cfg
+        check_types(fields, str(args.config), "run")
+        for dest in sorted(explicit & set(FLAG_TO_FIELD)):  # flags given on the command line override the file
+            fields.update(_field_values(args, dest))
+        if explicit & {"update", "perturbation", "mechanism"}:  # replace choices of the file's algorithm
+            base = args.algorithm if "algorithm" in explicit else fields.get("algorithm", "objl")
+            fields["algorithm"] = compose(base, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
+        if args.zones is not None and "partition" not in explicit:
+            fields["partition"] = None
+        if args.partition is not None and "zones" not in explicit:
+            fields["zones"] = None
+        try:
+            return RunConfig.from_dict(fields, source=str(args.config))
+        except ConfigError as exc:
+            raise ConfigError(f"{args.config}: {exc}" if str(args.config) not in str(exc) else str(exc)) from None
     if args.case is None:
         raise ConfigError("give a CASE (or --resume DIR)")
     return RunConfig(
@@ -252,6 +296,40 @@ def _config(args: argparse.Namespace) -> RunConfig:
     )
 
 
+def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
+    """The saved run's configuration; only flags that cannot change its results may be given."""
+    from .runner import load_config
+
+    cfg = load_config(args.resume)
+    saved = cfg.to_dict()
+
+    def changes_run(dest: str) -> bool:
+        if dest not in FLAG_TO_FIELD:
+            return True  # --config, --overwrite
+        if dest == "method" and saved.get("partition") is not None:
+            return args.method != "auto"  # the saved run's partition was given or bundled
+        return any(saved.get(f) != v for f, v in _field_values(args, dest).items())
+
+    refused = sorted(
+        d for d in explicit - RESUME_FLAGS if (d in FLAG_TO_FIELD or d in ("config", "overwrite")) and changes_run(d)
+    )
+    if refused:
+        parts = []
+        for dest in refused:
+            fields = [f for f in _field_values(args, dest)] if dest in FLAG_TO_FIELD else []
+            was = ", ".join(f"{f} = {saved[f]!r}" for f in fields if f in saved)
+            parts.append(_flag(dest) + (f" (saved: {was})" if was else ""))
+        raise ConfigError(
+            f"--resume {args.resume}: {'; '.join(parts)} would change the saved run; a resumed run accepts only "
+            "--rounds (to extend it), --backend, --workers, --rank-timeout, --checkpoint-every, --json, --no-reference, -q, -v"
+        )
+    changes = {}
+    for dest in ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every"):
+        if dest in explicit:
+            changes.update(_field_values(args, dest))
+    return cfg.replace(**changes) if changes else cfg
+
+
 def _ipopt_options(items: list[str]) -> dict:
     from .solver import _option_value
 
@@ -262,6 +340,24 @@ def _ipopt_options(items: list[str]) -> dict:
         name, value = item.split("=", 1)
         out[name.strip()] = _option_value(value.strip())
     return out
+
+
+ROUND_LEGEND = {
+    "shedding": "objective Σ_p f_p = shedding Σ(p.u.²)",
+    "cost": "objective Σ_p f_p = generation cost ($/h)",
+}
+
+
+def _round_legend(cfg: RunConfig) -> str:
+    """What the columns of the per-round lines mean (printed once, before round 1)."""
+    eps = ""
+    if cfg.private:
+        delta = f", δ {cfg.delta:g}" if cfg.mechanism == "gaussian" else ", δ 0"
+        eps = f"; eps = total ε spent so far per zone, largest over zones (ε {cfg.epsilon:g} per local step{delta})"
+    return (
+        f"columns: {ROUND_LEGEND[cfg.objective]}; feasibility = consensus residual ‖w − Bz‖₂ (p.u.); "
+        f"dual = dual residual ρ‖w − w_prev‖₂{eps}"
+    )
 
 
 def _progress_printer(args, cfg: RunConfig):
@@ -280,23 +376,41 @@ def _progress_printer(args, cfg: RunConfig):
 
         return update, bar
     every = 1 if args.verbose else max(1, cfg.rounds // 10)
+    shown = []
 
     def line(row):
         t = row["round"]
+        if not shown:
+            print(_round_legend(cfg), flush=True)
+            shown.append(True)
         if t == 1 or t % every == 0 or t == cfg.rounds:
+            eps = f"  eps {row['epsilon_spent']:.4g}" if cfg.private else ""
             print(
                 f"round {t:5d}  objective {row['objective']:.6g}  feasibility {row['feasibility']:.3e}  "
-                f"dual {row['dual_residual']:.3e}  eps {row['epsilon_spent']:.4g}  {row['wall_s'] * 1000:.0f} ms",
+                f"dual {row['dual_residual']:.3e}{eps}  {row['wall_s'] * 1000:.0f} ms",
                 flush=True,
             )
 
     return line, None
 
 
+def _status_printer(args):
+    """Setup stages (loading, partition, reference solve, agents) on stderr, unless -q."""
+    if args.quiet:
+        return None
+
+    def say(msg: str) -> None:
+        print(f"powerdp: {msg}...", file=sys.stderr, flush=True)
+
+    return say
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from .outdir import ensure_dir
     from .sweep import load_sweep, run_sweep
 
     spec = load_sweep(args.config)
+    ensure_dir(args.out)
     n = len(spec.configs())
     if not args.quiet:
         print(f"sweep {args.config}: {n} runs -> {args.out}")
@@ -318,7 +432,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"[{done}/{total}] {run}" + (f"  FAILED: {err}" if err else ""), flush=True)
 
     try:
-        runs = run_sweep(spec, args.out, jobs=args.jobs, progress=progress)
+        runs = run_sweep(spec, args.out, jobs=args.jobs, progress=progress, overwrite=args.overwrite)
+    except KeyboardInterrupt:
+        from .errors import Interrupted
+
+        raise Interrupted(
+            f"interrupted; finished runs are kept in {args.out}, and the same command resumes the others from their checkpoints"
+        ) from None
     finally:
         if bar is not None:
             bar.close()
@@ -345,6 +465,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_json_path(args) -> None:
+    if args.json is not None:
+        from .cli import _check_output_file
+
+        _check_output_file(args.json, "--json")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .runner import run_distributed
 
@@ -355,29 +482,65 @@ def cmd_run(args: argparse.Namespace) -> int:
         if rank() != 0:
             run_distributed(cfg)  # serve this rank's agents until rank 0 closes the run
             return 0
+    if args.resume is not None and args.out is not None and args.out != args.resume:
+        raise ConfigError(f"--resume {args.resume} continues the run in its own directory; do not give --out {args.out}")
+    _check_json_path(args)
     out = args.resume if args.resume is not None else args.out
     progress, bar = _progress_printer(args, cfg)
     try:
         reference = not args.no_reference and cfg.evaluate  # without evaluation there is no objective to compare
-        result = run_distributed(cfg, out=out, resume=args.resume is not None, progress=progress, reference=reference)
+        result = run_distributed(
+            cfg, out=out, resume=args.resume is not None, progress=progress, reference=reference,
+            overwrite=args.overwrite, status=_status_printer(args),
+        )
     finally:
         if bar is not None:
             bar.close()
     s = result.summary
+    cfg = result.config
     if not args.quiet:
-        print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
-        print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  rounds {s['rounds']} ({s['stopped']})")
-        print(f"final         objective {s['final_objective']:.6g}  feasibility {s['final_feasibility']:.3e}  max violation {s['max_violation']:.2e}")
-        if s.get("centralized_objective") is not None:
-            rel = s.get("relative_gap_to_centralized")
-            rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
-            print(f"centralized   {s['centralized_objective']:.6g}  gap {s['gap_to_centralized']:+.4g}{rel_txt}")
-        if cfg.private:
-            eps = s["epsilon_total"]
-            print(f"privacy       epsilon spent per zone: " + ", ".join(f"{z}: {e:.4g}" for z, e in eps.items()))
-        print(f"time          {s['wall_s']:.2f} s ({s['ipopt_s']:.2f} s in Ipopt, {s['solves']} local solves), setup {s['setup_s']:.2f} s")
-        if out is not None:
-            print(f"results       {out}")
+        resumed = s.get("resumed_from")
+        if resumed is not None and resumed >= s["rounds"]:
+            print(
+                f"nothing to run: {out} already has {s['rounds']} rounds (of {cfg.rounds}); "
+                f"--rounds N with N > {s['rounds']} extends it"
+            )
+        _print_summary(s, cfg, out, result.privacy)
     if args.json:
         result.to_json(args.json)
     return 0
+
+
+def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
+    unit = "$/h" if cfg.objective == "cost" else "Σ(p.u.²)"
+    what = "generation cost" if cfg.objective == "cost" else "shedding"
+    print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
+    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({s['stopped']})")
+    if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:
+        print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective)")
+    else:
+        print("objective     not evaluated (--no-evaluation: each zone keeps its own)")
+    if s["final_feasibility"] is not None:
+        print(f"feasibility   consensus residual ‖w − Bz‖₂ = {s['final_feasibility']:.3e} p.u. (0 when the zones agree)")
+        print(f"dual          dual residual ρ‖w − w_prev‖₂ = {s['final_dual_residual']:.3e}")
+    mv = s.get("max_violation")
+    if mv is not None and mv == mv:
+        print(f"violation     largest violation of a zone's own constraints by its released point: {mv:.2e} p.u.")
+    if s.get("centralized_objective") is not None:
+        rel = s.get("relative_gap_to_centralized")
+        rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
+        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g}{rel_txt}")
+    if cfg.private:
+        parts = []
+        for z, e in s["epsilon_total"].items():
+            head = (privacy.get(int(z)) or {}).get("headline") or {}
+            d = head.get("delta")
+            parts.append(f"zone {z}: ε {e:.4g}" + (f", δ {d:.3g}" if d is not None else ""))
+        sources = sorted({str(((privacy.get(int(z)) or {}).get("headline") or {}).get("source")) for z in s["epsilon_total"]} - {"None"})
+        how = f"; accountant: {', '.join(sources)}" if sources else ""
+        print(
+            f"privacy       total spent per zone over the whole run (ε {cfg.epsilon:g} per local step{how}): " + "; ".join(parts)
+        )
+    print(f"time          {s['wall_s']:.2f} s ({s['ipopt_s']:.2f} s in Ipopt, {s['solves']} local solves), setup {s['setup_s']:.2f} s")
+    if out is not None:
+        print(f"results       {out}")

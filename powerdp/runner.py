@@ -21,19 +21,33 @@ import pandas as pd
 
 from .backends import AgentSpec, make_backend
 from .config import RunConfig
+from .configfile import read_config_json
 from .coordinator import Coordinator
-from .errors import ConfigError, PowerDPError
+from .errors import ConfigError, Interrupted, PowerDPError
 from .network import Network, load_case
-from .partition import Partition, bundled_partition, partition as make_partition
+from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
+from .partition import Partition, _bundled_csv
+from .partition import partition as make_partition
 from .results import HISTORY_COLUMNS, RunResult, _jsonable
+from .stopping import deferred_stop, stop_requested
 
 log = logging.getLogger(__name__)
 
-__all__ = ["run_distributed", "resolve_partition", "RunFailed", "load_config"]
+__all__ = [
+    "run_distributed", "resolve_partition", "resolve_config", "default_rho", "bundled_case_name", "RunFailed", "load_config",
+    "RESUME_MAY_CHANGE",
+]
+
+# settings a resumed run may change: none of them changes the results
+RESUME_MAY_CHANGE = ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every")
+DEFAULT_RHO = 100.0
+EXACT_COST_RHO_FACTOR = 0.25  # ρ = 0.25 × the median marginal cost ($/h per p.u.), see default_rho
 
 
 class RunFailed(PowerDPError):
     """A run stopped on an error; ``result`` holds the history up to the failure."""
+
+    exit_status = 1
 
     def __init__(self, message: str, result: RunResult | None, cause: BaseException):
         super().__init__(message)
@@ -41,21 +55,110 @@ class RunFailed(PowerDPError):
         self.cause = cause
 
 
+def bundled_case_name(case: Any) -> str | None:
+    """``case`` itself when it names a bundled case (not a file of the same name), else None."""
+    from .network import _bundled_path
+
+    if not isinstance(case, (str, Path)):
+        return None
+    text = str(case)
+    path = Path(text)
+    if path.exists() or path.suffix != "" or _bundled_path(text) is None:
+        return None
+    return text
+
+
+def bundled_partition_name(case: Any, zones: int | None) -> str | None:
+    """The bundled partition of a bundled case into ``zones`` zones (``case118_3areas``), or None."""
+    name = bundled_case_name(case)
+    if name is None or zones is None:
+        return None
+    for suffix in ("zones", "areas"):
+        stem = f"{name}_{int(zones)}{suffix}"
+        if _bundled_csv(stem) is not None:
+            return stem
+    return None
+
+
+def resolve_partition_choice(config: RunConfig) -> RunConfig:
+    """Make ``partition_method="auto"`` explicit: the bundled partition of a bundled case, else modularity.
+
+    Only the bundled case itself gets its bundled partition (a user's file whose
+    MATPOWER function is also called ``case14`` does not), and an explicit method
+    is always used. The result names the partition that is used, and that is
+    what ``config.json`` records.
+    """
+    if config.partition is not None or config.partition_method != "auto":
+        return config
+    stem = bundled_partition_name(config.case, config.zones)
+    if stem is not None:
+        return config.replace(partition=stem)
+    return config.replace(partition_method="modularity")
+
+
+def default_rho(config: RunConfig, net: Network) -> float:
+    """The ADMM penalty when ``config.rho`` is None.
+
+    100 (the paper's) for the linearized algorithms, whose objectives are in p.u.².
+    Exact ADMM on the ``cost`` objective works in $/h, where ρ must be on the scale
+    of the marginal costs: ρ = 0.25 × the median over generators of the marginal
+    cost at mid-range output ($/h per p.u.; for piecewise-linear costs the median
+    segment slope). Measured (``benchmarks/exact.py``, README): case14, case118 and
+    case2000_goc all reach a 1e-3 relative gap within 35 rounds with it.
+    """
+    if config.rho is not None:
+        return float(config.rho)
+    if config.update != "exact" or config.objective != "cost":
+        return DEFAULT_RHO
+    slopes = []
+    if net.n_gen:
+        mid = (net.pmin + net.pmax) / 2
+        poly = np.ones(net.n_gen, dtype=bool)
+        poly[np.unique(net.pwl_gen)] = False
+        slopes.extend((net.cost_c1 + 2 * net.cost_c2 * mid)[poly].tolist())
+    for g in np.unique(net.pwl_gen):
+        k = net.pwl_gen == g
+        dmw, dc = np.diff(net.pwl_mw[k]), np.diff(net.pwl_cost[k])
+        ok = dmw > 0
+        if ok.any():
+            slopes.append(float(np.median(dc[ok] / dmw[ok])))
+    slopes = np.abs(np.asarray(slopes, dtype=float))
+    slopes = slopes[np.isfinite(slopes) & (slopes > 0)]
+    if not len(slopes):
+        return DEFAULT_RHO
+    return float(EXACT_COST_RHO_FACTOR * np.median(slopes))
+
+
+def resolve_config(config: RunConfig, net: Network | None = None) -> RunConfig:
+    """``config`` with its automatic choices made explicit (partition; ρ when ``net`` is given)."""
+    config = resolve_partition_choice(config)
+    if config.rho is None and net is not None:
+        config = config.replace(rho=default_rho(config, net))
+    return config
+
+
 def resolve_partition(net: Network, config: RunConfig) -> Partition:
-    """The run's zones: an explicit partition source, else the bundled one for that zone count, else automatic."""
+    """The run's zones: an explicit partition source, else the bundled one of a bundled case, else automatic."""
+    config = resolve_partition_choice(config)
     if config.partition is not None:
         return make_partition(net, config.partition, allow_disconnected=config.allow_disconnected)
-    bundled = bundled_partition(net, config.zones)
-    if bundled is not None:
-        return bundled
     return make_partition(net, zones=config.zones, method=config.partition_method, seed=config.seed)
 
 
 def load_config(directory: str | Path) -> RunConfig:
-    path = Path(directory) / "config.json"
-    if not path.is_file():
-        raise ConfigError(f"{directory} holds no run (missing {path.name})")
-    return RunConfig.from_dict(json.loads(path.read_text()), source=str(path))
+    return read_config_json(Path(directory) / "config.json")
+
+
+def check_resume_config(saved: RunConfig, config: RunConfig, directory: Path) -> None:
+    """Refuse to resume the run saved in ``directory`` with settings that would change its results."""
+    a, b = saved.to_dict(), config.to_dict()
+    changed = [k for k in a if k not in RESUME_MAY_CHANGE and a[k] != b.get(k)]
+    if changed:
+        what = ", ".join(f"{k} {b.get(k)!r} (saved: {a[k]!r})" for k in changed)
+        raise ConfigError(
+            f"cannot resume {directory} with other settings: {what}; a resumed run may change only "
+            f"{', '.join(RESUME_MAY_CHANGE)}"
+        )
 
 
 def _centralized_reference(net: Network, config: RunConfig) -> float | None:
@@ -106,10 +209,21 @@ def _append_history(out: Path, row: dict) -> None:
 
 def _load_checkpoint(out: Path) -> dict:
     d = _checkpoint_dir(out)
-    if not (d / "state.pkl").is_file():
-        raise ConfigError(f"{out} has no checkpoint to resume from ({d / 'state.pkl'} is missing)")
-    with open(d / "state.pkl", "rb") as fh:
-        return pickle.load(fh)
+    path = d / "state.pkl"
+    if not path.is_file():
+        raise ConfigError(f"{out} has no checkpoint to resume from ({path} is missing)")
+    try:
+        with open(path, "rb") as fh:
+            state = pickle.load(fh)
+        int(state["coordinator"]["round"])
+        list(state["meta"]["history"])
+    except Exception as exc:  # noqa: BLE001 - truncated, garbage, or another program's pickle
+        raise ConfigError(f"{path} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
+    return state
+
+
+def _has_checkpoint(out: Path | None) -> bool:
+    return out is not None and (_checkpoint_dir(out) / "state.pkl").is_file()
 
 
 def run_distributed(
@@ -120,6 +234,8 @@ def run_distributed(
     resume: bool = False,
     progress: Callable[[dict[str, Any]], None] | None = None,
     reference: bool = True,
+    overwrite: bool = False,
+    status: Callable[[str], None] | None = None,
 ) -> RunResult | None:
     """Run the (private) distributed ADMM of SPEC §5 and return its :class:`RunResult`.
 
@@ -130,10 +246,15 @@ def run_distributed(
     ----------
     config: the run configuration.
     network, partition: pass already-loaded objects, else they come from ``config``.
-    out: output directory (results, checkpoints); required for ``resume``.
-    resume: continue from the last checkpoint in ``out``.
+    out: output directory (results, checkpoints); required for ``resume``. A directory
+        that already holds a run is refused unless ``resume`` or ``overwrite``; it is
+        locked while the run writes to it.
+    resume: continue from the last checkpoint in ``out``; settings that change the
+        results must match the saved run (:data:`RESUME_MAY_CHANGE` may differ).
     progress: called after every round with that round's history row.
     reference: also solve the centralized problem to report the gap to it.
+    overwrite: replace the run already in ``out``.
+    status: called with a short message as each setup stage starts (loading, reference solve...).
     """
     config.validate()
     if config.backend == "mpi":
@@ -144,22 +265,47 @@ def run_distributed(
             return None
         liveness(config)  # heartbeats from now on: the agent ranks wait while rank 0 sets up
         try:
-            return _run(config, network, partition, out, resume, progress, reference)
+            return _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status)
         except BaseException:
             from .mpi import release_ranks
 
             release_ranks()  # a failure before the zones were handed out: free the agent ranks
             raise
-    return _run(config, network, partition, out, resume, progress, reference)
+    return _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status)
 
 
-def _run(config, network, partition, out, resume, progress, reference) -> RunResult:
+def _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status) -> RunResult:
+    if out is None:
+        if resume:
+            raise ConfigError("resume needs the output directory of the run")
+        return _run(config, network, partition, None, False, progress, reference, status)
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"output directory {out_dir} is an existing file, not a directory")
+    if resume and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} holds no run to resume (no such directory)")
+    ensure_dir(out_dir)
+    with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
+        prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
+        return _run(config, network, partition, out_dir, resume, progress, reference, status)
+
+
+def _run(config, network, partition, out_dir, resume, progress, reference, status) -> RunResult:
+    say = status or (lambda msg: None)
     t_setup = time.perf_counter()
+    if resume:
+        _load_checkpoint(out_dir)  # a missing or unreadable checkpoint fails before any work
+        saved = load_config(out_dir)
+    say(f"loading {config.case}")
     net = network if network is not None else load_case(config.case, convention=config.convention)
+    config = resolve_config(config, net)
+    if resume:
+        check_resume_config(resolve_config(saved, net), config, out_dir)
+    _check_costs(net, config)
+    if partition is None and resume and (out_dir / "partition.csv").is_file():  # the zones the run was made with
+        partition = make_partition(net, str(out_dir / "partition.csv"), allow_disconnected=True)
     part = partition if partition is not None else resolve_partition(net, config)
-    out_dir = Path(out) if out is not None else None
-    if resume and out_dir is None:
-        raise ConfigError("resume needs the output directory of the run")
+    say(f"partition: {part.n_zones} zones from {part.source}")
     by_zone = part.shared_by_zone(config.flows)
     keys = part.shared_keys(config.flows)
     if not keys:
@@ -167,84 +313,105 @@ def _run(config, network, partition, out, resume, progress, reference) -> RunRes
     key_index = {k: i for i, k in enumerate(keys)}
     zone_maps = [np.array([key_index[k] for k in by_zone[p]], dtype=np.int64) for p in range(part.n_zones)]
     specs = [AgentSpec(zone=p, own_buses=part.own_buses(p), shared_keys=tuple(by_zone[p])) for p in range(part.n_zones)]
-    central = _centralized_reference(net, config) if (reference and config.evaluate) else None
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "config.json").write_text(json.dumps(_jsonable(config.to_dict()), indent=2) + "\n")
-        part.to_csv(out_dir / "partition.csv")
+    central = None
+    if reference and config.evaluate:
+        say(f"centralized reference solve of {net.name} ({net.n_bus} buses)")
+        central = _centralized_reference(net, config)
 
     history: list[dict[str, Any]] = []
     start_round = 1
     init_s = 0.0
     coordinator = Coordinator(len(keys), zone_maps, config.rho, config.rho_schedule)
+    say(f"building {part.n_zones} zone agents ({config.backend} backend)")
     backend = make_backend(config.backend, net, specs, config)
+    last_diags: dict[int, Any] = {}  # each zone's latest report: its privacy spend survives a lost host
     try:
         setup_times = backend.setup_times()
         if resume:
             main = _load_checkpoint(out_dir)
             coordinator.load_state_dict(main["coordinator"])
+            if coordinator.round > config.rounds:
+                raise ConfigError(
+                    f"{out_dir}: the run already has {coordinator.round} rounds; rounds = {config.rounds} cannot shorten it "
+                    f"(give more than {coordinator.round} to extend it)"
+                )
             backend.load_checkpoint(str(_checkpoint_dir(out_dir)), coordinator.round)
             history = main["meta"]["history"]
-            _write_history(out_dir, history)  # drop rounds logged after the checkpoint
+            _start_files(out_dir, config, part, history)  # drop rounds logged after the checkpoint, and a stale failure
             start_round = coordinator.round + 1
             log.info("resuming %s at round %d", out_dir, start_round)
         else:
+            say(f"initial projection of {part.n_zones} zones")
             t_init = time.perf_counter()
             coordinator.start(backend.initialize())
             init_s = time.perf_counter() - t_init
             if out_dir is not None:
-                _write_history(out_dir, history)
+                _start_files(out_dir, config, part, history)
         setup_s = time.perf_counter() - t_setup
         run_start = time.perf_counter()
         stopped = "rounds"
-        for t in range(start_round, config.rounds + 1):
-            t0 = time.perf_counter()
-            rho = coordinator.rho
-            try:
-                updates = backend.step(coordinator.broadcast())
-                res = coordinator.receive(updates)
-                diags = backend.diagnostics()
-            except (PowerDPError, FloatingPointError) as exc:  # a failed solve, a lost host, a NaN release
-                partial = _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False, init_s=init_s)
-                if out_dir is not None:
-                    partial.save(out_dir)
-                    (out_dir / "failure.txt").write_text(f"round {t}: {exc}\n")
-                raise RunFailed(
-                    f"run stopped in round {t}: {exc}"
-                    + (f"; history and last checkpoint kept in {out_dir}" if out_dir is not None else ""),
-                    partial,
-                    exc,
-                ) from exc
-            row = {
-                "round": t,
-                "noise_magnitude": float(sum(u.stats.noise_magnitude for u in updates)),
-                "objective": float(sum(d.objective for d in diags)),
-                "feasibility": res.primal,
-                "dual_residual": res.dual,
-                "max_violation": float(max(d.max_violation for d in diags)),
-                "solver_iterations": int(sum(u.stats.iterations for u in updates)),
-                "solves": int(sum(u.stats.solves for u in updates)),
-                "ipopt_s": float(sum(u.stats.ipopt_s for u in updates)),
-                "wall_s": time.perf_counter() - t0,
-                "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
-                "rho": rho,
-            }
-            history.append(row)
-            if out_dir is not None:  # every round, so a killed run keeps its history
-                _append_history(out_dir, row)
-            if progress is not None:
-                progress(row)
-            if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds):
-                _save_checkpoint(out_dir, coordinator, backend, history)
-            if (config.tol_primal > 0 or config.tol_dual > 0) and res.primal <= config.tol_primal and res.dual <= config.tol_dual:
-                stopped = "tolerance"
-                if out_dir is not None and config.checkpoint_every:
+        last_checkpoint = start_round - 1 if resume else None
+        with deferred_stop():  # Ctrl-C / SIGTERM during the rounds: finish the round in progress, then stop below
+            for t in range(start_round, config.rounds + 1):
+                t0 = time.perf_counter()
+                rho = coordinator.rho
+                try:
+                    updates = backend.step(coordinator.broadcast())
+                    res = coordinator.receive(updates)
+                    diags = backend.diagnostics()
+                except (PowerDPError, FloatingPointError) as exc:  # a failed solve, a lost host, a NaN release
+                    partial = _result(
+                        config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False,
+                        init_s=init_s, last_diags=last_diags,
+                    )
+                    detail = str(exc).removeprefix(f"round {t}: ")  # when the error already names the round
+                    if out_dir is not None:
+                        partial.save(out_dir)
+                        (out_dir / "failure.txt").write_text(f"round {t}: {detail}\n")
+                    raise RunFailed(f"run stopped in round {t}: {detail}{_kept(out_dir)}", partial, exc) from exc
+                last_diags.update((int(d.zone), d) for d in diags)
+                row = {
+                    "round": t,
+                    "noise_magnitude": float(sum(u.stats.noise_magnitude for u in updates)),
+                    "objective": float(sum(d.objective for d in diags)),
+                    "feasibility": res.primal,
+                    "dual_residual": res.dual,
+                    "max_violation": float(max(d.max_violation for d in diags)),
+                    "solver_iterations": int(sum(u.stats.iterations for u in updates)),
+                    "solves": int(sum(u.stats.solves for u in updates)),
+                    "ipopt_s": float(sum(u.stats.ipopt_s for u in updates)),
+                    "wall_s": time.perf_counter() - t0,
+                    "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
+                    "rho": rho,
+                }
+                history.append(row)
+                if out_dir is not None:  # every round, so a killed run keeps its history
+                    _append_history(out_dir, row)
+                if progress is not None:
+                    progress(row)
+                if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds):
                     _save_checkpoint(out_dir, coordinator, backend, history)
-                break
+                    last_checkpoint = t
+                if (config.tol_primal > 0 or config.tol_dual > 0) and res.primal <= config.tol_primal and res.dual <= config.tol_dual:
+                    stopped = "tolerance"
+                    if out_dir is not None and config.checkpoint_every and last_checkpoint != t:
+                        _save_checkpoint(out_dir, coordinator, backend, history)
+                    break
+                if stop_requested() is not None and t < config.rounds:
+                    if out_dir is not None and config.checkpoint_every and last_checkpoint != t:
+                        _save_checkpoint(out_dir, coordinator, backend, history)
+                    partial = _result(
+                        config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
+                        run_s=time.perf_counter() - run_start, stopped="interrupted", init_s=init_s, last_diags=last_diags,
+                    )
+                    if out_dir is not None:
+                        partial.save(out_dir)
+                    raise Interrupted(_interrupted_message(t, config, out_dir), partial)
         result = _result(
             config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
-            run_s=time.perf_counter() - run_start, stopped=stopped, init_s=init_s,
+            run_s=time.perf_counter() - run_start, stopped=stopped, init_s=init_s, last_diags=last_diags,
         )
+        result.summary["resumed_from"] = start_round - 1 if resume else None
         if out_dir is not None and not config.evaluate:
             backend.save_solutions(str(out_dir / "zones"))  # each zone's host writes its own solution
     finally:
@@ -254,7 +421,47 @@ def _run(config, network, partition, out, resume, progress, reference) -> RunRes
     return result
 
 
-def _result(config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete, run_s=None, stopped="failed", init_s=0.0):
+def _start_files(out_dir: Path, config: RunConfig, part: Partition, history: list[dict]) -> None:
+    """The run's files as round 1 (or the first resumed round) starts."""
+    (out_dir / "config.json").write_text(json.dumps(_jsonable(config.to_dict()), indent=2) + "\n")
+    part.to_csv(out_dir / "partition.csv")
+    _write_history(out_dir, history)
+    for stale in ("failure.txt", "summary.json"):  # of an earlier attempt; written again when this one ends
+        try:
+            (out_dir / stale).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _kept(out_dir: Path | None) -> str:
+    """What a stopped run leaves behind, for its one-line message."""
+    if out_dir is None:
+        return ""
+    if _has_checkpoint(out_dir):
+        return f"; history and last checkpoint kept in {out_dir} (powerdp run --resume {out_dir} continues)"
+    return f"; history kept in {out_dir}, no checkpoint to resume from"
+
+
+def _interrupted_message(t: int, config: RunConfig, out_dir: Path | None) -> str:
+    msg = f"interrupted after round {t} of {config.rounds}"
+    if out_dir is None:
+        return msg + " (no output directory: nothing kept)"
+    if not config.checkpoint_every:
+        return msg + f"; history kept in {out_dir}, no checkpoint (--checkpoint-every 0), so it cannot be resumed"
+    return msg + f"; history and checkpoint of round {t} in {out_dir} (powerdp run --resume {out_dir} continues)"
+
+
+def _check_costs(net: Network, config: RunConfig) -> None:
+    if config.objective == "cost" and not net.has_costs:
+        from .network import missing_costs_message
+
+        raise ConfigError(missing_costs_message(net))
+
+
+def _result(
+    config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete,
+    run_s=None, stopped="failed", init_s=0.0, last_diags=None,
+):
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     try:
         diags = backend.diagnostics(with_solution=True) if (history or complete) else []
@@ -262,7 +469,8 @@ def _result(config, net, part, keys, coordinator, history, backend, central, set
     except PowerDPError:
         if complete:
             raise
-        diags, host_mb = [], []  # a failed host cannot report; the history is still kept
+        # a lost host cannot report: each zone's spend and privacy report as of the last round it completed
+        diags, host_mb = sorted((last_diags or {}).values(), key=lambda d: d.zone), []
     privacy = {d.zone: d.privacy for d in diags if d.privacy is not None}
     final_obj = float(frame["objective"].iloc[-1]) if len(frame) else None
     summary: dict[str, Any] = {
@@ -272,7 +480,7 @@ def _result(config, net, part, keys, coordinator, history, backend, central, set
         "n_zones": part.n_zones,
         "n_shared": len(keys),
         "rounds": int(len(frame)),
-        "stopped": stopped if complete else "failed",
+        "stopped": stopped,
         "final_objective": final_obj,
         "final_feasibility": float(frame["feasibility"].iloc[-1]) if len(frame) else None,
         "final_dual_residual": float(frame["dual_residual"].iloc[-1]) if len(frame) else None,

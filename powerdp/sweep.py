@@ -40,7 +40,9 @@ from typing import Any, Callable
 import pandas as pd
 
 from .config import RunConfig
+from .configfile import check_types
 from .errors import ConfigError
+from .runner import RESUME_MAY_CHANGE, resolve_partition_choice
 
 __all__ = ["SweepSpec", "load_sweep", "load_toml", "run_sweep", "sweep_tables"]
 
@@ -112,7 +114,8 @@ class SweepSpec:
             fields = {**self.base, "case": case, "algorithm": alg, "epsilon": eps, "local_updates": E, "seed": seed}
             fields.update(self._partition_fields(part, self.source))
             try:
-                cfg = RunConfig.from_dict(fields, source=self.source)
+                check_types(fields, self.source)
+                cfg = resolve_partition_choice(RunConfig.from_dict(fields, source=self.source))
             except ConfigError as exc:
                 raise ConfigError(f"{self.source}: run {case}/{alg}/eps={eps}/E={E}/seed={seed}: {exc}") from None
             out.append((run_id(cfg), cfg))
@@ -162,6 +165,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
     bad = sorted(set(base) - known)
     if bad:
         raise ConfigError(f"{src}: unknown key(s) {', '.join(bad)} in [run]; known: {', '.join(sorted(known))}")
+    check_types(base, src, "run")
     return SweepSpec(**grid, base=base, source=src)
 
 
@@ -171,11 +175,20 @@ def _one(run: str, cfg: RunConfig, out: str) -> tuple[str, str | None]:
 
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     d = Path(out) / "runs" / run
-    try:
-        run_distributed(cfg, out=d, resume=(d / "checkpoint" / "state.pkl").is_file(), reference=False)
+    resume = (d / "checkpoint" / "state.pkl").is_file()
+    try:  # an unfinished run resumes from its checkpoint; one without a checkpoint starts again
+        run_distributed(cfg, out=d, resume=resume, overwrite=not resume, reference=False)
     except Exception as exc:  # one failed run must not sink the sweep
         return run, f"{type(exc).__name__}: {exc}"
     return run, None
+
+
+def _pool_worker_init() -> None:
+    """Sweep pool workers: Ctrl-C is the parent's to handle, and they end with it."""
+    from .backends import die_with_parent, worker_signals
+
+    die_with_parent()
+    worker_signals()
 
 
 def _executor(jobs: int | None) -> Executor:
@@ -183,7 +196,64 @@ def _executor(jobs: int | None) -> Executor:
         from mpi4py.futures import MPIPoolExecutor
 
         return MPIPoolExecutor()
-    return ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1)
+    return ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1, initializer=_pool_worker_init)
+
+
+def _stop_pool(pool: Executor) -> None:
+    """Ctrl-C: no new runs, and the running ones end now (each resumes from its last checkpoint)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() forgets them
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=5)
+
+
+def _finished(d: Path) -> bool:
+    """A run directory holds a finished run: a summary that does not say it failed or was interrupted."""
+    path = d / "summary.json"
+    if not path.is_file():
+        return False
+    try:
+        stopped = json.loads(path.read_text())["summary"].get("stopped")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return stopped not in ("failed", "interrupted")
+
+
+def _settings(cfg: RunConfig) -> dict[str, Any]:
+    """The settings that decide a run's results."""
+    return {k: v for k, v in cfg.to_dict().items() if k not in RESUME_MAY_CHANGE and k != "rho"}
+
+
+def changed_runs(spec: SweepSpec, out: Path) -> dict[str, str]:
+    """Runs of ``spec`` already in ``out`` that were made with other settings: run id → what changed."""
+    from .configfile import read_config_json
+
+    changed = {}
+    for run, cfg in spec.configs():
+        path = out / "runs" / run / "config.json"
+        if not path.is_file():
+            continue
+        try:
+            old = read_config_json(path)
+        except ConfigError as exc:
+            changed[run] = str(exc)
+            continue
+        a, b = _settings(old), _settings(cfg)
+        if old.rounds != cfg.rounds:
+            a["rounds"], b["rounds"] = old.rounds, cfg.rounds
+        diff = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        if old.rho is not None and cfg.rho is not None and old.rho != cfg.rho:
+            diff.append("rho")
+            a["rho"], b["rho"] = old.rho, cfg.rho
+        if diff:
+            changed[run] = ", ".join(f"{k} {a.get(k)!r} → {b.get(k)!r}" for k in diff)
+    return changed
 
 
 def run_sweep(
@@ -191,32 +261,68 @@ def run_sweep(
     out: str | Path,
     jobs: int | None = None,
     progress: Callable[[str, str | None, int, int], None] | None = None,
+    overwrite: bool = False,
 ) -> pd.DataFrame:
-    """Run every grid point not already finished; return the per-run table (``runs.csv``)."""
+    """Run every grid point not already finished; return the per-run table (``runs.csv``).
+
+    Runs already in ``out`` that were made with other settings than ``spec``'s are
+    refused (:class:`ConfigError`), or with ``overwrite`` run again; finished runs
+    with the same settings are kept. ``out`` is locked while the sweep runs.
+    """
+    from .outdir import DirectoryLock, ensure_dir, remove_run_files
+
     out = Path(out)
     spec.check_inputs()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.json").write_text(json.dumps(spec.to_dict(), indent=2, default=str) + "\n")
-    todo = [(r, c) for r, c in spec.configs() if not (out / "runs" / r / "summary.json").is_file()]
-    total = len(spec.configs())
-    done = total - len(todo)
-    errors: dict[str, str] = {}
-    if todo:
-        with _executor(jobs) as pool:
-            futures = [pool.submit(_one, r, c, str(out)) for r, c in todo]
-            for fut in as_completed(futures):
-                run, err = fut.result()
-                done += 1
-                if err:
-                    errors[run] = err
-                if progress is not None:
-                    progress(run, err, done, total)
-    if errors:
-        (out / "errors.json").write_text(json.dumps(errors, indent=2) + "\n")
-    rounds, runs = sweep_tables(out, spec)
-    rounds.to_csv(out / "rounds.csv", index=False)
-    runs.to_csv(out / "runs.csv", index=False)
+    ensure_dir(out)
+    with DirectoryLock(out, what="sweep"):
+        changed = changed_runs(spec, out)
+        if changed and not overwrite:
+            first = next(iter(changed))
+            raise ConfigError(
+                f"{out} holds {len(changed)} run(s) made with other settings than {spec.source} "
+                f"(e.g. {first}: {changed[first]}); use another --out, or --overwrite to run them again"
+            )
+        for run in changed:
+            remove_run_files(out / "runs" / run)
+        (out / "sweep.json").write_text(json.dumps(spec.to_dict(), indent=2, default=str) + "\n")
+        configs = spec.configs()
+        todo = [(r, c) for r, c in configs if not _finished(out / "runs" / r)]
+        total = len(configs)
+        done = total - len(todo)
+        errors: dict[str, str] = {}
+        try:
+            (out / "errors.json").unlink()
+        except FileNotFoundError:
+            pass
+        if todo:
+            pool = _executor(jobs)
+            try:
+                futures = [pool.submit(_one, r, c, str(out)) for r, c in todo]
+                for fut in as_completed(futures):
+                    run, err = fut.result()
+                    done += 1
+                    if err:
+                        errors[run] = err
+                    if progress is not None:
+                        progress(run, err, done, total)
+            except BaseException:
+                _stop_pool(pool)
+                raise
+            pool.shutdown(wait=True)
+        if errors:
+            (out / "errors.json").write_text(json.dumps(errors, indent=2) + "\n")
+        rounds, runs = sweep_tables(out, spec)
+        rounds.to_csv(out / "rounds.csv", index=False)
+        runs.to_csv(out / "runs.csv", index=False)
     return runs
+
+
+def run_dirs(out: str | Path) -> list[Path]:
+    """The run directories of a sweep directory, or ``[out]`` when ``out`` is one run's directory."""
+    out = Path(out)
+    if (out / "summary.json").is_file() and not (out / "runs").is_dir():
+        return [out]
+    return sorted(d for d in (out / "runs").glob("*") if d.is_dir())
 
 
 PARAM_COLUMNS = ["run", "case", "zones", "partition", "partition_method", "algorithm", "epsilon", "local_updates", "seed", "sensitivity", "eta"]
@@ -228,14 +334,17 @@ def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.Dat
 
     out = Path(out)
     rows, summaries = [], []
-    for d in sorted((out / "runs").glob("*")):
-        if not (d / "summary.json").is_file():
+    wanted = {r for r, _ in spec.configs()} if spec is not None else None
+    for d in run_dirs(out):
+        if not (d / "summary.json").is_file() or (wanted is not None and d.name not in wanted):
             continue
         res = RunResult.load(d)
         cfg = res.config
         params = {
             "run": d.name, "case": Path(cfg.case).stem, "zones": cfg.zones, "partition": cfg.partition,
-            "partition_method": cfg.partition_method, "algorithm": cfg.algorithm, "epsilon": cfg.epsilon,
+            # a given partition (a file, a bundled one, area/zone columns) is labelled by its name
+            "partition_method": cfg.partition_method if cfg.partition is None else Path(str(cfg.partition)).stem,
+            "algorithm": cfg.algorithm, "epsilon": cfg.epsilon,
             "local_updates": cfg.local_updates, "seed": cfg.seed, "sensitivity": cfg.sensitivity, "eta": str(cfg.eta),
         }
         h = res.history.copy()
@@ -247,11 +356,11 @@ def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.Dat
         summaries.append({
             **params,
             "n_zones": n_zones,
-            "rounds": s["rounds"],
-            "final_objective": s["final_objective"],
-            "final_feasibility": s["final_feasibility"],
-            "max_violation": s["max_violation"],
-            "wall_s": s["wall_s"],
+            "rounds": s.get("rounds", len(res.history)),
+            "final_objective": s.get("final_objective"),
+            "final_feasibility": s.get("final_feasibility"),
+            "max_violation": s.get("max_violation"),
+            "wall_s": s.get("wall_s"),
             "epsilon_total": max(s["epsilon_total"].values()) if s.get("epsilon_total") else 0.0,
         })
     rounds = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=PARAM_COLUMNS)

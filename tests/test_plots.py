@@ -63,13 +63,19 @@ def test_privacy_utility_figure(tmp_path):
 
 
 def test_partition_sensitivity_figure(tmp_path):
-    fig = plot_partition_sensitivity(fake_runs())
+    runs = fake_runs()
+    fig = plot_partition_sensitivity(runs)
     fig.savefig(tmp_path / "s.png")
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 3 * 3  # one row of (objective, feasibility, time) per ε: never averaged over ε
     assert all(ax.get_xlabel() == "number of zones" for ax in fig.axes)
     assert fig.axes[2].get_ylabel() == "wall time (s)"
+    assert [fig.axes[3 * i].get_title() for i in range(3)] == ["ε = 0.1", "ε = 0.5", "ε = 1"]
     # (method, algorithm) lines: modularity x 2 algorithms, spectral x 2
     assert len(fig.axes[0].get_lines()) == 4
+    # each row shows its own ε's values: objective = ε * zones in fake_runs, no spread from other ε
+    for i, eps in enumerate((0.1, 0.5, 1.0)):
+        for line in fig.axes[3 * i].get_lines():
+            np.testing.assert_allclose(line.get_ydata(), eps * np.asarray(line.get_xdata(), float))
 
 
 def test_network_map(tmp_path, case118):
@@ -85,6 +91,7 @@ def test_network_map(tmp_path, case118):
 
     nodes = [c for c in ax.collections if isinstance(c, PathCollection)]
     assert len(nodes) == 3 and sum(len(c.get_offsets()) for c in nodes) == 118
+    assert sorted(int(t.get_text()) for t in ax.texts) == sorted(case118.bus_ids.tolist())  # bus numbers on the map
     lines = [c for c in ax.collections if isinstance(c, LineCollection)]
     assert sum(len(c.get_segments()) for c in lines) == case118.n_pair
     assert any(len(c.get_segments()) == len(part.tie_pairs()) for c in lines)

@@ -162,7 +162,7 @@ def test_cli_run_writes_json(tmp_path, capsys):
         assert key in data
     assert data["rounds"] == 3 and data["solves"] == 9
     out = capsys.readouterr().out
-    assert "epsilon spent per zone" in out
+    assert "total spent per zone" in out and "δ 0" in out
     assert main(["run", "case14", "--algorithm", "objl", "--objective", "cost"]) == 2
     assert "no DP guarantee" in capsys.readouterr().err
 
