@@ -24,10 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-from powerdp.compiled import compile_model
-from powerdp.formulation import FLOW_MODES, build_model
-from powerdp.network import load_case
-from powerdp.solver import IpoptSolver
+from powerdp.opf.compiled import compile_model
+from powerdp.opf.formulation import FLOW_MODES, build_model
+from powerdp.grid.network import load_case
+from powerdp.opf.solvers import IpoptSolver
 
 CALLBACK_SHARE_TARGET = 0.15
 DEFAULT_CASE2000 = Path(__file__).resolve().parents[2] / "shared" / "data" / "pglib" / "pglib_opf_case2000_goc.m"

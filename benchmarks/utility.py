@@ -17,8 +17,8 @@ import json
 import logging
 import statistics
 
-from powerdp.config import RunConfig
-from powerdp.runner import run_distributed
+from powerdp.admm.config import RunConfig
+from powerdp.admm.runner import run_distributed
 
 
 def final(cfg: RunConfig) -> dict:

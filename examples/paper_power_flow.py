@@ -30,8 +30,8 @@ EPSILONS = [0.05, 0.1, 0.5, 1.0]
 
 
 def one_run(case: str, algorithm: str, epsilon: float, E: int, seed: int, rounds: int, sensitivity: str, eta: str, out: Path) -> Path:
-    from powerdp.config import RunConfig
-    from powerdp.runner import run_distributed
+    from powerdp.admm.config import RunConfig
+    from powerdp.admm.runner import run_distributed
 
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     path = out / "runs" / f"{case}_{algorithm}_eps{epsilon}_E{E}_seed{seed}_{sensitivity}.csv"

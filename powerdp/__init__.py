@@ -1,6 +1,6 @@
 """powerdp: privacy-preserving distributed optimal power flow.
 
-Layers, data flowing one way: case data (:mod:`powerdp.matpower`) → network
+Layers, data flowing one way: case data (:mod:`powerdp.grid.matpower`) → network
 arrays (:class:`Network`) → zone partition (:class:`Partition`) → SOC
 formulation in Pyomo (:func:`build_model`) → compiled problem
 (:func:`compile_model`) → Ipopt via cyipopt (:class:`IpoptSolver`) → zone
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from ._version import __version__
 
-from .agent import ZoneAgent
-from .compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
+from .admm.agent import ZoneAgent
+from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
 from .errors import (
     CaseDataError,
     ConfigError,
@@ -32,18 +32,18 @@ from .errors import (
     PowerDPError,
     SolverError,
 )
-from .config import RunConfig
-from .coordinator import Coordinator
-from .formulation import build_model
-from .matpower import MatpowerData, read_matpower
-from .network import Network, bundled_cases, load_case
-from .messages import ConsensusMessage, SolverStats, ZoneUpdate
-from .opf import OPFResult, solve_opf
-from .partition import Partition, bundled_partition, partition
+from .admm.config import RunConfig
+from .admm.coordinator import Coordinator
+from .opf.formulation import build_model
+from .grid.matpower import MatpowerData, read_matpower
+from .grid.network import Network, bundled_cases, load_case
+from .admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
+from .opf.centralized import OPFResult, solve_opf
+from .grid.partition import Partition, bundled_partition, partition
 from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger
-from .results import RunResult
-from .runner import RunFailed, run_distributed
-from .solver import IpoptSolver, SolveResult, load_ipopt_profile
+from .admm.results import RunResult
+from .admm.runner import RunFailed, run_distributed
+from .opf.solvers import IpoptSolver, SolveResult, load_ipopt_profile
 
 __all__ = [
     "__version__",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ._version import __version__
 from .errors import Interrupted, PowerDPError
-from .objectives import OBJECTIVES
+from .opf.objectives import OBJECTIVES
 
 log = logging.getLogger("powerdp")
 
@@ -164,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from .opf import solve_opf
-    from .outdir import ensure_dir
+    from .opf.centralized import solve_opf
+    from .admm.outdir import ensure_dir
 
     _check_output_file(args.json, "--json")
     if args.solution is not None and args.solution.exists() and not args.solution.is_dir():
@@ -206,7 +206,7 @@ def _check_output_file(path: Path | None, flag: str) -> None:
     if path is None:
         return
     from .errors import ConfigError
-    from .outdir import ensure_dir
+    from .admm.outdir import ensure_dir
 
     if path.is_dir():
         raise ConfigError(f"{flag} {path} is a directory; it names a file")
@@ -216,9 +216,9 @@ def _check_output_file(path: Path | None, flag: str) -> None:
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
-    from .network import load_case
-    from .partition import partition
-    from .runner import bundled_partition_name
+    from .grid.network import load_case
+    from .grid.partition import partition
+    from .admm.runner import bundled_partition_name
 
     _check_output_file(args.out, "--out")
     net = load_case(args.case, convention=args.convention)
@@ -311,7 +311,7 @@ def _os_error(exc: OSError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .stopping import stop_signals
+    from .admm.stopping import stop_signals
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

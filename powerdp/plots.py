@@ -163,7 +163,7 @@ def plot_network(partition, title: str = "", seed: int = 0) -> Any:
 def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Path]:
     """Draw every figure a sweep directory (or one run's directory) supports; save PNGs (default: DIR/figures)."""
     from .errors import ConfigError
-    from .outdir import ensure_dir
+    from .admm.outdir import ensure_dir
     from .sweep import run_dirs, sweep_tables
 
     plt = _plt()
@@ -191,14 +191,14 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
             save(plot_privacy_utility(g, f"{case}: privacy–utility"), f"privacy_utility_{case}.png")
         if g["n_zones"].nunique() > 1:
             save(plot_partition_sensitivity(g, f"{case}: partition sensitivity"), f"partition_sensitivity_{case}.png")
-    from .network import load_case
-    from .partition import partition as make_partition
+    from .grid.network import load_case
+    from .grid.partition import partition as make_partition
 
     for run_dir in run_dirs(directory):
         part_csv = run_dir / "partition.csv"
         if not part_csv.is_file():
             continue
-        from .runner import load_config
+        from .admm.runner import load_config
 
         cfg = load_config(run_dir)
         name = f"network_{Path(cfg.case).stem}_{Path(str(cfg.partition)).stem if cfg.partition else f'{cfg.zones}-{cfg.partition_method}'}.png"

@@ -8,13 +8,13 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .algorithms import compose
+from .admm.algorithms import compose
 from .cli import add_verbosity
-from .config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
-from .objectives import OBJECTIVES
-from .perturbations import PERTURBATIONS
+from .admm.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
+from .opf.objectives import OBJECTIVES
+from .admm.perturbations import PERTURBATIONS
 from .privacy import MECHANISMS
-from .updates import UPDATES
+from .admm.updates import UPDATES
 from .errors import ConfigError
 
 DESCRIPTION = textwrap.dedent(
@@ -238,7 +238,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
     if args.resume is not None:
         return _resume_config(args, explicit)
     if getattr(args, "config", None) is not None:
-        from .configfile import check_types
+        from .admm.configfile import check_types
         from .sweep import load_toml
 
         data = load_toml(args.config)
@@ -298,7 +298,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
 
 def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
     """The saved run's configuration; only flags that cannot change its results may be given."""
-    from .runner import load_config
+    from .admm.runner import load_config
 
     cfg = load_config(args.resume)
     saved = cfg.to_dict()
@@ -331,7 +331,7 @@ def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
 
 
 def _ipopt_options(items: list[str]) -> dict:
-    from .solver import _option_value
+    from .opf.solvers import _option_value
 
     out = {}
     for item in items:
@@ -406,7 +406,7 @@ def _status_printer(args):
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .outdir import ensure_dir
+    from .admm.outdir import ensure_dir
     from .sweep import load_sweep, run_sweep
 
     spec = load_sweep(args.config)
@@ -473,11 +473,11 @@ def _check_json_path(args) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .runner import run_distributed
+    from .admm.runner import run_distributed
 
     cfg = _config(args)
     if cfg.backend == "mpi":
-        from .mpi import rank
+        from .admm.backends.mpi import rank
 
         if rank() != 0:
             run_distributed(cfg)  # serve this rank's agents until rank 0 closes the run

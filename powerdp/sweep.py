@@ -39,10 +39,10 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .config import RunConfig
-from .configfile import check_types
+from .admm.config import RunConfig
+from .admm.configfile import check_types
 from .errors import ConfigError
-from .runner import RESUME_MAY_CHANGE, resolve_partition_choice
+from .admm.runner import RESUME_MAY_CHANGE, resolve_partition_choice
 
 __all__ = ["SweepSpec", "load_sweep", "load_toml", "run_sweep", "sweep_tables"]
 
@@ -123,8 +123,8 @@ class SweepSpec:
 
     def check_inputs(self) -> None:
         """Load every case and partition once, so a missing file or too many zones fails before any solve."""
-        from .network import load_case
-        from .runner import resolve_partition
+        from .grid.network import load_case
+        from .admm.runner import resolve_partition
 
         seen = set()
         for _, cfg in self.configs():
@@ -171,7 +171,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 def _one(run: str, cfg: RunConfig, out: str) -> tuple[str, str | None]:
     """Run one grid point into out/runs/<run>; returns (run id, error or None)."""
-    from .runner import run_distributed
+    from .admm.runner import run_distributed
 
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     d = Path(out) / "runs" / run
@@ -185,7 +185,7 @@ def _one(run: str, cfg: RunConfig, out: str) -> tuple[str, str | None]:
 
 def _pool_worker_init() -> None:
     """Sweep pool workers: Ctrl-C is the parent's to handle, and they end with it."""
-    from .backends import die_with_parent, worker_signals
+    from .admm.backends import die_with_parent, worker_signals
 
     die_with_parent()
     worker_signals()
@@ -232,7 +232,7 @@ def _settings(cfg: RunConfig) -> dict[str, Any]:
 
 def changed_runs(spec: SweepSpec, out: Path) -> dict[str, str]:
     """Runs of ``spec`` already in ``out`` that were made with other settings: run id → what changed."""
-    from .configfile import read_config_json
+    from .admm.configfile import read_config_json
 
     changed = {}
     for run, cfg in spec.configs():
@@ -269,7 +269,7 @@ def run_sweep(
     refused (:class:`ConfigError`), or with ``overwrite`` run again; finished runs
     with the same settings are kept. ``out`` is locked while the sweep runs.
     """
-    from .outdir import DirectoryLock, ensure_dir, remove_run_files
+    from .admm.outdir import DirectoryLock, ensure_dir, remove_run_files
 
     out = Path(out)
     spec.check_inputs()
@@ -330,7 +330,7 @@ PARAM_COLUMNS = ["run", "case", "zones", "partition", "partition_method", "algor
 
 def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The tidy tables of a sweep directory: (rounds, runs)."""
-    from .results import RunResult
+    from .admm.results import RunResult
 
     out = Path(out)
     rows, summaries = [], []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from powerdp.network import load_case
+from powerdp.grid.network import load_case
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

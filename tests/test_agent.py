@@ -6,13 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from powerdp.agent import ZoneAgent, lipschitz_constant, step_size
-from powerdp.backends import private_view
-from powerdp.config import RunConfig
+from powerdp.admm.agent import ZoneAgent, lipschitz_constant, step_size
+from powerdp.admm.backends import private_view
+from powerdp.admm.config import RunConfig
 from powerdp.errors import ConfigError
-from powerdp.messages import ConsensusMessage, SolverStats, ZoneUpdate
-from powerdp.network import Network
-from powerdp.partition import bundled_partition
+from powerdp.admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
+from powerdp.grid.network import Network
+from powerdp.grid.partition import bundled_partition
 
 
 @pytest.fixture(scope="module")
@@ -200,11 +200,11 @@ def test_agent_state_round_trip_reproduces_next_step(zone_setup):
 _ZONE_RUN = """
 import hashlib, logging, numpy as np
 logging.getLogger("pyomo").setLevel(logging.ERROR)
-from powerdp.agent import ZoneAgent
-from powerdp.config import RunConfig
-from powerdp.messages import ConsensusMessage
-from powerdp.network import load_case
-from powerdp.partition import partition
+from powerdp.admm.agent import ZoneAgent
+from powerdp.admm.config import RunConfig
+from powerdp.admm.messages import ConsensusMessage
+from powerdp.grid.network import load_case
+from powerdp.grid.partition import partition
 net = load_case("case118")
 part = partition(net, "case118_3areas")
 zone = int(np.argmax(part.zone_sizes()))

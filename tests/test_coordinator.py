@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from powerdp.coordinator import Coordinator
-from powerdp.messages import SolverStats, ZoneUpdate
+from powerdp.admm.coordinator import Coordinator
+from powerdp.admm.messages import SolverStats, ZoneUpdate
 
 STATS = SolverStats(1, 1, 0.0, 0.0, (0,))
 

@@ -19,7 +19,7 @@ _spec.loader.exec_module(make)
 
 @pytest.mark.parametrize("name", sorted(make.SETTINGS))
 def test_history_is_bit_identical_to_the_recorded_one(name):
-    from powerdp.runner import run_distributed
+    from powerdp.admm.runner import run_distributed
 
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     expected = pd.read_csv(HERE / f"{name}.csv", float_precision="round_trip")

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from powerdp.errors import CaseDataError
-from powerdp.matpower import parse_matpower, read_matpower
+from powerdp.grid.matpower import parse_matpower, read_matpower
 
 MINI = """function mpc = mini
 mpc.version = '2';

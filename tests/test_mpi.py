@@ -14,8 +14,8 @@ import time
 import pandas as pd
 import pytest
 
-from powerdp.config import RunConfig
-from powerdp.runner import run_distributed
+from powerdp.admm.config import RunConfig
+from powerdp.admm.runner import run_distributed
 
 pytestmark = pytest.mark.mpi
 
@@ -57,7 +57,7 @@ def test_mpi_backend_needs_two_ranks():
 DYING_RANK = """
 import os, sys
 from mpi4py import MPI
-from powerdp import agent
+from powerdp.admm import agent
 from powerdp.cli import main
 
 real = agent.ZoneAgent.step

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from powerdp.errors import CaseDataError
-from powerdp.network import PM_ANGLE_PAD, bundled_cases, load_case, voltage_product_bounds
+from powerdp.grid.network import PM_ANGLE_PAD, bundled_cases, load_case, voltage_product_bounds
 
 from .conftest import shared_case
 from .test_matpower import MINI

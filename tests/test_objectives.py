@@ -2,11 +2,11 @@
 
 import pytest
 
-from powerdp.compiled import compile_model
-from powerdp.config import RunConfig
+from powerdp.opf.compiled import compile_model
+from powerdp.admm.config import RunConfig
 from powerdp.errors import ConfigError, ModelError
-from powerdp.formulation import build_model
-from powerdp.objectives import OBJECTIVES, objective_unit
+from powerdp.opf.formulation import build_model
+from powerdp.opf.objectives import OBJECTIVES, objective_unit
 
 
 def test_registry_holds_cost_and_shedding():

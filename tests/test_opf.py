@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pytest
 
-from powerdp.opf import OPFResult, solve_opf
+from powerdp.opf.centralized import OPFResult, solve_opf
 
 from .conftest import shared_case
 

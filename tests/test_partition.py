@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from powerdp.errors import PartitionError
-from powerdp.network import load_case
-from powerdp.partition import METHODS, Partition, bundled_partition, partition
+from powerdp.grid.network import load_case
+from powerdp.grid.partition import METHODS, Partition, bundled_partition, partition
 
 from .conftest import shared_case
 
@@ -364,7 +364,7 @@ def test_shared_keys_bundled_case118(case118):
 
 
 def test_elements_match_formulation(case118):
-    formulation = pytest.importorskip("powerdp.formulation")
+    formulation = pytest.importorskip("powerdp.opf.formulation")
     part = partition(case118, zones=4, method="kernighan_lin")
     for z in range(part.n_zones):
         buses, branches, pairs, gens = formulation._zone_elements(case118, part.own_buses(z))
@@ -376,7 +376,7 @@ def test_elements_match_formulation(case118):
 
 @pytest.mark.parametrize("flows", ["variables", "expressions"])
 def test_shared_keys_match_pyomo_models(case14, flows):
-    formulation = pytest.importorskip("powerdp.formulation")
+    formulation = pytest.importorskip("powerdp.opf.formulation")
     import pyomo.environ as pyo
 
     part = bundled_partition(case14, 3)

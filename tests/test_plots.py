@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerdp.partition import bundled_partition
+from powerdp.grid.partition import bundled_partition
 from powerdp.plots import plot_network, plot_partition_sensitivity, plot_privacy_utility, plot_trajectories
 
 

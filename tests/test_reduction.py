@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from powerdp.compiled import compile_model
+from powerdp.opf.compiled import compile_model
 from powerdp.errors import ModelError
-from powerdp.formulation import build_model
-from powerdp.partition import bundled_partition
-from powerdp.reduction import eliminate
+from powerdp.opf.formulation import build_model
+from powerdp.grid.partition import bundled_partition
+from powerdp.opf.reduction import eliminate
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerdp.config import RunConfig
+from powerdp.admm.config import RunConfig
 from powerdp.errors import ConfigError
-from powerdp.results import HISTORY_COLUMNS, RunResult
-from powerdp.runner import RunFailed, run_distributed
+from powerdp.admm.results import HISTORY_COLUMNS, RunResult
+from powerdp.admm.runner import RunFailed, run_distributed
 
 COMPARE = ["objective", "feasibility", "dual_residual", "noise_magnitude", "max_violation", "epsilon_spent"]
 
@@ -89,7 +89,7 @@ def test_checkpoint_and_resume_continue_the_same_run(tmp_path):
 
 
 def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, monkeypatch):
-    from powerdp import agent as agent_mod
+    from powerdp.admm import agent as agent_mod
 
     real = agent_mod.ZoneAgent._solve
 
@@ -114,11 +114,11 @@ def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, mon
 
 
 def test_dead_worker_process_is_reported():
-    from powerdp.backends import ProcessBackend, WorkerError
+    from powerdp.admm.backends import ProcessBackend, WorkerError
 
-    from powerdp.network import load_case
-    from powerdp.partition import bundled_partition
-    from powerdp.backends import AgentSpec
+    from powerdp.grid.network import load_case
+    from powerdp.grid.partition import bundled_partition
+    from powerdp.admm.backends import AgentSpec
 
     net = load_case("case14")
     part = bundled_partition(net, 3)
@@ -181,7 +181,7 @@ def test_ipopt_options_reach_local_solves(capfd):
 @pytest.fixture
 def coordinator_inbox(monkeypatch):
     """Every (command, payload) the coordinator's side receives from process-backend workers."""
-    from powerdp.backends import ProcessBackend
+    from powerdp.admm.backends import ProcessBackend
 
     received = []
     real = ProcessBackend._recv_raw
@@ -224,7 +224,7 @@ def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, coo
     """evaluate=False: no objective, violation or solution reaches the coordinator; zones write their own solutions."""
     import math
 
-    from powerdp.results import RunResult
+    from powerdp.admm.results import RunResult
 
     received = coordinator_inbox
     cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=3, backend="process", workers=2, evaluate=False)

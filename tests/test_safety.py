@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 
 from powerdp.cli import main
-from powerdp.config import RunConfig
+from powerdp.admm.config import RunConfig
 from powerdp.errors import ConfigError
-from powerdp.runner import RunFailed, run_distributed
+from powerdp.admm.runner import RunFailed, run_distributed
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and /proc")
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -140,7 +140,7 @@ def test_parent_watchdog_without_prctl(tmp_path):
     script = tmp_path / "orphan.py"
     script.write_text(
         "import multiprocessing as mp, os, sys, time\n"
-        "from powerdp.backends import die_with_parent\n"
+        "from powerdp.admm.backends import die_with_parent\n"
         "def child(pid):\n"
         "    die_with_parent(pid, use_prctl=False, poll_s=0.2)\n"
         "    time.sleep(60)\n"
@@ -237,7 +237,7 @@ def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path, spawn):
 
 def _exit_in_round(monkeypatch, zone: int, rnd: int) -> None:
     """Zone ``zone``'s host dies (os._exit) in round ``rnd`` (fork workers inherit the patch)."""
-    from powerdp import agent as agent_mod
+    from powerdp.admm import agent as agent_mod
 
     real = agent_mod.ZoneAgent.step
 
@@ -268,7 +268,7 @@ def test_dead_worker_records_privacy_spend_and_says_no_checkpoint(tmp_path, monk
 
 
 def test_successful_resume_removes_the_stale_failure(tmp_path, monkeypatch):
-    from powerdp import agent as agent_mod
+    from powerdp.admm import agent as agent_mod
     from powerdp.errors import InfeasibleError
 
     real = agent_mod.ZoneAgent._solve
@@ -309,7 +309,7 @@ def test_out_holding_a_run_is_refused_unless_overwrite(finished_run, capsys):
 
 @posix_only
 def test_a_directory_in_use_is_refused_and_a_dead_holder_does_not_block(tmp_path, capsys, spawn):
-    from powerdp.outdir import DirectoryLock
+    from powerdp.admm.outdir import DirectoryLock
 
     d = tmp_path / "run"
     d.mkdir()
@@ -480,7 +480,7 @@ def test_partition_into_a_closed_pipe_is_quiet():
 
 
 def test_exit_statuses(tmp_path, monkeypatch, capsys):
-    from powerdp import agent as agent_mod
+    from powerdp.admm import agent as agent_mod
     from powerdp.errors import InfeasibleError
 
     assert main(["run", "case14", "--rounds", "0"]) == 2  # bad input
@@ -535,9 +535,9 @@ def _island_case(tmp_path) -> Path:
 
 
 def test_bundled_partition_only_for_the_bundled_case(tmp_path):
-    from powerdp.network import load_case
-    from powerdp.partition import partition
-    from powerdp.runner import resolve_config
+    from powerdp.grid.network import load_case
+    from powerdp.grid.partition import partition
+    from powerdp.admm.runner import resolve_config
 
     mine = tmp_path / "mine.m"
     mine.write_text(CASE14.read_text())  # says `function mpc = case14`
@@ -565,12 +565,12 @@ def test_method_is_honoured_and_partition_agrees_with_run(tmp_path, capsys):
     assert (tmp_path / "s.csv").read_text() == (out / "partition.csv").read_text()
     assert main(["-q", "partition", "case118", "--zones", "3", "--out", str(tmp_path / "p.csv")]) == 0
     out118 = tmp_path / "o118"
-    from powerdp.runner import resolve_config
+    from powerdp.admm.runner import resolve_config
 
     cfg = resolve_config(RunConfig(case="case118", zones=3))
     assert cfg.partition == "case118_3areas"
-    from powerdp.network import load_case
-    from powerdp.runner import resolve_partition
+    from powerdp.grid.network import load_case
+    from powerdp.admm.runner import resolve_partition
 
     resolve_partition(load_case("case118"), cfg).to_csv(out118)
     assert (tmp_path / "p.csv").read_text() == out118.read_text()
@@ -601,7 +601,7 @@ def test_adaptive_rho_recovers_from_a_too_small_penalty():
 def test_warnings_for_islands_missing_reference_and_pandapower(tmp_path, caplog, capsys):
     import logging
 
-    from powerdp.network import load_case
+    from powerdp.grid.network import load_case
 
     text = CASE14.read_text()
     island = _island_case(tmp_path)

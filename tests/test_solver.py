@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from powerdp.compiled import INF, QuadraticObjective, compile_model
+from powerdp.opf.compiled import INF, QuadraticObjective, compile_model
 from powerdp.errors import ConfigError, InfeasibleError, SolverError
-from powerdp.formulation import FLOW_MODES, build_model
-from powerdp.opf import solve_opf
-from powerdp.solver import IpoptSolver, _Callbacks, ipopt_profiles, load_ipopt_profile
+from powerdp.opf.formulation import FLOW_MODES, build_model
+from powerdp.opf.centralized import solve_opf
+from powerdp.opf.solvers import IpoptSolver, _Callbacks, ipopt_profiles, load_ipopt_profile
 
 CASE14_SOC = 8075.12  # PowerModels SOCWR objective of MATPOWER case14 ($/h)
 

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from powerdp.agent import ZoneAgent
-from powerdp.algorithms import ALIASES, Algorithm, compose, resolve
-from powerdp.config import RunConfig
+from powerdp.admm.agent import ZoneAgent
+from powerdp.admm.algorithms import ALIASES, Algorithm, compose, resolve
+from powerdp.admm.config import RunConfig
 from powerdp.errors import ConfigError
-from powerdp.messages import ConsensusMessage
-from powerdp.partition import bundled_partition
-from powerdp.runner import run_distributed
-from powerdp.updates import UPDATES
-from powerdp.updates.trust_region import trust_radius
+from powerdp.admm.messages import ConsensusMessage
+from powerdp.grid.partition import bundled_partition
+from powerdp.admm.runner import run_distributed
+from powerdp.admm.updates import UPDATES
+from powerdp.admm.updates.trust_region import trust_radius
 
 
 def test_aliases_are_the_three_choices():

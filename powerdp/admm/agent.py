@@ -4,7 +4,7 @@ The agent builds its zone's Pyomo model once (SPEC §4), compiles it, and from
 then on only re-solves the compiled problem with new linear and diagonal
 objective terms (SPEC §5 step 2). Its loads live inside its compiled objective
 ``f_p`` and never leave it: :meth:`ZoneAgent.step` returns a
-:class:`~powerdp.messages.ZoneUpdate` holding only ``B_p z_p`` and solver
+:class:`~powerdp.admm.messages.ZoneUpdate` holding only ``B_p z_p`` and solver
 statistics. :meth:`ZoneAgent.diagnostics` (the true objective and the
 constraint violation of the released point) exists for experiments, which is
 how the paper's figures are drawn; the coordinator never calls it.
@@ -23,17 +23,17 @@ from typing import Any, Hashable, Sequence
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from .compiled import CompiledProblem, QuadraticObjective, compile_model
+from ..opf.compiled import CompiledProblem, QuadraticObjective, compile_model
 from .config import RunConfig
-from .errors import ConfigError, SolverError
-from .formulation import BALANCE_VARIABLES, build_model
+from ..errors import ConfigError, SolverError
+from ..opf.formulation import BALANCE_VARIABLES, build_model
 from .messages import ConsensusMessage, SolverStats, ZoneUpdate
-from .network import Network
+from ..grid.network import Network
 from .perturbations import PERTURBATIONS, Perturbation
-from .objectives import OBJECTIVES
-from .privacy import PrivacyLedger, zone_rng
-from .reduction import eliminate
-from .solver import IpoptSolver, load_ipopt_profile
+from ..opf.objectives import OBJECTIVES
+from ..privacy import PrivacyLedger, zone_rng
+from ..opf.reduction import eliminate
+from ..opf.solvers import IpoptSolver, load_ipopt_profile
 from .updates import UPDATES, LocalUpdate, step_size
 
 __all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .perturbations import PERTURBATIONS
-from .privacy import MECHANISMS
+from ..privacy import MECHANISMS
 from .updates import UPDATES
 
 __all__ = ["Algorithm", "ALIASES", "resolve", "name_of", "compose"]

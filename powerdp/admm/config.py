@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .algorithms import ALIASES, Algorithm, resolve
-from .errors import ConfigError
-from .objectives import OBJECTIVES
+from ..errors import ConfigError
+from ..opf.objectives import OBJECTIVES
 from .updates import ETA_SCHEDULES, UPDATES
 
 __all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS"]

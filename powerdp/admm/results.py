@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .config import RunConfig
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["RunResult", "HISTORY_COLUMNS"]
 

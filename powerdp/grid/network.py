@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import CaseDataError
+from ..errors import CaseDataError
 from .matpower import MatpowerData, read_matpower
 
 log = logging.getLogger(__name__)

@@ -23,11 +23,11 @@ from .backends import AgentSpec, make_backend
 from .config import RunConfig
 from .configfile import read_config_json
 from .coordinator import Coordinator
-from .errors import ConfigError, Interrupted, PowerDPError
-from .network import Network, load_case
+from ..errors import ConfigError, Interrupted, PowerDPError
+from ..grid.network import Network, load_case
 from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
-from .partition import Partition, _bundled_csv
-from .partition import partition as make_partition
+from ..grid.partition import Partition, _bundled_csv
+from ..grid.partition import partition as make_partition
 from .results import HISTORY_COLUMNS, RunResult, _jsonable
 from .stopping import deferred_stop, stop_requested
 
@@ -57,7 +57,7 @@ class RunFailed(PowerDPError):
 
 def bundled_case_name(case: Any) -> str | None:
     """``case`` itself when it names a bundled case (not a file of the same name), else None."""
-    from .network import _bundled_path
+    from ..grid.network import _bundled_path
 
     if not isinstance(case, (str, Path)):
         return None
@@ -162,7 +162,7 @@ def check_resume_config(saved: RunConfig, config: RunConfig, directory: Path) ->
 
 
 def _centralized_reference(net: Network, config: RunConfig) -> float | None:
-    from .opf import solve_opf
+    from ..opf.centralized import solve_opf
 
     try:
         res = solve_opf(net, objective=config.objective, convention=config.convention, flows=config.flows)
@@ -258,7 +258,7 @@ def run_distributed(
     """
     config.validate()
     if config.backend == "mpi":
-        from .mpi import liveness, rank, serve_rank
+        from .backends.mpi import liveness, rank, serve_rank
 
         if rank() != 0:  # worker ranks host agents; rank 0 coordinates and returns the result
             serve_rank(config)
@@ -267,7 +267,7 @@ def run_distributed(
         try:
             return _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status)
         except BaseException:
-            from .mpi import release_ranks
+            from .backends.mpi import release_ranks
 
             release_ranks()  # a failure before the zones were handed out: free the agent ranks
             raise
@@ -453,7 +453,7 @@ def _interrupted_message(t: int, config: RunConfig, out_dir: Path | None) -> str
 
 def _check_costs(net: Network, config: RunConfig) -> None:
     if config.objective == "cost" and not net.has_costs:
-        from .network import missing_costs_message
+        from ..grid.network import missing_costs_message
 
         raise ConfigError(missing_costs_message(net))
 

@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 import pyomo.environ as pyo
 
-from .errors import ModelError
-from .privacy import Sensitivity, gradient_sensitivity
+from ..errors import ModelError
+from ..privacy import Sensitivity, gradient_sensitivity
 
 __all__ = ["ObjectiveUnit", "OBJECTIVES", "objective_unit"]
 

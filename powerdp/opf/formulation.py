@@ -26,15 +26,15 @@ from typing import Iterable, Literal
 import numpy as np
 import pyomo.environ as pyo
 
-from .errors import ModelError
-from .network import Network, voltage_product_bounds
+from ..errors import ModelError
+from ..grid.network import Network, voltage_product_bounds
 from .objectives import objective_unit
 
 __all__ = ["build_model", "FLOW_MODES", "BALANCE_VARIABLES", "branch_flow_coefficients"]
 
 FLOW_MODES = ("variables", "expressions")
 BALANCE_VARIABLES = ("yp", "yq")  # the load-free balance of each own bus (private objectives only)
-Objective = str  # a name in powerdp.objectives.OBJECTIVES
+Objective = str  # a name in powerdp.opf.objectives.OBJECTIVES
 FlowMode = Literal["variables", "expressions"]
 
 
@@ -89,7 +89,7 @@ def build_model(
     ----------
     net: the network.
     own_buses: internal indices of the buses the model owns (a zone's N_p); all buses when omitted.
-    objective: a registered objective (``powerdp.objectives.OBJECTIVES``: ``"cost"``, ``"shedding"``).
+    objective: a registered objective (``powerdp.opf.objectives.OBJECTIVES``: ``"cost"``, ``"shedding"``).
     flows: ``"variables"`` (flows are variables linked by equalities, as in the paper and
         PowerModels) or ``"expressions"`` (flows eliminated, SPEC §4; same optimum, smaller problem).
     """

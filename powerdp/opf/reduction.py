@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .compiled import INF, CompiledProblem, LinearMap, QuadraticObjective
-from .errors import ModelError
+from ..errors import ModelError
 
 __all__ = ["Reduction", "eliminate", "expand_quadratic", "DEFINING_ROWS"]
 

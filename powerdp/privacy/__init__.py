@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = [
     "Sensitivity",

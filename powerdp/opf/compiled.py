@@ -11,7 +11,7 @@ each constraint once with Pyomo's ``generate_standard_repn`` and stores
 * named linear expressions (e.g. the power-balance terms ``sp``/``sq``) as
   :class:`LinearMap` ``M x + const``.
 
-After that nothing touches Pyomo: :mod:`powerdp.solver` evaluates values,
+After that nothing touches Pyomo: :mod:`powerdp.opf.solvers` evaluates values,
 Jacobians and Hessians with vectorized numpy kernels, and a new objective is a
 new :class:`QuadraticObjective` (CVXPY-style: compile once, re-solve with new
 parameters).
@@ -27,7 +27,7 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 from pyomo.repn import generate_standard_repn
 
-from .errors import ModelError
+from ..errors import ModelError
 
 __all__ = ["CompiledProblem", "QuadraticObjective", "LinearMap", "compile_model", "INF"]
 

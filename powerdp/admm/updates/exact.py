@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..compiled import CompiledProblem, QuadraticObjective
+from ...opf.compiled import CompiledProblem, QuadraticObjective
 from .base import LocalProblem, LocalUpdate, RoundOutcome
 
 

@@ -6,7 +6,7 @@
   noise generator) stays in its worker for the whole run, and only messages
   cross the pipe. A worker receives the network with the loads of every bus
   it does not own set to zero.
-* ``mpi`` (see :mod:`powerdp.mpi`) hosts the agents on MPI ranks.
+* ``mpi`` (see :mod:`powerdp.admm.backends.mpi`) hosts the agents on MPI ranks.
 
 Every backend returns identical results for the same seed: each zone draws
 its noise from its own generator (seed, zone) and does the same arithmetic
@@ -26,11 +26,11 @@ from typing import Any, Hashable, Sequence
 
 import numpy as np
 
-from .config import RunConfig
-from . import errors as _errors
-from .errors import ConfigError, PowerDPError, SolverError
-from .messages import ConsensusMessage, ZoneUpdate
-from .network import Network
+from ..config import RunConfig
+from ... import errors as _errors
+from ...errors import ConfigError, PowerDPError, SolverError
+from ..messages import ConsensusMessage, ZoneUpdate
+from ...grid.network import Network
 
 __all__ = [
     "AgentSpec", "Backend", "SerialBackend", "ProcessBackend", "make_backend", "assign_zones", "WorkerError", "die_with_parent",
@@ -111,7 +111,7 @@ def worker_signals() -> None:
 
 def restore_zone(agent, directory: str, round: int) -> None:
     """``agent.load_checkpoint`` with an error naming the zone's file when it is missing or unreadable."""
-    from .agent import zone_checkpoint_path
+    from ..agent import zone_checkpoint_path
 
     try:
         agent.load_checkpoint(directory, round)
@@ -148,7 +148,7 @@ def single_threaded_pools():
 
 
 def _build_agents(net: Network, specs: Sequence[AgentSpec], config: RunConfig):
-    from .agent import ZoneAgent
+    from ..agent import ZoneAgent
 
     return {s.zone: ZoneAgent(net, s.zone, s.own_buses, s.shared_keys, config) for s in specs}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import RunConfig
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["check_types", "read_config_json"]
 

@@ -1,7 +1,7 @@
 """Zone partitions of a network and the elements each zone's model holds (SPEC §4).
 
 A partition maps every bus to a zone. Zone ``z`` **owns** its buses; its model
-(see :func:`powerdp.formulation.build_model` with ``own_buses``) also holds
+(see :func:`powerdp.opf.formulation.build_model` with ``own_buses``) also holds
 copies of the neighbouring buses at the far end of its tie-lines, every branch
 with at least one end among its own buses, the bus pairs of those branches and
 the generators at its own buses. A variable is **shared** iff it appears in
@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from .errors import PartitionError
+from ..errors import PartitionError
 from .network import Network
 
 __all__ = ["Partition", "partition", "bundled_partition", "METHODS", "VARIABLE_KINDS"]
@@ -200,7 +200,7 @@ class Partition:
 
     Attributes
     ----------
-    network: the partitioned :class:`~powerdp.network.Network`.
+    network: the partitioned :class:`~powerdp.grid.network.Network`.
     zone_of_bus: zone index (``0..n_zones-1``) of every internal bus (read-only array).
     labels: the original zone label of every zone index (sorted: integers, then strings).
     method: how the partition was made (``"file"``, ``"dict"``, ``"array"``, ``"area"``,

@@ -1,4 +1,4 @@
-"""Solve a :class:`~powerdp.compiled.CompiledProblem` with Ipopt through cyipopt.
+"""Solve a :class:`~powerdp.opf.compiled.CompiledProblem` with Ipopt through cyipopt.
 
 The callbacks are vectorized numpy kernels with exact first and second
 derivatives. An :class:`IpoptSolver` keeps one ``cyipopt.Problem`` for its
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .compiled import CompiledProblem, QuadraticObjective
-from .errors import ConfigError, InfeasibleError, ModelError, SolverError
+from ..errors import ConfigError, InfeasibleError, ModelError, SolverError
 
 log = logging.getLogger(__name__)
 

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 
-from ..compiled import CompiledProblem, QuadraticObjective
-from ..errors import ConfigError
+from ...opf.compiled import CompiledProblem, QuadraticObjective
+from ...errors import ConfigError
 
 if TYPE_CHECKING:
     from ..config import RunConfig
     from ..perturbations import Perturbation
-    from ..privacy import Sensitivity
-    from ..reduction import Reduction
-    from ..solver import SolveResult
+    from ...privacy import Sensitivity
+    from ...opf.reduction import Reduction
+    from ...opf.solvers import SolveResult
 
 __all__ = ["LocalUpdate", "LocalProblem", "RoundOutcome"]
 
@@ -75,7 +75,7 @@ class RoundOutcome:
 
 class LocalUpdate(ABC):
     """One zone's local update rule. Subclasses set ``name`` and ``perturbations`` and implement
-    :meth:`run_round`; the registry in :mod:`powerdp.updates` makes them selectable by name."""
+    :meth:`run_round`; the registry in :mod:`powerdp.admm.updates` makes them selectable by name."""
 
     #: the name used in configurations (``RunConfig.algorithm = "UPDATE/PERTURBATION/MECHANISM"``)
     name: ClassVar[str]

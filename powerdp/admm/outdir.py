@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Self
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["RUN_FILES", "DirectoryLock", "ensure_dir", "holds_run", "prepare_run_dir"]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
-from .privacy import MECHANISMS, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
+from ..privacy import MECHANISMS, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
 
 if TYPE_CHECKING:
     from .config import RunConfig

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import CaseDataError
+from ..errors import CaseDataError
 
 __all__ = ["MatpowerData", "read_matpower", "parse_matpower"]
 

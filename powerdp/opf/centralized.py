@@ -19,8 +19,8 @@ import pandas as pd
 
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
-from .network import Network, load_case
-from .solver import IpoptSolver
+from ..grid.network import Network, load_case
+from .solvers import IpoptSolver
 
 __all__ = ["OPFResult", "solve_opf", "solution_tables"]
 
@@ -119,13 +119,13 @@ def solve_opf(
 ) -> OPFResult:
     """Build, compile and solve the SOC relaxation of the whole network (SPEC §3).
 
-    ``case`` is anything :func:`~powerdp.network.load_case` accepts. A failed
+    ``case`` is anything :func:`~powerdp.grid.network.load_case` accepts. A failed
     solve is returned with its Ipopt status (``result.success`` is False), not raised.
     """
     net = load_case(case, convention=convention)
     if objective == "cost" and not net.has_costs:
-        from .errors import ModelError
-        from .network import missing_costs_message
+        from ..errors import ModelError
+        from ..grid.network import missing_costs_message
 
         raise ModelError(missing_costs_message(net))
     t0 = time.perf_counter()

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..privacy import Sensitivity, output_sensitivity
+from ...errors import ConfigError
+from ...privacy import Sensitivity, output_sensitivity
 from .base import LocalProblem, LocalUpdate, RoundOutcome
 
 __all__ = ["LinearizedUpdate", "step_size", "ETA_SCHEDULES"]

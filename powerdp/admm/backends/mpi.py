@@ -6,7 +6,7 @@ Run every rank with the same command::
 
 Rank 0 is the coordinator; ranks 1..K-1 host the zone agents (several zones per
 rank when zones outnumber ranks, balanced by size). Only the messages of
-:mod:`powerdp.messages` cross ranks; a rank receives the network with every
+:mod:`powerdp.admm.messages` cross ranks; a rank receives the network with every
 load it does not own set to zero, and its agents' state never leaves it.
 :func:`powerdp.run_distributed` does the right thing on every rank: rank 0
 runs the coordinator and returns the result, the other ranks serve their
@@ -16,7 +16,7 @@ Lost ranks. Every rank runs a heartbeat thread that sends a small beacon to
 its peers (rank 0 to every agent rank, agent ranks to rank 0) every
 ``rank_timeout / 10`` seconds, and every wait for a message checks the
 sender's beacons. A rank silent for ``config.rank_timeout`` seconds is
-reported lost: on rank 0 the run stops with a :class:`~powerdp.backends.WorkerError`
+reported lost: on rank 0 the run stops with a :class:`~powerdp.admm.backends.WorkerError`
 naming the rank, its zones and the round; the output directory keeps the
 history and the last checkpoint (``powerdp run --resume DIR`` continues), and
 the job then aborts so that no rank waits forever. An agent rank that loses
@@ -38,10 +38,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .backends import AgentSpec, HostedBackend, WorkerError, assign_zones, private_view, serve
-from .config import RunConfig
-from .errors import ConfigError
-from .network import Network
+from . import AgentSpec, HostedBackend, WorkerError, assign_zones, private_view, serve
+from ..config import RunConfig
+from ...errors import ConfigError
+from ...grid.network import Network
 
 __all__ = ["MPIBackend", "rank", "serve_rank", "RankLost"]
 

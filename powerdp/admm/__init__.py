@@ -1,0 +1,1 @@
+"""The distributed solve: configuration, algorithms, zone agents, coordinator, runner, backends."""

@@ -1,0 +1,1 @@
+"""Case data, networks and zone partitions (docs/formulation.md)."""

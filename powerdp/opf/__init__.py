@@ -1,0 +1,1 @@
+"""The SOC relaxation: formulation, objectives, compilation, solvers, the centralized solve."""
