@@ -47,7 +47,7 @@ def main() -> None:
         t0 = time.perf_counter()
         res = run_distributed(cfg, reference=False)
         total = time.perf_counter() - t0
-        s, h = res.summary, res.history
+        s = res.summary
         loop = s["wall_s"]
         ipopt = s["ipopt_s"]
         row = {

@@ -24,9 +24,9 @@ import sys
 import time
 from pathlib import Path
 
+from powerdp.grid.network import load_case
 from powerdp.opf.compiled import compile_model
 from powerdp.opf.formulation import FLOW_MODES, build_model
-from powerdp.grid.network import load_case
 from powerdp.opf.solvers import IpoptSolver
 
 CALLBACK_SHARE_TARGET = 0.15

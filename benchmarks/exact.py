@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from powerdp.admm.config import RunConfig
+from powerdp.admm.runner import run_distributed
 from powerdp.grid.network import load_case
 from powerdp.opf.centralized import solve_opf
-from powerdp.admm.runner import run_distributed
 
 DEFAULT_CASE = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "pglib" / "pglib_opf_case2000_goc.m")
 

@@ -24,9 +24,9 @@ import logging
 
 import numpy as np
 
-from powerdp.opf import solvers as solver_module
 from powerdp.admm.config import RunConfig
 from powerdp.admm.runner import run_distributed
+from powerdp.opf import solvers as solver_module
 from powerdp.opf.solvers import IpoptSolver, load_ipopt_profile
 
 COLD = "cold"  # marker key: ignore the recorded starting point and multipliers

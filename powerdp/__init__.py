@@ -20,9 +20,12 @@ Quick start::
 from __future__ import annotations
 
 from ._version import __version__
-
 from .admm.agent import ZoneAgent
-from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
+from .admm.config import RunConfig
+from .admm.coordinator import Coordinator
+from .admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
+from .admm.results import RunResult
+from .admm.runner import RunFailed, run_distributed
 from .errors import (
     CaseDataError,
     ConfigError,
@@ -32,18 +35,14 @@ from .errors import (
     PowerDPError,
     SolverError,
 )
-from .admm.config import RunConfig
-from .admm.coordinator import Coordinator
-from .opf.formulation import build_model
 from .grid.matpower import MatpowerData, read_matpower
 from .grid.network import Network, bundled_cases, load_case
-from .admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
-from .opf.centralized import OPFResult, solve_opf
 from .grid.partition import Partition, bundled_partition, partition
-from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger
-from .admm.results import RunResult
-from .admm.runner import RunFailed, run_distributed
+from .opf.centralized import OPFResult, solve_opf
+from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
+from .opf.formulation import build_model
 from .opf.solvers import IpoptSolver, SolveResult, load_ipopt_profile
+from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger
 
 __all__ = [
     "__version__",

@@ -164,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from .opf.centralized import solve_opf
     from .admm.outdir import ensure_dir
+    from .opf.centralized import solve_opf
 
     _check_output_file(args.json, "--json")
     if args.solution is not None and args.solution.exists() and not args.solution.is_dir():
@@ -205,8 +205,8 @@ def _check_output_file(path: Path | None, flag: str) -> None:
     """An output file's directory is created (and the path checked) before any work is done."""
     if path is None:
         return
-    from .errors import ConfigError
     from .admm.outdir import ensure_dir
+    from .errors import ConfigError
 
     if path.is_dir():
         raise ConfigError(f"{flag} {path} is a directory; it names a file")
@@ -216,9 +216,9 @@ def _check_output_file(path: Path | None, flag: str) -> None:
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
+    from .admm.runner import bundled_partition_name
     from .grid.network import load_case
     from .grid.partition import partition
-    from .admm.runner import bundled_partition_name
 
     _check_output_file(args.out, "--out")
     net = load_case(args.case, convention=args.convention)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 __all__ = ["plot_trajectories", "plot_privacy_utility", "plot_partition_sensitivity", "plot_network", "plot_sweep"]
@@ -162,8 +161,8 @@ def plot_network(partition, title: str = "", seed: int = 0) -> Any:
 
 def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Path]:
     """Draw every figure a sweep directory (or one run's directory) supports; save PNGs (default: DIR/figures)."""
-    from .errors import ConfigError
     from .admm.outdir import ensure_dir
+    from .errors import ConfigError
     from .sweep import run_dirs, sweep_tables
 
     plt = _plt()

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 from pathlib import Path
 
 from .admm.algorithms import compose
-from .cli import add_verbosity
 from .admm.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
-from .opf.objectives import OBJECTIVES
 from .admm.perturbations import PERTURBATIONS
-from .privacy import MECHANISMS
 from .admm.updates import UPDATES
+from .cli import add_verbosity
 from .errors import ConfigError
+from .opf.objectives import OBJECTIVES
+from .privacy import MECHANISMS
 
 DESCRIPTION = textwrap.dedent(
     """\

@@ -32,17 +32,18 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
 from .admm.config import RunConfig
 from .admm.configfile import check_types
-from .errors import ConfigError
 from .admm.runner import RESUME_MAY_CHANGE, resolve_partition_choice
+from .errors import ConfigError
 
 __all__ = ["SweepSpec", "load_sweep", "load_toml", "run_sweep", "sweep_tables"]
 
@@ -123,8 +124,8 @@ class SweepSpec:
 
     def check_inputs(self) -> None:
         """Load every case and partition once, so a missing file or too many zones fails before any solve."""
-        from .grid.network import load_case
         from .admm.runner import resolve_partition
+        from .grid.network import load_case
 
         seen = set()
         for _, cfg in self.configs():

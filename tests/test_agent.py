@@ -1,17 +1,15 @@
 """Zone agents: local updates, feasibility of releases, privacy boundary, schedules."""
 
-import gc
 import math
 
 import numpy as np
 import pytest
 
-from powerdp.admm.agent import ZoneAgent, lipschitz_constant, step_size
+from powerdp.admm.agent import ZoneAgent, step_size
 from powerdp.admm.backends import private_view
 from powerdp.admm.config import RunConfig
-from powerdp.errors import ConfigError
 from powerdp.admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
-from powerdp.grid.network import Network
+from powerdp.errors import ConfigError
 from powerdp.grid.partition import bundled_partition
 
 

@@ -1,6 +1,5 @@
 """The example notebooks run top to bottom (small settings: POWERDP_NOTEBOOK_SMALL=1)."""
 
-import os
 from pathlib import Path
 
 import pytest

@@ -2,9 +2,9 @@
 
 import pytest
 
-from powerdp.opf.compiled import compile_model
 from powerdp.admm.config import RunConfig
 from powerdp.errors import ConfigError, ModelError
+from powerdp.opf.compiled import compile_model
 from powerdp.opf.formulation import build_model
 from powerdp.opf.objectives import OBJECTIVES, objective_unit
 

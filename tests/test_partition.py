@@ -450,7 +450,7 @@ def test_modularity_fixes_the_community_count(case118, monkeypatch, n):
     # greedy modularity stops at exactly n communities on a connected network; check the
     # deterministic merge (from singletons) and split (from one community) fix-ups anyway
     for fake in ([{i} for i in range(case118.n_bus)], [set(range(case118.n_bus))]):
-        monkeypatch.setattr(nx.community, "greedy_modularity_communities", lambda g, **kw: fake)
+        monkeypatch.setattr(nx.community, "greedy_modularity_communities", lambda g, fake=fake, **kw: fake)
         part = partition(case118, zones=n, method="modularity")
         assert part.n_zones == n
         assert_connected_zones(part)

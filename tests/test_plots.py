@@ -6,7 +6,6 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from powerdp.grid.partition import bundled_partition
 from powerdp.plots import plot_network, plot_partition_sensitivity, plot_privacy_utility, plot_trajectories

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -60,7 +61,7 @@ def test_gradient_sensitivity_bus_adjacency():
 
 def test_sensitivity_is_frozen():
     s = gradient_sensitivity(BETA)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         s.l1 = 1.0  # type: ignore[misc]
 
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from powerdp.opf.compiled import compile_model
 from powerdp.errors import ModelError
-from powerdp.opf.formulation import build_model
 from powerdp.grid.partition import bundled_partition
+from powerdp.opf.compiled import compile_model
+from powerdp.opf.formulation import build_model
 from powerdp.opf.reduction import eliminate
 
 

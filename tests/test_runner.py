@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from powerdp.admm.config import RunConfig
-from powerdp.errors import ConfigError
 from powerdp.admm.results import HISTORY_COLUMNS, RunResult
 from powerdp.admm.runner import RunFailed, run_distributed
+from powerdp.errors import ConfigError
 
 COMPARE = ["objective", "feasibility", "dual_residual", "noise_magnitude", "max_violation", "epsilon_spent"]
 
@@ -114,11 +114,9 @@ def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, mon
 
 
 def test_dead_worker_process_is_reported():
-    from powerdp.admm.backends import ProcessBackend, WorkerError
-
+    from powerdp.admm.backends import AgentSpec, ProcessBackend, WorkerError
     from powerdp.grid.network import load_case
     from powerdp.grid.partition import bundled_partition
-    from powerdp.admm.backends import AgentSpec
 
     net = load_case("case14")
     part = bundled_partition(net, 3)

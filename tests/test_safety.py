@@ -18,10 +18,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from powerdp.cli import main
 from powerdp.admm.config import RunConfig
-from powerdp.errors import ConfigError
 from powerdp.admm.runner import RunFailed, run_distributed
+from powerdp.cli import main
+from powerdp.errors import ConfigError
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and /proc")
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -535,9 +535,9 @@ def _island_case(tmp_path) -> Path:
 
 
 def test_bundled_partition_only_for_the_bundled_case(tmp_path):
+    from powerdp.admm.runner import resolve_config
     from powerdp.grid.network import load_case
     from powerdp.grid.partition import partition
-    from powerdp.admm.runner import resolve_config
 
     mine = tmp_path / "mine.m"
     mine.write_text(CASE14.read_text())  # says `function mpc = case14`
@@ -569,8 +569,8 @@ def test_method_is_honoured_and_partition_agrees_with_run(tmp_path, capsys):
 
     cfg = resolve_config(RunConfig(case="case118", zones=3))
     assert cfg.partition == "case118_3areas"
-    from powerdp.grid.network import load_case
     from powerdp.admm.runner import resolve_partition
+    from powerdp.grid.network import load_case
 
     resolve_partition(load_case("case118"), cfg).to_csv(out118)
     assert (tmp_path / "p.csv").read_text() == out118.read_text()

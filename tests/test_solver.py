@@ -7,10 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from powerdp.opf.compiled import INF, QuadraticObjective, compile_model
 from powerdp.errors import ConfigError, InfeasibleError, SolverError
-from powerdp.opf.formulation import FLOW_MODES, build_model
 from powerdp.opf.centralized import solve_opf
+from powerdp.opf.compiled import INF, QuadraticObjective, compile_model
+from powerdp.opf.formulation import FLOW_MODES, build_model
 from powerdp.opf.solvers import IpoptSolver, _Callbacks, ipopt_profiles, load_ipopt_profile
 
 CASE14_SOC = 8075.12  # PowerModels SOCWR objective of MATPOWER case14 ($/h)

@@ -6,12 +6,12 @@ import pytest
 from powerdp.admm.agent import ZoneAgent
 from powerdp.admm.algorithms import ALIASES, Algorithm, compose, resolve
 from powerdp.admm.config import RunConfig
-from powerdp.errors import ConfigError
 from powerdp.admm.messages import ConsensusMessage
-from powerdp.grid.partition import bundled_partition
 from powerdp.admm.runner import run_distributed
 from powerdp.admm.updates import UPDATES
 from powerdp.admm.updates.trust_region import trust_radius
+from powerdp.errors import ConfigError
+from powerdp.grid.partition import bundled_partition
 
 
 def test_aliases_are_the_three_choices():

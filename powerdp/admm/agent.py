@@ -16,24 +16,25 @@ import gc
 import math
 import pickle
 import time
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from ..opf.compiled import CompiledProblem, QuadraticObjective, compile_model
-from .config import RunConfig
-from ..errors import ConfigError, SolverError
-from ..opf.formulation import BALANCE_VARIABLES, build_model
-from .messages import ConsensusMessage, SolverStats, ZoneUpdate
+from ..errors import ConfigError
 from ..grid.network import Network
-from .perturbations import PERTURBATIONS, Perturbation
+from ..opf.compiled import CompiledProblem, QuadraticObjective, compile_model
+from ..opf.formulation import BALANCE_VARIABLES, build_model
 from ..opf.objectives import OBJECTIVES
-from ..privacy import PrivacyLedger, zone_rng
 from ..opf.reduction import eliminate
 from ..opf.solvers import IpoptSolver, load_ipopt_profile
+from ..privacy import PrivacyLedger, zone_rng
+from .config import RunConfig
+from .messages import ConsensusMessage, SolverStats, ZoneUpdate
+from .perturbations import PERTURBATIONS, Perturbation
 from .updates import UPDATES, LocalUpdate, step_size
 
 __all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from .perturbations import PERTURBATIONS
 from ..privacy import MECHANISMS
+from .perturbations import PERTURBATIONS
 from .updates import UPDATES
 
 __all__ = ["Algorithm", "ALIASES", "resolve", "name_of", "compose"]
@@ -34,7 +34,7 @@ class Algorithm:
     def name(self) -> str:
         return name_of(self)
 
-    def validate(self) -> "Algorithm":
+    def validate(self) -> Algorithm:
         if self.update not in UPDATES:
             raise ConfigError(f"unknown update rule {self.update!r}; choose one of {', '.join(UPDATES)}")
         if self.perturbation not in PERTURBATIONS:

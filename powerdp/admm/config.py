@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .algorithms import ALIASES, Algorithm, resolve
 from ..errors import ConfigError
 from ..opf.objectives import OBJECTIVES
+from .algorithms import ALIASES, Algorithm, resolve
 from .updates import ETA_SCHEDULES, UPDATES
 
 __all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS"]
@@ -79,7 +79,7 @@ class RunConfig:
         self.validate()
 
     # ------------------------------------------------------------------ checks
-    def validate(self) -> "RunConfig":
+    def validate(self) -> RunConfig:
         def bad(name: str, msg: str) -> ConfigError:
             return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
 
@@ -193,12 +193,12 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "configuration") -> "RunConfig":
+    def from_dict(cls, data: dict[str, Any], source: str = "configuration") -> RunConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
         return cls(**data)
 
-    def replace(self, **changes: Any) -> "RunConfig":
+    def replace(self, **changes: Any) -> RunConfig:
         return RunConfig.from_dict({**self.to_dict(), **changes})

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .config import RunConfig
 from ..errors import ConfigError
+from .config import RunConfig
 
 __all__ = ["check_types", "read_config_json"]
 

@@ -11,7 +11,8 @@ gives the update rule two hooks: :meth:`Perturbation.perturb_objective` (adds
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from .config import RunConfig
     from .updates.base import LocalUpdate
 
-__all__ = ["Perturbation", "NoPerturbation", "ObjectivePerturbation", "OutputPerturbation", "PERTURBATIONS"]
+__all__ = ["Perturbation", "ObjectivePerturbation", "OutputPerturbation", "PERTURBATIONS"]
 
 
 class Perturbation:
@@ -30,7 +31,7 @@ class Perturbation:
     name: ClassVar[str] = "none"
     summary: ClassVar[str] = "no noise (non-private)"
 
-    def __init__(self, config: "RunConfig", **_: Any):
+    def __init__(self, config: RunConfig, **_: Any):
         self.config = config
         self.mechanism: Mechanism | None = None
         self.ledger: PrivacyLedger | None = None
@@ -50,7 +51,7 @@ class Perturbation:
         """Called after a round of ``steps`` released local steps."""
 
 
-def _mechanism(config: "RunConfig", sensitivity: Sensitivity) -> Mechanism:
+def _mechanism(config: RunConfig, sensitivity: Sensitivity) -> Mechanism:
     return MECHANISMS[config.mechanism].from_sensitivity(sensitivity, config.epsilon, config.delta)
 
 
@@ -60,7 +61,7 @@ class ObjectivePerturbation(Perturbation):
     name: ClassVar[str] = "objective"
     summary: ClassVar[str] = "noise in the linear term of every local problem (every release stays feasible)"
 
-    def __init__(self, config: "RunConfig", *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
+    def __init__(self, config: RunConfig, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
                  noise_cols: np.ndarray, zone: int, **_: Any):
         super().__init__(config)
         self.rng = rng
@@ -84,8 +85,8 @@ class OutputPerturbation(Perturbation):
     name: ClassVar[str] = "output"
     summary: ClassVar[str] = "noise added to every local solution (releases may leave W_p)"
 
-    def __init__(self, config: "RunConfig", *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
-                 n: int, zone: int, update: "LocalUpdate", lipschitz: float, **_: Any):
+    def __init__(self, config: RunConfig, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
+                 n: int, zone: int, update: LocalUpdate, lipschitz: float, **_: Any):
         super().__init__(config)
         self.rng = rng
         self.n = n

@@ -14,15 +14,17 @@ and :meth:`RunResult.load` reads it back.
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Hashable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .config import RunConfig
 from ..errors import ConfigError
+from ..jsonutil import jsonable
+from .config import RunConfig
 
 __all__ = ["RunResult", "HISTORY_COLUMNS"]
 
@@ -40,21 +42,6 @@ HISTORY_COLUMNS = [
     "epsilon_spent",
     "rho",
 ]
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        v = float(obj)
-        return v if np.isfinite(v) else None
-    return obj
 
 
 def _key_frame(keys: list[Hashable], values: np.ndarray | list[float]) -> pd.DataFrame:
@@ -91,16 +78,16 @@ class RunResult:
 
     def to_json(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(_jsonable(self.summary), indent=2) + "\n")
+        Path(path).write_text(json.dumps(jsonable(self.summary), indent=2) + "\n")
 
     # ----------------------------------------------------------------- files
     def save(self, directory: str | Path) -> Path:
         d = Path(directory)
         (d / "zones").mkdir(parents=True, exist_ok=True)
-        (d / "config.json").write_text(json.dumps(_jsonable(self.config.to_dict()), indent=2) + "\n")
+        (d / "config.json").write_text(json.dumps(jsonable(self.config.to_dict()), indent=2) + "\n")
         self.history.to_csv(d / "history.csv", index=False)
         (d / "summary.json").write_text(
-            json.dumps(_jsonable({"summary": self.summary, "privacy": self.privacy}), indent=2) + "\n"
+            json.dumps(jsonable({"summary": self.summary, "privacy": self.privacy}), indent=2) + "\n"
         )
         _key_frame(self.shared_keys, self.consensus).to_csv(d / "consensus.csv", index=False)
         for zone, sol in self.zone_solutions.items():
@@ -109,7 +96,7 @@ class RunResult:
         return d
 
     @classmethod
-    def load(cls, directory: str | Path) -> "RunResult":
+    def load(cls, directory: str | Path) -> RunResult:
         """Read a saved run; a missing or unreadable file is a :class:`ConfigError` naming it."""
         from .configfile import read_config_json
 

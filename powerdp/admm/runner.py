@@ -13,22 +13,24 @@ import json
 import logging
 import pickle
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError, Interrupted, PowerDPError
+from ..grid.network import Network, load_case
+from ..grid.partition import Partition, _bundled_csv
+from ..grid.partition import partition as make_partition
+from ..jsonutil import jsonable
 from .backends import AgentSpec, make_backend
 from .config import RunConfig
 from .configfile import read_config_json
 from .coordinator import Coordinator
-from ..errors import ConfigError, Interrupted, PowerDPError
-from ..grid.network import Network, load_case
 from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
-from ..grid.partition import Partition, _bundled_csv
-from ..grid.partition import partition as make_partition
-from .results import HISTORY_COLUMNS, RunResult, _jsonable
+from .results import HISTORY_COLUMNS, RunResult
 from .stopping import deferred_stop, stop_requested
 
 log = logging.getLogger(__name__)
@@ -423,7 +425,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
 
 def _start_files(out_dir: Path, config: RunConfig, part: Partition, history: list[dict]) -> None:
     """The run's files as round 1 (or the first resumed round) starts."""
-    (out_dir / "config.json").write_text(json.dumps(_jsonable(config.to_dict()), indent=2) + "\n")
+    (out_dir / "config.json").write_text(json.dumps(jsonable(config.to_dict()), indent=2) + "\n")
     part.to_csv(out_dir / "partition.csv")
     _write_history(out_dir, history)
     for stale in ("failure.txt", "summary.json"):  # of an earlier attempt; written again when this one ends

@@ -9,7 +9,6 @@ dropped (SPEC §2).
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -175,7 +174,7 @@ class Network:
         g.add_edges_from(zip(self.pair_f.tolist(), self.pair_t.tolist()))
         return g
 
-    def with_loads(self, pd: np.ndarray, qd: np.ndarray) -> "Network":
+    def with_loads(self, pd: np.ndarray, qd: np.ndarray) -> Network:
         """A copy with other loads (p.u.), e.g. for sensitivity or neighbouring-dataset tests."""
         return replace(self, pd=np.asarray(pd, float).copy(), qd=np.asarray(qd, float).copy())
 

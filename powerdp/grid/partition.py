@@ -26,10 +26,11 @@ import csv
 import io
 import math
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -498,11 +499,11 @@ class Partition:
         return path
 
     @classmethod
-    def from_csv(cls, network: Network, path: str | Path, **kwargs: Any) -> "Partition":
+    def from_csv(cls, network: Network, path: str | Path, **kwargs: Any) -> Partition:
         """Read a ``bus,zone`` CSV file; same as ``partition(network, path)``."""
         return partition(network, Path(path), **kwargs)
 
-    def with_network(self, network: Network) -> "Partition":
+    def with_network(self, network: Network) -> Partition:
         """The same zones on another network with the same bus ids (e.g. another convention)."""
         if network.n_bus != self.network.n_bus or not np.array_equal(network.bus_ids, self.network.bus_ids):
             raise PartitionError(

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..grid.network import Network, load_case
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
-from ..grid.network import Network, load_case
 from .solvers import IpoptSolver
 
 __all__ = ["OPFResult", "solve_opf", "solution_tables"]

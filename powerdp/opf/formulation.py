@@ -21,7 +21,8 @@ enter only the objective, through one y entry each.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Literal
+from collections.abc import Iterable
+from typing import Literal
 
 import numpy as np
 import pyomo.environ as pyo

@@ -17,8 +17,9 @@ Config validation, the CLI's choices and the DP eligibility check all read
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyomo.environ as pyo
 

@@ -14,14 +14,14 @@ bounds of eliminated variables become linear constraints on r.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from .compiled import INF, CompiledProblem, LinearMap, QuadraticObjective
 from ..errors import ModelError
+from .compiled import INF, CompiledProblem, LinearMap, QuadraticObjective
 
 __all__ = ["Reduction", "eliminate", "expand_quadratic", "DEFINING_ROWS"]
 

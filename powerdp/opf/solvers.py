@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .compiled import CompiledProblem, QuadraticObjective
 from ..errors import ConfigError, InfeasibleError, ModelError, SolverError
+from .compiled import CompiledProblem, QuadraticObjective
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class SolveResult:
         """Time inside Ipopt itself (wall time less our callbacks)."""
         return max(self.wall_s - self.callback_s, 0.0)
 
-    def check(self, context: str = "") -> "SolveResult":
+    def check(self, context: str = "") -> SolveResult:
         """Raise :class:`InfeasibleError` / :class:`SolverError` unless the solve succeeded."""
         if self.status in INFEASIBLE_STATUSES:
             raise InfeasibleError(

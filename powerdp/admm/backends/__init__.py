@@ -21,16 +21,17 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..config import RunConfig
 from ... import errors as _errors
 from ...errors import ConfigError, PowerDPError, SolverError
-from ..messages import ConsensusMessage, ZoneUpdate
 from ...grid.network import Network
+from ..config import RunConfig
+from ..messages import ConsensusMessage, ZoneUpdate
 
 __all__ = [
     "AgentSpec", "Backend", "SerialBackend", "ProcessBackend", "make_backend", "assign_zones", "WorkerError", "die_with_parent",

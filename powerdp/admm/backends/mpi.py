@@ -34,14 +34,14 @@ import atexit
 import sys
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from . import AgentSpec, HostedBackend, WorkerError, assign_zones, private_view, serve
-from ..config import RunConfig
 from ...errors import ConfigError
 from ...grid.network import Network
+from ..config import RunConfig
+from . import AgentSpec, HostedBackend, WorkerError, assign_zones, private_view, serve
 
 __all__ = ["MPIBackend", "rank", "serve_rank", "RankLost"]
 

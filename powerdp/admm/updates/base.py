@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 
-from ...opf.compiled import CompiledProblem, QuadraticObjective
 from ...errors import ConfigError
+from ...opf.compiled import CompiledProblem, QuadraticObjective
 
 if TYPE_CHECKING:
-    from ..config import RunConfig
-    from ..perturbations import Perturbation
-    from ...privacy import Sensitivity
     from ...opf.reduction import Reduction
     from ...opf.solvers import SolveResult
+    from ...privacy import Sensitivity
+    from ..config import RunConfig
+    from ..perturbations import Perturbation
 
 __all__ = ["LocalUpdate", "LocalProblem", "RoundOutcome"]
 
@@ -33,13 +33,13 @@ __all__ = ["LocalUpdate", "LocalProblem", "RoundOutcome"]
 class LocalProblem(Protocol):
     """What an update rule may use of its zone agent."""
 
-    config: "RunConfig"
+    config: RunConfig
     n: int
     lipschitz: float
     z_last: np.ndarray
     shared_mask: np.ndarray  # 1 on the zone's shared entries of z, else 0
-    perturbation: "Perturbation"
-    reduction: "Reduction"
+    perturbation: Perturbation
+    reduction: Reduction
 
     def gradient(self, z: np.ndarray) -> np.ndarray:
         """∇f_p(z) (holds the zone's loads; never leaves the zone)."""
@@ -51,7 +51,7 @@ class LocalProblem(Protocol):
         step: int | None,
         exact: bool = False,
         bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
-    ) -> tuple[np.ndarray, "SolveResult"]:
+    ) -> tuple[np.ndarray, SolveResult]:
         """min over W_p of c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``), optionally with the solver's
         bounds (lb, ub, cl, cu) replaced; returns z and the solver's result."""
 
@@ -66,7 +66,7 @@ class RoundOutcome:
     statuses: list[int] = field(default_factory=list)
     noise: float = 0.0
 
-    def add(self, z: np.ndarray, res: "SolveResult") -> None:
+    def add(self, z: np.ndarray, res: SolveResult) -> None:
         self.iterates.append(z)
         self.iterations += res.iterations
         self.solver_s += res.ipopt_s
@@ -84,16 +84,17 @@ class LocalUpdate(ABC):
     #: one line for ``--help`` and the docs
     summary: ClassVar[str] = ""
 
-    def __init__(self, config: "RunConfig"):
+    def __init__(self, config: RunConfig):
         self.config = config
 
     @classmethod
-    def check_config(cls, config: "RunConfig") -> None:
+    def check_config(cls, config: RunConfig) -> None:
         """Reject settings this rule cannot run with (called by ``RunConfig.validate``; raise ConfigError).
-        Rule-specific options live in ``config.extra``."""
+        Rule-specific options live in ``config.extra``; the default accepts everything."""
+        return None
 
     # ---------------------------------------------------------------- building
-    def local_problem(self, reduction: "Reduction", f_r: QuadraticObjective) -> tuple[CompiledProblem, QuadraticObjective]:
+    def local_problem(self, reduction: Reduction, f_r: QuadraticObjective) -> tuple[CompiledProblem, QuadraticObjective]:
         """The problem (in the solver's coordinates) the zone's solver is built once for, and an
         objective whose Hessian pattern covers every objective this rule will solve with."""
         n = reduction.full.n
@@ -105,6 +106,6 @@ class LocalUpdate(ABC):
         """The local steps of round ``t``. ``admm_lin`` = B_pᵀ(ρ w + λ), the ADMM term's linear part."""
 
     # ---------------------------------------------------------------- privacy
-    def output_sensitivity(self, grad: "Sensitivity", t: int, n: int, lipschitz: float) -> "Sensitivity":
+    def output_sensitivity(self, grad: Sensitivity, t: int, n: int, lipschitz: float) -> Sensitivity:
         """How far one local step's output can move when one load moves (output perturbation)."""
         raise ConfigError(f"update {self.name!r} has no output-sensitivity bound; it cannot be used with output perturbation")

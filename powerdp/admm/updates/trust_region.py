@@ -27,8 +27,8 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from ...opf.compiled import INF, CompiledProblem, QuadraticObjective
 from ...errors import ConfigError
+from ...opf.compiled import INF, CompiledProblem, QuadraticObjective
 from .base import LocalProblem, LocalUpdate, RoundOutcome
 
 __all__ = ["TrustRegionUpdate", "trust_radius"]

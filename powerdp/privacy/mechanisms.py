@@ -1,0 +1,195 @@
+"""Noise mechanisms behind one protocol, registered by name; per-zone noise generators (docs/privacy.md).
+
+A mechanism has ``kind`` (its registry name), ``norm`` (``"l1"`` or ``"l2"``: the
+sensitivity field it is calibrated to), ``from_sensitivity(sensitivity, epsilon,
+delta)``, ``per_step()`` → (ε, δ), ``noise_multiplier`` (scale / sensitivity, what
+an accountant composes), ``sample(rng, size)`` and ``dp_event()`` (the
+``dp_accounting`` event one step stands for).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import ConfigError
+from .params import PrivacyWarning, check_delta, check_kind, check_positive, check_real
+from .sensitivity import Sensitivity
+
+__all__ = ["LaplaceMechanism", "GaussianMechanism", "Mechanism", "MECHANISMS", "make_mechanism", "zone_rng", "noise_magnitude", "Kind"]
+
+Kind = Literal["laplace", "gaussian"]
+
+
+# --------------------------------------------------------------------------- #
+# mechanisms
+# --------------------------------------------------------------------------- #
+
+
+def _check_rng(rng: Any) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigError(
+            f"rng must be a numpy.random.Generator (see zone_rng), got {type(rng).__name__}"
+        )
+    return rng
+
+
+class LaplaceMechanism:
+    """i.i.d. Laplace noise with scale b = Δ₁/ε (variance 2b²): (ε, 0)-DP per step."""
+
+    kind = "laplace"
+    norm = "l1"
+
+    @classmethod
+    def from_sensitivity(cls, sensitivity: Sensitivity, epsilon: float, delta: float | None = None) -> LaplaceMechanism:
+        """Calibrated to ``sensitivity.l1``; ``delta`` is not used (pure ε)."""
+        return cls(sensitivity.l1, epsilon)
+
+    def dp_event(self):
+        """The ``dp_accounting`` event one step of this mechanism stands for."""
+        import dp_accounting
+
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_multiplier)
+
+    def __init__(self, l1_sensitivity: float, epsilon: float):
+        self.sensitivity = check_positive("l1_sensitivity", l1_sensitivity)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.delta = 0.0
+        self.scale = self.sensitivity / self.epsilon
+
+    @property
+    def noise_multiplier(self) -> float:
+        """Scale over sensitivity, 1/ε: what the accountant composes."""
+        return self.scale / self.sensitivity
+
+    @property
+    def variance(self) -> float:
+        return 2.0 * self.scale**2
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(2.0) * self.scale
+
+    def per_step(self) -> tuple[float, float]:
+        return (self.epsilon, 0.0)
+
+    def sample(self, rng: np.random.Generator, size: Any = None) -> np.ndarray:
+        return np.asarray(_check_rng(rng).laplace(0.0, self.scale, size), dtype=float)
+
+    def __repr__(self) -> str:
+        return f"LaplaceMechanism(l1_sensitivity={self.sensitivity!r}, epsilon={self.epsilon!r})"
+
+
+class GaussianMechanism:
+    """i.i.d. Gaussian noise, σ² = 2·ln(1.25/δ)·(Δ₂/ε)²: (ε, δ)-DP per step.
+
+    This is the classic calibration (Dwork & Roth, Thm A.1; the paper's
+    Lemma 2.3 / Theorem 4.6), proven for ε < 1. For ε ≥ 1 a
+    :class:`PrivacyWarning` is issued; the mechanism is still built, and
+    :class:`PrivacyLedger` checks the per-step claim against the exact
+    (analytic) Gaussian privacy profile.
+    """
+
+    kind = "gaussian"
+    norm = "l2"
+
+    @classmethod
+    def from_sensitivity(cls, sensitivity: Sensitivity, epsilon: float, delta: float | None = None) -> GaussianMechanism:
+        """Calibrated to ``sensitivity.l2`` at the per-step (ε, δ)."""
+        if delta is None:
+            raise ConfigError("delta is required for the Gaussian mechanism (0 < delta < 1)")
+        return cls(sensitivity.l2, epsilon, delta)
+
+    def dp_event(self):
+        """The ``dp_accounting`` event one step of this mechanism stands for."""
+        import dp_accounting
+
+        return dp_accounting.GaussianDpEvent(noise_multiplier=self.noise_multiplier)
+
+    def __init__(self, l2_sensitivity: float, epsilon: float, delta: float):
+        self.sensitivity = check_positive("l2_sensitivity", l2_sensitivity)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.delta = check_delta("delta", delta)
+        if self.epsilon >= 1.0:
+            warnings.warn(
+                f"Gaussian mechanism with epsilon={self.epsilon:g} >= 1: the classic calibration "
+                "sigma^2 = 2 ln(1.25/delta) (Delta2/epsilon)^2 is proven only for epsilon < 1; "
+                "the privacy ledger verifies the per-step claim numerically",
+                PrivacyWarning,
+                stacklevel=2,
+            )
+        self.sigma = math.sqrt(2.0 * math.log(1.25 / self.delta)) * self.sensitivity / self.epsilon
+
+    @property
+    def noise_multiplier(self) -> float:
+        """σ/Δ₂ = √(2 ln(1.25/δ))/ε: what the accountant composes."""
+        return self.sigma / self.sensitivity
+
+    @property
+    def variance(self) -> float:
+        return self.sigma**2
+
+    @property
+    def std(self) -> float:
+        return self.sigma
+
+    def per_step(self) -> tuple[float, float]:
+        return (self.epsilon, self.delta)
+
+    def sample(self, rng: np.random.Generator, size: Any = None) -> np.ndarray:
+        return np.asarray(_check_rng(rng).normal(0.0, self.sigma, size), dtype=float)
+
+    def __repr__(self) -> str:
+        return (
+            f"GaussianMechanism(l2_sensitivity={self.sensitivity!r}, epsilon={self.epsilon!r}, "
+            f"delta={self.delta!r})"
+        )
+
+
+Mechanism = LaplaceMechanism | GaussianMechanism
+
+#: mechanism name → class; a new mechanism is one class with the same protocol and one entry here
+MECHANISMS: dict[str, type] = {"laplace": LaplaceMechanism, "gaussian": GaussianMechanism}
+
+
+def make_mechanism(
+    kind: Kind, sensitivity: Sensitivity, epsilon: float, delta: float | None = None
+) -> Mechanism:
+    """Laplace (uses ``sensitivity.l1``; ``delta`` must be None or 0) or Gaussian
+    (uses ``sensitivity.l2``; ``delta`` in (0, 1) required)."""
+    kind = check_kind(kind)
+    if not isinstance(sensitivity, Sensitivity):
+        raise ConfigError(f"sensitivity must be a Sensitivity, got {type(sensitivity).__name__}")
+    if kind == "laplace" and delta is not None and check_real("delta", delta) != 0.0:
+        raise ConfigError(f"delta must be None or 0 for the Laplace mechanism, got {delta!r}")
+    return MECHANISMS[kind].from_sensitivity(sensitivity, epsilon, delta)
+
+
+# --------------------------------------------------------------------------- #
+# randomness
+# --------------------------------------------------------------------------- #
+
+
+def zone_rng(seed: int, zone: int) -> np.random.Generator:
+    """The noise generator of one zone: ``Generator(PCG64(SeedSequence([seed, zone])))``.
+
+    It depends only on the run seed and the zone id — not on the process,
+    thread or host that runs the zone — so the same seed gives the same noise
+    on every execution backend (serial, threads, processes, MPI), and distinct
+    zones get statistically independent streams.
+    """
+    for name, value in (("seed", seed), ("zone", zone)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), int(zone)])))
+
+
+def noise_magnitude(xi: Any) -> float:
+    """Σ_i |ξ_i| of one noise vector (the paper's eq. 29 sums this over zones and steps)."""
+    return float(np.abs(np.asarray(xi, dtype=float)).sum())
+
+
