@@ -186,7 +186,7 @@ def _one(run: str, cfg: RunConfig, out: str) -> tuple[str, str | None]:
 
 def _pool_worker_init() -> None:
     """Sweep pool workers: Ctrl-C is the parent's to handle, and they end with it."""
-    from .admm.backends import die_with_parent, worker_signals
+    from .admm.backends.process import die_with_parent, worker_signals
 
     die_with_parent()
     worker_signals()

@@ -114,7 +114,8 @@ def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, mon
 
 
 def test_dead_worker_process_is_reported():
-    from powerdp.admm.backends import AgentSpec, ProcessBackend, WorkerError
+    from powerdp.admm.backends import AgentSpec, WorkerError
+    from powerdp.admm.backends.process import ProcessBackend
     from powerdp.grid.network import load_case
     from powerdp.grid.partition import bundled_partition
 
@@ -179,7 +180,7 @@ def test_ipopt_options_reach_local_solves(capfd):
 @pytest.fixture
 def coordinator_inbox(monkeypatch):
     """Every (command, payload) the coordinator's side receives from process-backend workers."""
-    from powerdp.admm.backends import ProcessBackend
+    from powerdp.admm.backends.process import ProcessBackend
 
     received = []
     real = ProcessBackend._recv_raw

@@ -140,7 +140,7 @@ def test_parent_watchdog_without_prctl(tmp_path):
     script = tmp_path / "orphan.py"
     script.write_text(
         "import multiprocessing as mp, os, sys, time\n"
-        "from powerdp.admm.backends import die_with_parent\n"
+        "from powerdp.admm.backends.process import die_with_parent\n"
         "def child(pid):\n"
         "    die_with_parent(pid, use_prctl=False, poll_s=0.2)\n"
         "    time.sleep(60)\n"

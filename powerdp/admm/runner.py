@@ -25,7 +25,7 @@ from ..grid.network import Network, load_case
 from ..grid.partition import Partition, _bundled_csv
 from ..grid.partition import partition as make_partition
 from ..jsonutil import jsonable
-from .backends import AgentSpec, make_backend
+from .backends import AgentSpec, launch, make_backend
 from .config import RunConfig
 from .configfile import read_config_json
 from .coordinator import Coordinator
@@ -259,21 +259,8 @@ def run_distributed(
     status: called with a short message as each setup stage starts (loading, reference solve...).
     """
     config.validate()
-    if config.backend == "mpi":
-        from .backends.mpi import liveness, rank, serve_rank
-
-        if rank() != 0:  # worker ranks host agents; rank 0 coordinates and returns the result
-            serve_rank(config)
-            return None
-        liveness(config)  # heartbeats from now on: the agent ranks wait while rank 0 sets up
-        try:
-            return _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status)
-        except BaseException:
-            from .backends.mpi import release_ranks
-
-            release_ranks()  # a failure before the zones were handed out: free the agent ranks
-            raise
-    return _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status)
+    # the backend decides how the run starts (under MPI only rank 0 coordinates; docs/contributing.md)
+    return launch(config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status))
 
 
 def _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status) -> RunResult:

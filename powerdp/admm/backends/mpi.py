@@ -41,7 +41,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...grid.network import Network
 from ..config import RunConfig
-from . import AgentSpec, HostedBackend, WorkerError, assign_zones, private_view, serve
+from .base import AgentSpec, HostedBackend, WorkerError, assign_zones, private_view, serve
 
 __all__ = ["MPIBackend", "rank", "serve_rank", "RankLost"]
 
@@ -206,6 +206,21 @@ def serve_rank(config: RunConfig) -> None:
 
 class MPIBackend(HostedBackend):
     """Rank 0's view: the agents live on ranks 1..K-1."""
+
+    @classmethod
+    def launch(cls, config: RunConfig, run):
+        """Every rank calls this: ranks 1..K-1 host agents until released (and return None); rank 0
+        sends heartbeats from now on and runs the coordinator, releasing the agent ranks if it fails
+        before the zones were handed out."""
+        if rank() != 0:
+            serve_rank(config)
+            return None
+        liveness(config)
+        try:
+            return run()
+        except BaseException:
+            release_ranks()
+            raise
 
     def __init__(self, net: Network, specs: Sequence[AgentSpec], config: RunConfig):
         self.comm = _comm()

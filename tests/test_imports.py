@@ -1,0 +1,74 @@
+"""The package's import graph has no cycle, function-level (lazy) imports included (annotation-only
+imports under TYPE_CHECKING excluded), and layers
+point one way: grid → opf → privacy → admm → cli/sweep/plots (docs/contributing.md)."""
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+import powerdp
+
+ROOT = Path(powerdp.__file__).resolve().parent
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for path in ROOT.rglob("*.py"):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = path
+    return mods
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    tree = ast.parse(path.read_text())
+    typing_only = {  # `if TYPE_CHECKING:` imports are for annotations and never run
+        id(n) for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+        for stmt in node.body for n in ast.walk(stmt)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:  # `from pkg import submodule` imports the submodule
+                sub = f"{target}.{alias.name}"
+                out.add(sub if sub in modules else target)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {m for m in out if m in modules and m != name}
+
+
+def _graph() -> nx.DiGraph:
+    modules = _modules()
+    g = nx.DiGraph()
+    for name, path in modules.items():
+        g.add_node(name)
+        g.add_edges_from((name, dep) for dep in _imports(name, path, modules))
+    return g
+
+
+def test_no_import_cycle():
+    cycles = list(nx.simple_cycles(_graph()))
+    assert cycles == [], f"import cycles: {cycles}"
+
+
+def test_layers_point_one_way():
+    order = {"grid": 0, "opf": 1, "privacy": 1, "admm": 2}
+    g = _graph()
+    for a, b in g.edges:
+        la, lb = a.split(".")[1] if a.count(".") else "", b.split(".")[1] if b.count(".") else ""
+        if la in order and lb in order:
+            assert order[lb] <= order[la], f"{a} imports {b}: a lower layer depends on a higher one"
+    # the privacy maths builds no model and calls no solver
+    assert not any(b.startswith(("powerdp.opf", "powerdp.admm", "powerdp.grid")) for a, b in g.edges if a.startswith("powerdp.privacy"))
