@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="solve the centralized SOC relaxation of a case",
         description=textwrap.dedent(
             """\
-            Build the SOC relaxation of the whole network (SPEC section 3), compile it
+            Build the SOC relaxation of the whole network (docs/formulation.md), compile it
             once and solve it with Ipopt. Prints the objective, Ipopt's status, its
             iteration count and the build, compile and solve times.
 
@@ -132,8 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=textwrap.dedent(
             """\
             Split a network into connected zones and print, per zone: own buses, copied
-            neighbour buses, generators, load, tie-lines and shared variables (SPEC
-            section 4). Zones come from an automatic method on the network graph, from
+            neighbour buses, generators, load, tie-lines and shared variables (docs/formulation.md). Zones come from an automatic method on the network graph, from
             the bus area/zone column (--from area|zone), or from a bus,zone CSV file.
             """
         ),
@@ -355,7 +354,7 @@ if __name__ == "__main__":  # pragma: no cover
 
 RUN_DESCRIPTION = textwrap.dedent(
     """\
-    Split CASE into zones and run the consensus ADMM of SPEC section 5: every zone
+    Split CASE into zones and run the consensus ADMM of docs/algorithm.md: every zone
     (agent) solves its local SOC-relaxed problem with Ipopt and releases only the
     values of the variables it shares with its neighbours; a coordinator averages
     them. Differentially private algorithms perturb each local step.

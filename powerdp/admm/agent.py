@@ -1,8 +1,8 @@
 """A zone agent: one zone's private data, its compiled local problem, its local updates.
 
-The agent builds its zone's Pyomo model once (SPEC §4), compiles it, and from
+The agent builds its zone's Pyomo model once (docs/formulation.md), compiles it, and from
 then on only re-solves the compiled problem with new linear and diagonal
-objective terms (SPEC §5 step 2). Its loads live inside its compiled objective
+objective terms (docs/algorithm.md step 2). Its loads live inside its compiled objective
 ``f_p`` and never leave it: :meth:`ZoneAgent.step` returns a
 :class:`~powerdp.admm.messages.ZoneUpdate` holding only ``B_p z_p`` and solver
 statistics. :meth:`ZoneAgent.diagnostics` (the true objective and the
@@ -213,7 +213,7 @@ class ZoneAgent:
 
     # ------------------------------------------------------------- protocol
     def initialize(self) -> ZoneUpdate:
-        """Project the data-independent flat start onto W_p (SPEC §5) and release its shared part."""
+        """Project the data-independent flat start onto W_p (docs/algorithm.md) and release its shared part."""
         t = time.perf_counter()
         z, res = self._solve(-self._z_flat, np.ones(self.n), None)
         self.z_last = z
@@ -222,7 +222,7 @@ class ZoneAgent:
         return ZoneUpdate(round=0, zone=self.zone, released=z[self.shared_cols].copy(), stats=stats)
 
     def step(self, msg: ConsensusMessage) -> ZoneUpdate:
-        """One ADMM round (SPEC §5 steps 2–3): E local updates, release B_p z_p^{t+1}, update λ_p."""
+        """One ADMM round (docs/algorithm.md steps 2–3): E local updates, release B_p z_p^{t+1}, update λ_p."""
         if msg.zone != self.zone:
             raise ValueError(f"message for zone {msg.zone} delivered to zone {self.zone}")
         if self.z_last is None:
@@ -242,7 +242,7 @@ class ZoneAgent:
         self.z_last = iterates[-1]
         self.z_released = iterates[0] if len(iterates) == 1 else np.mean(iterates, axis=0)
         released = self.z_released[self.shared_cols].copy()
-        self.lam = self.lam + rho * (w - released)  # SPEC §5 step 3
+        self.lam = self.lam + rho * (w - released)  # docs/algorithm.md step 3
         stats = SolverStats(
             solves=len(iterates),
             iterations=outcome.iterations,

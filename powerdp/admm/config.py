@@ -27,7 +27,7 @@ BACKENDS = ("serial", "process", "mpi")
 
 @dataclass
 class RunConfig:
-    """A distributed run (SPEC §5–§7).
+    """A distributed run (docs/algorithm.md, docs/privacy.md).
 
     Defaults are the product's best measured settings: ``eta="capped"``,
     sound sensitivities, primal-dual warm starts. The paper's settings are

@@ -5,7 +5,7 @@ there are and which of them each zone holds (index maps). It keeps the
 consensus vector ``w``, the public copy of every zone's dual ``λ_p`` (each
 zone updates its own copy identically), and the released values of the last
 round. All zones' entries are stacked into one array, so the updates of
-SPEC §5 steps 1 and 3 are a ``bincount`` and a few vector operations,
+docs/algorithm.md steps 1 and 3 are a ``bincount`` and a few vector operations,
 whatever the number of zones.
 """
 
@@ -28,7 +28,7 @@ class Residuals:
 
 
 class Coordinator:
-    """Consensus ADMM coordinator (SPEC §5).
+    """Consensus ADMM coordinator (docs/algorithm.md).
 
     Parameters
     ----------
@@ -80,7 +80,7 @@ class Coordinator:
         self.round = 0
 
     def average(self) -> np.ndarray:
-        """w^{t+1}_k = mean over zones p sharing k of (B_p z_p^t − λ_p^t/ρ_t)_k (SPEC §5 step 1)."""
+        """w^{t+1}_k = mean over zones p sharing k of (B_p z_p^t − λ_p^t/ρ_t)_k (docs/algorithm.md step 1)."""
         return np.bincount(self.gidx, self.released - self.lam / self.rho, minlength=self.n_shared) / self.counts
 
     def broadcast(self) -> list[ConsensusMessage]:
@@ -94,7 +94,7 @@ class Coordinator:
         ]
 
     def receive(self, updates: Sequence[ZoneUpdate]) -> Residuals:
-        """Take B_p z_p^{t+1}, update the duals (SPEC §5 step 3), return the residuals."""
+        """Take B_p z_p^{t+1}, update the duals (docs/algorithm.md step 3), return the residuals."""
         self.released = self._stack(updates, self.round)
         gap = self.w[self.gidx] - self.released
         self.lam = self.lam + self.rho * gap

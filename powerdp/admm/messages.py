@@ -19,7 +19,7 @@ __all__ = ["ConsensusMessage", "ZoneUpdate", "SolverStats"]
 
 @dataclass(frozen=True)
 class ConsensusMessage:
-    """Coordinator → agent, at the start of round ``round`` (SPEC §5 step 1)."""
+    """Coordinator → agent, at the start of round ``round`` (docs/algorithm.md step 1)."""
 
     round: int
     zone: int
@@ -36,12 +36,12 @@ class SolverStats:
     ipopt_s: float
     wall_s: float
     statuses: tuple[int, ...]
-    noise_magnitude: float = 0.0  # Σ|ξ| over the round's local steps (SPEC §7, paper eq. 29)
+    noise_magnitude: float = 0.0  # Σ|ξ| over the round's local steps (docs/algorithm.md, paper eq. 29)
 
 
 @dataclass(frozen=True)
 class ZoneUpdate:
-    """Agent → coordinator, at the end of round ``round`` (SPEC §5 step 2): B_p z_p^{t+1} only."""
+    """Agent → coordinator, at the end of round ``round`` (docs/algorithm.md step 2): B_p z_p^{t+1} only."""
 
     round: int
     zone: int

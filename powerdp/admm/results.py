@@ -3,7 +3,7 @@
 A :class:`RunResult` saves to a directory::
 
     DIR/config.json       the resolved RunConfig
-    DIR/history.csv       one row per round (SPEC §7)
+    DIR/history.csv       one row per round (docs/algorithm.md)
     DIR/summary.json      final figures, privacy report per zone, setup times
     DIR/consensus.csv     the final consensus vector (variable, index, value)
     DIR/zones/zone_P.csv  each zone's final released solution (variable, index, value)

@@ -239,7 +239,7 @@ def run_distributed(
     overwrite: bool = False,
     status: Callable[[str], None] | None = None,
 ) -> RunResult | None:
-    """Run the (private) distributed ADMM of SPEC §5 and return its :class:`RunResult`.
+    """Run the (private) distributed ADMM of docs/algorithm.md and return its :class:`RunResult`.
 
     With ``config.backend == "mpi"`` call it on every rank: rank 0 returns the
     result, the other ranks host agents and return ``None``.

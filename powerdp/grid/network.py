@@ -3,7 +3,7 @@
 :func:`load_case` turns a bundled case name, a MATPOWER ``.m`` file or a
 pandapower network into a :class:`Network`: every quantity per unit on
 ``base_mva``, angles in radians, out-of-service elements and isolated buses
-dropped (SPEC §2).
+dropped (docs/formulation.md).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ BRANCH_COLUMNS = ["fbus", "tbus", "r", "x", "b", "rateA", "rateB", "rateC", "rat
 
 @dataclass(eq=False)
 class Network:
-    """A power network as per-unit numpy arrays (SPEC §2).
+    """A power network as per-unit numpy arrays (docs/formulation.md).
 
     Buses, generators and branches are numbered 0..n-1 internally; ``bus_ids``,
     ``gen_ids`` and ``branch_ids`` give the ids a user knows (MATPOWER bus
@@ -225,7 +225,7 @@ def load_case(
         :class:`Network` (returned as is when its convention matches).
     convention:
         ``"powermodels"`` (default; results match PowerModels.jl) or ``"matpower"``
-        (raw data), see SPEC §2.
+        (raw data), see docs/formulation.md.
     fill_thermal_limits:
         give branches without a rating PowerModels' ``calc_thermal_limits!`` value
         (off by default, as in PowerModels).
@@ -312,7 +312,7 @@ def _check_finite(
 def network_from_matpower(
     data: MatpowerData, convention: Convention = "powermodels", fill_thermal_limits: bool = False
 ) -> Network:
-    """Build a per-unit :class:`Network` from raw MATPOWER tables (SPEC §2)."""
+    """Build a per-unit :class:`Network` from raw MATPOWER tables (docs/formulation.md)."""
     src = data.source
     S = data.base_mva
     bus, gen, branch = data.bus, data.gen, data.branch
@@ -611,7 +611,7 @@ def _warn_suspicious(net: Network, data: MatpowerData, gen_rows: np.ndarray) -> 
 
 
 def _fill_thermal_limits(net: Network) -> None:
-    """PowerModels' ``calc_thermal_limits!`` for branches without a rating (SPEC §2)."""
+    """PowerModels' ``calc_thermal_limits!`` for branches without a rating (docs/formulation.md)."""
     missing = ~np.isfinite(net.rate_a)
     if not missing.any():
         return

@@ -1,4 +1,4 @@
-"""Zone partitions of a network and the elements each zone's model holds (SPEC §4).
+"""Zone partitions of a network and the elements each zone's model holds (docs/formulation.md).
 
 A partition maps every bus to a zone. Zone ``z`` **owns** its buses; its model
 (see :func:`powerdp.opf.formulation.build_model` with ``own_buses``) also holds
@@ -7,7 +7,7 @@ with at least one end among its own buses, the bus pairs of those branches and
 the generators at its own buses. A variable is **shared** iff it appears in
 more than one zone's model.
 
-Partitions come from (SPEC §4):
+Partitions come from (docs/formulation.md):
 
 * the bus ``area`` or ``zone`` column of the case (``partition(net, "area")``);
 * a ``bus,zone`` CSV file with external bus ids (``partition(net, "file.csv")``);
@@ -197,7 +197,7 @@ def _repair_connectivity(n: int, u: np.ndarray, v: np.ndarray, zone: np.ndarray)
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Partition:
-    """A map from every bus to a zone, and the elements of each zone's model (SPEC §4).
+    """A map from every bus to a zone, and the elements of each zone's model (docs/formulation.md).
 
     Attributes
     ----------
@@ -288,7 +288,7 @@ class Partition:
         )
 
     def _build_elements(self) -> None:
-        """Per-zone element sets, as in ``formulation._zone_elements`` (SPEC §4)."""
+        """Per-zone element sets, as in ``formulation._zone_elements`` (docs/formulation.md)."""
         net = self.network
         zone = self.zone_of_bus
         k = self.n_zones
@@ -389,7 +389,7 @@ class Partition:
         return VARIABLE_KINDS if flows == "variables" else W_KINDS
 
     def shared_keys(self, flows: str = "variables") -> list[tuple[str, int]]:
-        """Sorted keys of the variables held by more than one zone's model (SPEC §4).
+        """Sorted keys of the variables held by more than one zone's model (docs/formulation.md).
 
         Keys are named as in the Pyomo models: ``("w", bus)``, ``("wr", pair)``,
         ``("wi", pair)`` and, when ``flows="variables"``, ``("pf", branch)``,
@@ -439,7 +439,7 @@ class Partition:
 
     # ------------------------------------------------------------- reporting
     def summary(self):
-        """One row per zone (SPEC §4 report): a pandas DataFrame.
+        """One row per zone (docs/formulation.md report): a pandas DataFrame.
 
         Columns: ``zone`` (index), ``label``, ``buses`` (own), ``copied_buses``,
         ``generators``, ``load_mw`` and ``load_mvar`` (own buses), ``tie_lines``,
@@ -792,7 +792,7 @@ def partition(
     seed: int = 0,
     allow_disconnected: bool = False,
 ) -> Partition:
-    """Partition ``network`` into zones (SPEC §4).
+    """Partition ``network`` into zones (docs/formulation.md).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The centralized solve: one SOC-relaxed OPF over the whole network.
 
-It is the reference every distributed run is measured against (SPEC §3): with
+It is the reference every distributed run is measured against (docs/formulation.md): with
 the ``cost`` objective and the ``powermodels`` convention it reproduces
 PowerModels.jl's ``SOCWRPowerModel`` objective values.
 """
@@ -117,7 +117,7 @@ def solve_opf(
     profile: str = "default",
     options: dict[str, Any] | None = None,
 ) -> OPFResult:
-    """Build, compile and solve the SOC relaxation of the whole network (SPEC §3).
+    """Build, compile and solve the SOC relaxation of the whole network (docs/formulation.md).
 
     ``case`` is anything :func:`~powerdp.grid.network.load_case` accepts. A failed
     solve is returned with its Ipopt status (``result.success`` is False), not raised.

@@ -1,6 +1,6 @@
-"""The W-space SOC relaxation of AC power flow as a Pyomo model (SPEC §3).
+"""The W-space SOC relaxation of AC power flow as a Pyomo model (docs/formulation.md).
 
-One builder serves the whole network and a single zone (SPEC §4): pass the
+One builder serves the whole network and a single zone (docs/formulation.md): pass the
 buses a model *owns*; it then also holds copies of the neighbouring buses at
 the far end of its tie-lines, every branch with an end among its own buses,
 the generators at its own buses, and power-balance terms for its own buses
@@ -40,7 +40,7 @@ FlowMode = Literal["variables", "expressions"]
 
 
 def branch_flow_coefficients(net: Network) -> dict[str, np.ndarray]:
-    """Per-branch coefficients of the flows as linear functions of (w_f, w_t, wr, wi) (SPEC §3).
+    """Per-branch coefficients of the flows as linear functions of (w_f, w_t, wr, wi) (docs/formulation.md).
 
     ``wr``/``wi`` are oriented from the branch's f to its t bus. Returns arrays
     ``pf_w, pf_wr, pf_wi, qf_w, qf_wr, qf_wi, pt_w, pt_wr, pt_wi, qt_w, qt_wr, qt_wi``.
@@ -84,7 +84,7 @@ def build_model(
     flows: FlowMode = "variables",
     name: str | None = None,
 ) -> pyo.ConcreteModel:
-    """Build the SOC relaxation (SPEC §3) for the whole network or one zone (SPEC §4).
+    """Build the SOC relaxation (docs/formulation.md) for the whole network or one zone (docs/formulation.md).
 
     Parameters
     ----------
@@ -92,7 +92,7 @@ def build_model(
     own_buses: internal indices of the buses the model owns (a zone's N_p); all buses when omitted.
     objective: a registered objective (``powerdp.opf.objectives.OBJECTIVES``: ``"cost"``, ``"shedding"``).
     flows: ``"variables"`` (flows are variables linked by equalities, as in the paper and
-        PowerModels) or ``"expressions"`` (flows eliminated, SPEC §4; same optimum, smaller problem).
+        PowerModels) or ``"expressions"`` (flows eliminated, docs/formulation.md; same optimum, smaller problem).
     """
     unit = objective_unit(objective)
     if flows not in FLOW_MODES:
@@ -127,7 +127,7 @@ def build_model(
     m.pg = pyo.Var(m.GEN, bounds=lambda _, g: (net.pmin[g], net.pmax[g]), initialize=lambda _, g: 0.5 * (net.pmin[g] + net.pmax[g]))
     m.qg = pyo.Var(m.GEN, bounds=lambda _, g: (net.qmin[g], net.qmax[g]), initialize=lambda _, g: 0.5 * (net.qmin[g] + net.qmax[g]))
 
-    # ---- branch flows (SPEC §3), wr/wi oriented from the branch's f to its t bus
+    # ---- branch flows (docs/formulation.md), wr/wi oriented from the branch's f to its t bus
     cf = branch_flow_coefficients(net)
     fb, tb, bp, sg = net.f_bus, net.t_bus, net.branch_pair, net.branch_pair_sign
 
@@ -190,7 +190,7 @@ def build_model(
         rule=lambda _, l, e: getattr(m, "p" + e)[l] ** 2 + getattr(m, "q" + e)[l] ** 2 <= rate[l] ** 2,
     )
 
-    # ---- power balance terms of own buses (SPEC §3); loads are mutable parameters
+    # ---- power balance terms of own buses (docs/formulation.md); loads are mutable parameters
     leaving, entering, at_bus = defaultdict(list), defaultdict(list), defaultdict(list)
     for l in branches.tolist():
         leaving[int(fb[l])].append(l)

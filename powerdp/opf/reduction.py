@@ -1,10 +1,10 @@
 """Eliminate variables that equality constraints define, keeping the original coordinates.
 
 The paper's algorithm works on z = (W, flows, pg, qg): branch flows are
-variables tied to W by the linear Ohm's-law equalities (SPEC §3). Ipopt does
+variables tied to W by the linear Ohm's-law equalities (docs/formulation.md). Ipopt does
 not need them: every flow is a linear function of W, so z = P r with r the
 remaining variables and P = [I; T]. :func:`eliminate` turns a compiled problem
-into one over r (about 3× smaller for zone models, SPEC §4) and keeps P, so an
+into one over r (about 3× smaller for zone models, docs/formulation.md) and keeps P, so an
 algorithm can state its objective in z (gradients, noise, proximal and ADMM
 terms on every component of z, as in the paper) and solve in r:
 :meth:`Reduction.pull` maps ``c·z + ½ Σ d_k z_k²`` to r-space, and

@@ -1,4 +1,4 @@
-"""Differential privacy for the zone agents: sensitivities, noise, accounting (SPEC §6).
+"""Differential privacy for the zone agents: sensitivities, noise, accounting (docs/privacy.md).
 
 Pure mathematics: nothing here builds a model or calls a solver.
 

@@ -109,7 +109,7 @@ def output_sensitivity(
     mechanism: str | None = None,
     rule: Rule | None = None,
 ) -> Sensitivity:
-    """Sensitivity of one local step's output for OutPert (SPEC §6).
+    """Sensitivity of one local step's output for OutPert (docs/privacy.md).
 
     * ``rule="sound"``: the local problem is (1/η)-strongly convex and the data
       enter only through the linear term ∇f_p, so the minimiser moves at most
