@@ -666,14 +666,14 @@ def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
 
 
 def _ipopt_options(items: list[str]) -> dict:
-    from .opf.solvers import _option_value
+    from .opf.solvers import option_value
 
     out = {}
     for item in items:
         if "=" not in item:
             raise ConfigError(f"--ipopt-option {item!r}: expected NAME=VALUE")
         name, value = item.split("=", 1)
-        out[name.strip()] = _option_value(value.strip())
+        out[name.strip()] = option_value(value.strip())
     return out
 
 
@@ -802,8 +802,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def _check_json_path(args) -> None:
     if args.json is not None:
-        from .cli import _check_output_file
-
         _check_output_file(args.json, "--json")
 
 

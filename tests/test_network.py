@@ -118,3 +118,36 @@ def test_thermal_limit_fill(case14):
     # branch 1-2: |y| * vmax * sqrt(2 vmax^2 (1 - cos 60deg)) = |y| * vmax^2
     y = 1 / abs(0.01938 + 0.05917j)
     assert filled.rate_a[0] == pytest.approx(y * 1.06 * 1.06 * np.sqrt(2 - 2 * np.cos(PM_ANGLE_PAD)), rel=1e-9)
+
+
+def test_named_check_and_correct_passes():
+    """The MATPOWER import is a list of named check passes (raise) and correct passes (apply conventions)."""
+    from importlib import resources
+
+    from powerdp.grid import network as nw
+    from powerdp.grid.matpower import read_matpower
+
+    assert [f.__name__ for f in nw.CHECKS][:2] == ["check_finite_values", "check_bus_ids"]
+    assert all(f.__name__.startswith("check_") for f in nw.CHECKS)
+    assert all(f.__name__.startswith("correct_") for f in nw.CORRECTIONS)
+    data = read_matpower(resources.files("powerdp.cases") / "case14.m")
+
+    def tables(convention="powermodels"):
+        t = nw._Tables(data=data, convention=convention, src="case14.m", S=data.base_mva)
+        for check in nw.CHECKS:
+            check(t)
+        return t
+
+    data.bus[3, 12] = 1.2  # Vmin above Vmax at bus 4
+    with pytest.raises(CaseDataError, match="bus 4 has Vmin 1.2"):
+        tables()
+    data.bus[3, 12] = 0.94
+    t = tables()
+    data.branch[0, 11:13] = [0, 0]  # both angle limits 0
+    for correct in nw.CORRECTIONS:
+        correct(t)
+    assert t.angmin[0] == -PM_ANGLE_PAD and t.angmax[0] == PM_ANGLE_PAD  # PowerModels' ±1.0472 rad
+    t = tables("matpower")
+    for correct in nw.CORRECTIONS:
+        correct(t)
+    assert t.angmin[0] == -np.inf and t.angmax[0] == np.inf

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import ConfigError, Interrupted, PowerDPError
 from ..grid.network import Network, load_case
-from ..grid.partition import Partition, _bundled_csv
+from ..grid.partition import Partition, bundled_csv
 from ..grid.partition import partition as make_partition
 from ..jsonutil import jsonable
 from .backends import AgentSpec, launch, make_backend
@@ -59,13 +59,13 @@ class RunFailed(PowerDPError):
 
 def bundled_case_name(case: Any) -> str | None:
     """``case`` itself when it names a bundled case (not a file of the same name), else None."""
-    from ..grid.network import _bundled_path
+    from ..grid.network import bundled_path
 
     if not isinstance(case, (str, Path)):
         return None
     text = str(case)
     path = Path(text)
-    if path.exists() or path.suffix != "" or _bundled_path(text) is None:
+    if path.exists() or path.suffix != "" or bundled_path(text) is None:
         return None
     return text
 
@@ -77,7 +77,7 @@ def bundled_partition_name(case: Any, zones: int | None) -> str | None:
         return None
     for suffix in ("zones", "areas"):
         stem = f"{name}_{int(zones)}{suffix}"
-        if _bundled_csv(stem) is not None:
+        if bundled_csv(stem) is not None:
             return stem
     return None
 

@@ -203,7 +203,7 @@ def bundled_cases() -> list[str]:
     return sorted(p.name[:-2] for p in root.iterdir() if p.name.endswith(".m"))
 
 
-def _bundled_path(name: str) -> Path | None:
+def bundled_path(name: str) -> Path | None:
     root = resources.files("powerdp.cases")
     candidate = root / f"{name}.m"
     return Path(str(candidate)) if candidate.is_file() else None
@@ -251,8 +251,8 @@ def load_case(
                 fill_thermal_limits,
             )
         path = Path(text)
-        if not path.exists() and path.suffix == "" and _bundled_path(text) is not None:
-            path = _bundled_path(text)
+        if not path.exists() and path.suffix == "" and bundled_path(text) is not None:
+            path = bundled_path(text)
         if not path.exists():
             known = ", ".join(bundled_cases())
             raise CaseDataError(f"no case {text!r}: not a file, and not a bundled case ({known})")
@@ -309,65 +309,93 @@ def _check_finite(
         )
 
 
-def network_from_matpower(
-    data: MatpowerData, convention: Convention = "powermodels", fill_thermal_limits: bool = False
-) -> Network:
-    """Build a per-unit :class:`Network` from raw MATPOWER tables (docs/formulation.md)."""
-    src = data.source
-    S = data.base_mva
-    bus, gen, branch = data.bus, data.gen, data.branch
-    _check_finite(bus, "bus", BUS_COLUMNS, [0, 1, 2, 3, 4, 5, 6, 10, 11, 12], bus[:, 0], src)
-    _check_finite(gen, "generator", GEN_COLUMNS, [0, 3, 4, 7, 8, 9], np.arange(1, len(gen) + 1), src)
-    _check_finite(branch, "branch", BRANCH_COLUMNS, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12], np.arange(1, len(branch) + 1), src)
+@dataclass
+class _Tables:
+    """The raw tables being turned into a :class:`Network`, and what the passes found so far."""
 
-    # ---- buses
-    bus_ids_all = bus[:, 0]
-    if np.any(bus_ids_all != np.round(bus_ids_all)) or np.any(bus_ids_all <= 0):
-        k = int(np.flatnonzero((bus_ids_all != np.round(bus_ids_all)) | (bus_ids_all <= 0))[0])
-        raise CaseDataError(f"{src}: bus row {k + 1} has bus_i {bus_ids_all[k]:g}; bus numbers must be positive integers")
-    bus_ids_all = bus_ids_all.astype(np.int64)
-    uniq, counts = np.unique(bus_ids_all, return_counts=True)
-    if np.any(counts > 1):
-        raise CaseDataError(f"{src}: bus {uniq[counts > 1][0]} appears {counts[counts > 1][0]} times in mpc.bus")
-    btype = bus[:, 1].astype(int)
-    bad_type = ~np.isin(btype, [0, 1, 2, 3, 4])
-    if bad_type.any():
-        k = int(np.flatnonzero(bad_type)[0])
-        raise CaseDataError(f"{src}: bus {bus_ids_all[k]} has type {bus[k, 1]:g}; MATPOWER bus types are 1-4")
-    if np.any(btype == 0):
-        log.info("%s: %d bus(es) of type 0 treated as PQ buses", src, int(np.sum(btype == 0)))
-        btype = np.where(btype == 0, 1, btype)
-    vmin_all, vmax_all = bus[:, 12], bus[:, 11]
-    bad_v = (vmin_all > vmax_all) | (vmin_all < 0)
-    if bad_v.any():
-        k = int(np.flatnonzero(bad_v)[0])
-        raise CaseDataError(
-            f"{src}: bus {bus_ids_all[k]} has Vmin {vmin_all[k]:g} and Vmax {vmax_all[k]:g}; need 0 <= Vmin <= Vmax"
-        )
-    active_bus = btype != 4
-    if not active_bus.all():
-        log.info("%s: dropping %d isolated bus(es) (type 4)", src, int((~active_bus).sum()))
-    lookup = {int(b): i for i, b in enumerate(bus_ids_all)}
-    keep_bus = np.flatnonzero(active_bus)
-    new_index = -np.ones(len(bus_ids_all), dtype=np.int64)
-    new_index[keep_bus] = np.arange(len(keep_bus))
+    data: MatpowerData
+    convention: str
+    src: str = ""
+    S: float = 100.0
+    bus_ids: np.ndarray | None = None  # every row's bus number
+    btype: np.ndarray | None = None
+    lookup: dict[int, int] = field(default_factory=dict)
+    f_all: np.ndarray | None = None  # branch ends as bus rows
+    t_all: np.ndarray | None = None
+    angmin_deg: np.ndarray | None = None
+    angmax_deg: np.ndarray | None = None
+    gen_bus_all: np.ndarray | None = None
+    tap: np.ndarray | None = None  # per active branch, after the correct passes
+    rate_a: np.ndarray | None = None
+    angmin: np.ndarray | None = None
+    angmax: np.ndarray | None = None
+    active_bus: np.ndarray | None = None
+    active_branch: np.ndarray | None = None
+    active_gen: np.ndarray | None = None
 
-    def bus_of(ids: np.ndarray, what: str, field_name: str) -> np.ndarray:
+    def bus_of(self, ids: np.ndarray, what: str, field_name: str) -> np.ndarray:
         out = np.empty(len(ids), dtype=np.int64)
         for k, b in enumerate(ids):
-            idx = lookup.get(int(b)) if float(b) == int(b) else None
+            idx = self.lookup.get(int(b)) if float(b) == int(b) else None
             if idx is None:
-                raise CaseDataError(f"{src}: {what} {k + 1} has {field_name} {b:g}, which is not a bus in mpc.bus")
+                raise CaseDataError(f"{self.src}: {what} {k + 1} has {field_name} {b:g}, which is not a bus in mpc.bus")
             out[k] = idx
         return out
 
-    # ---- branches
-    f_all = bus_of(branch[:, 0], "branch", "fbus")
-    t_all = bus_of(branch[:, 1], "branch", "tbus")
-    loops = f_all == t_all
+
+# ---------------------------------------------------------------------------- check passes (raise)
+
+
+def check_finite_values(t: _Tables) -> None:
+    """No NaN or inf in the fields powerdp reads."""
+    d, src = t.data, t.src
+    _check_finite(d.bus, "bus", BUS_COLUMNS, [0, 1, 2, 3, 4, 5, 6, 10, 11, 12], d.bus[:, 0], src)
+    _check_finite(d.gen, "generator", GEN_COLUMNS, [0, 3, 4, 7, 8, 9], np.arange(1, len(d.gen) + 1), src)
+    _check_finite(d.branch, "branch", BRANCH_COLUMNS, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12], np.arange(1, len(d.branch) + 1), src)
+
+
+def check_bus_ids(t: _Tables) -> None:
+    """Bus numbers are positive integers, each once."""
+    ids, src = t.data.bus[:, 0], t.src
+    if np.any(ids != np.round(ids)) or np.any(ids <= 0):
+        k = int(np.flatnonzero((ids != np.round(ids)) | (ids <= 0))[0])
+        raise CaseDataError(f"{src}: bus row {k + 1} has bus_i {ids[k]:g}; bus numbers must be positive integers")
+    t.bus_ids = ids.astype(np.int64)
+    uniq, counts = np.unique(t.bus_ids, return_counts=True)
+    if np.any(counts > 1):
+        raise CaseDataError(f"{src}: bus {uniq[counts > 1][0]} appears {counts[counts > 1][0]} times in mpc.bus")
+    t.lookup = {int(b): i for i, b in enumerate(t.bus_ids)}
+
+
+def check_bus_types(t: _Tables) -> None:
+    """Bus types are MATPOWER's 1-4 (0 is accepted and corrected to PQ)."""
+    bus = t.data.bus
+    t.btype = bus[:, 1].astype(int)
+    bad = ~np.isin(t.btype, [0, 1, 2, 3, 4])
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise CaseDataError(f"{t.src}: bus {t.bus_ids[k]} has type {bus[k, 1]:g}; MATPOWER bus types are 1-4")
+
+
+def check_voltage_limits(t: _Tables) -> None:
+    """0 <= Vmin <= Vmax at every bus."""
+    vmin, vmax = t.data.bus[:, 12], t.data.bus[:, 11]
+    bad = (vmin > vmax) | (vmin < 0)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise CaseDataError(f"{t.src}: bus {t.bus_ids[k]} has Vmin {vmin[k]:g} and Vmax {vmax[k]:g}; need 0 <= Vmin <= Vmax")
+
+
+def check_branches(t: _Tables) -> None:
+    """Branch ends are known, distinct buses; impedance is not zero; ratings are not negative;
+    angmin <= angmax."""
+    branch, src = t.data.branch, t.src
+    t.f_all = t.bus_of(branch[:, 0], "branch", "fbus")
+    t.t_all = t.bus_of(branch[:, 1], "branch", "tbus")
+    loops = t.f_all == t.t_all
     if loops.any():
         k = int(np.flatnonzero(loops)[0])
-        raise CaseDataError(f"{src}: branch {k + 1} connects bus {bus_ids_all[f_all[k]]} to itself")
+        raise CaseDataError(f"{src}: branch {k + 1} connects bus {t.bus_ids[t.f_all[k]]} to itself")
     zero_z = (branch[:, 2] == 0) & (branch[:, 3] == 0)
     if zero_z.any():
         k = int(np.flatnonzero(zero_z)[0])
@@ -376,29 +404,72 @@ def network_from_matpower(
         k = int(np.flatnonzero(branch[:, 5] < 0)[0])
         raise CaseDataError(f"{src}: branch {k + 1} has a negative rateA ({branch[k, 5]:g})")
     ncols = branch.shape[1]
-    angmin_deg = branch[:, 11] if ncols > 11 else np.full(len(branch), -360.0)
-    angmax_deg = branch[:, 12] if ncols > 12 else np.full(len(branch), 360.0)
-    bad_ang = angmin_deg > angmax_deg
-    if bad_ang.any():
-        k = int(np.flatnonzero(bad_ang)[0])
-        raise CaseDataError(f"{src}: branch {k + 1} has angmin {angmin_deg[k]:g} > angmax {angmax_deg[k]:g}")
-    br_active = (branch[:, 10] != 0) & active_bus[f_all] & active_bus[t_all]
-    if not br_active.all():
-        log.info("%s: dropping %d out-of-service branch(es)", src, int((~br_active).sum()))
-    bk = np.flatnonzero(br_active)
-    f_bus, t_bus = new_index[f_all[bk]], new_index[t_all[bk]]
-    r, x, bc = branch[bk, 2], branch[bk, 3], branch[bk, 4]
-    tap = branch[bk, 8].copy()
-    tap[tap <= 0] = 1.0  # a tap ratio of 0 means 1 (and PowerModels resets non-positive taps)
-    shift = np.deg2rad(branch[bk, 9])
-    rate_a = branch[bk, 5] / S
-    rate_a = np.where(np.isclose(rate_a, 0.0), np.inf, rate_a)
-    if np.isinf(rate_a).any():
-        log.info("%s: %d branch(es) with rateA = 0 have no thermal limit", src, int(np.isinf(rate_a).sum()))
-    if np.any(branch[bk, 8] <= 0):
-        log.info("%s: %d branch tap ratio(s) of 0 taken as 1", src, int(np.sum(branch[bk, 8] <= 0)))
-    amin_deg, amax_deg = angmin_deg[bk], angmax_deg[bk]
-    if convention == "powermodels":
+    t.angmin_deg = branch[:, 11] if ncols > 11 else np.full(len(branch), -360.0)
+    t.angmax_deg = branch[:, 12] if ncols > 12 else np.full(len(branch), 360.0)
+    bad = t.angmin_deg > t.angmax_deg
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise CaseDataError(f"{src}: branch {k + 1} has angmin {t.angmin_deg[k]:g} > angmax {t.angmax_deg[k]:g}")
+
+
+def check_generators(t: _Tables) -> None:
+    """Generators sit at known buses, with Pmin <= Pmax and Qmin <= Qmax."""
+    gen = t.data.gen
+    t.gen_bus_all = t.bus_of(gen[:, 0], "generator", "bus") if len(gen) else np.zeros(0, np.int64)
+    for lo, hi, name in ((gen[:, 9], gen[:, 8], "Pmin/Pmax"), (gen[:, 4], gen[:, 3], "Qmin/Qmax")):
+        bad = lo > hi
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise CaseDataError(f"{t.src}: generator {k + 1} has {name} = {lo[k]:g}/{hi[k]:g}; the minimum exceeds the maximum")
+
+
+CHECKS = (check_finite_values, check_bus_ids, check_bus_types, check_voltage_limits, check_branches, check_generators)
+
+
+# ---------------------------------------------------------------------------- correct passes (note with -v)
+
+
+def correct_bus_types(t: _Tables) -> None:
+    """Type-0 buses become PQ buses."""
+    if np.any(t.btype == 0):
+        log.info("%s: %d bus(es) of type 0 treated as PQ buses", t.src, int(np.sum(t.btype == 0)))
+        t.btype = np.where(t.btype == 0, 1, t.btype)
+
+
+def correct_out_of_service(t: _Tables) -> None:
+    """Isolated buses (type 4), out-of-service branches and generators, and elements at dropped buses go."""
+    src, branch, gen = t.src, t.data.branch, t.data.gen
+    t.active_bus = t.btype != 4
+    if not t.active_bus.all():
+        log.info("%s: dropping %d isolated bus(es) (type 4)", src, int((~t.active_bus).sum()))
+    t.active_branch = (branch[:, 10] != 0) & t.active_bus[t.f_all] & t.active_bus[t.t_all]
+    if not t.active_branch.all():
+        log.info("%s: dropping %d out-of-service branch(es)", src, int((~t.active_branch).sum()))
+    t.active_gen = (gen[:, 7] > 0) & t.active_bus[t.gen_bus_all] if len(gen) else np.zeros(0, bool)
+    if len(gen) and not t.active_gen.all():
+        log.info("%s: dropping %d out-of-service generator(s)", src, int((~t.active_gen).sum()))
+
+
+def correct_taps(t: _Tables) -> None:
+    """A tap ratio of 0 means 1 (PowerModels resets non-positive taps too)."""
+    raw = t.data.branch[t.active_branch, 8]
+    t.tap = np.where(raw <= 0, 1.0, raw)
+    if np.any(raw <= 0):
+        log.info("%s: %d branch tap ratio(s) of 0 taken as 1", t.src, int(np.sum(raw <= 0)))
+
+
+def correct_ratings(t: _Tables) -> None:
+    """rateA = 0 means no thermal limit."""
+    rate = t.data.branch[t.active_branch, 5] / t.S
+    t.rate_a = np.where(np.isclose(rate, 0.0), np.inf, rate)
+    if np.isinf(t.rate_a).any():
+        log.info("%s: %d branch(es) with rateA = 0 have no thermal limit", t.src, int(np.isinf(t.rate_a).sum()))
+
+
+def correct_angle_limits(t: _Tables) -> None:
+    """PowerModels: limits of 90 degrees or more, or both 0, become ±60 degrees; MATPOWER: 0 or ±360 means none."""
+    amin_deg, amax_deg = t.angmin_deg[t.active_branch], t.angmax_deg[t.active_branch]
+    if t.convention == "powermodels":
         both_zero = (amin_deg == 0) & (amax_deg == 0)
         amin = np.where(amin_deg <= -90, -PM_ANGLE_PAD, np.deg2rad(amin_deg))
         amax = np.where(amax_deg >= 90, PM_ANGLE_PAD, np.deg2rad(amax_deg))
@@ -407,74 +478,94 @@ def network_from_matpower(
         if padded.any():
             log.info(
                 "%s: %d branch angle-difference limit(s) of 90 degrees or more (or both 0) set to +-60 degrees (PowerModels)",
-                src, int(padded.sum()),
+                t.src, int(padded.sum()),
             )
     else:
         none_min = (amin_deg == 0) | (amin_deg <= -360)
         none_max = (amax_deg == 0) | (amax_deg >= 360)
         amin = np.where(none_min, -np.inf, np.deg2rad(amin_deg))
         amax = np.where(none_max, np.inf, np.deg2rad(amax_deg))
+    t.angmin, t.angmax = amin, amax
 
-    # ---- generators
+
+CORRECTIONS = (correct_bus_types, correct_out_of_service, correct_taps, correct_ratings, correct_angle_limits)
+
+
+def _costs(t: _Tables):
+    """Per generator row: (c2, c1, c0) in $/h per p.u., and the piecewise-linear points of active generators."""
+    src, S, gen = t.src, t.S, t.data.gen
     n_gen_rows = len(gen)
-    gen_bus_all = bus_of(gen[:, 0], "generator", "bus") if n_gen_rows else np.zeros(0, np.int64)
     pmin_all, pmax_all = gen[:, 9], gen[:, 8]
-    qmin_all, qmax_all = gen[:, 4], gen[:, 3]
-    for lo_, hi_, nm in ((pmin_all, pmax_all, "Pmin/Pmax"), (qmin_all, qmax_all, "Qmin/Qmax")):
-        bad = lo_ > hi_
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            raise CaseDataError(f"{src}: generator {k + 1} has {nm} = {lo_[k]:g}/{hi_[k]:g}; the minimum exceeds the maximum")
-    gen_active = (gen[:, 7] > 0) & active_bus[gen_bus_all] if n_gen_rows else np.zeros(0, bool)
-    if n_gen_rows and not gen_active.all():
-        log.info("%s: dropping %d out-of-service generator(s)", src, int((~gen_active).sum()))
-    gk = np.flatnonzero(gen_active)
-
-    # ---- costs
     c2 = np.zeros(n_gen_rows)
     c1 = np.zeros(n_gen_rows)
     c0 = np.zeros(n_gen_rows)
     pwl_points: list[tuple[int, np.ndarray, np.ndarray]] = []
-    has_costs = data.gencost is not None
-    if has_costs:
-        gc = data.gencost
-        if len(gc) < n_gen_rows:
-            raise CaseDataError(f"{src}: mpc.gencost has {len(gc)} rows for {n_gen_rows} generators")
-        if len(gc) > n_gen_rows:
-            log.info("%s: ignoring %d extra mpc.gencost row(s) (reactive power costs)", src, len(gc) - n_gen_rows)
-        for k in range(n_gen_rows):
-            row = gc[k]
-            if not np.all(np.isfinite(row[:4])):
-                raise CaseDataError(f"{src}: generator {k + 1} has a non-finite value in mpc.gencost")
-            model, ncost = int(row[0]), int(round(row[3]))
-            if model == 2:
-                coeffs = row[4 : 4 + ncost]
-                if len(coeffs) < ncost or not np.all(np.isfinite(coeffs)):
-                    raise CaseDataError(f"{src}: generator {k + 1}: mpc.gencost needs {ncost} finite cost coefficients")
-                nz = np.flatnonzero(coeffs != 0)
-                coeffs = coeffs[nz[0]:] if len(nz) else coeffs[:0]
-                if len(coeffs) > 3:
-                    raise CaseDataError(
-                        f"{src}: generator {k + 1} has a polynomial cost of degree {len(coeffs) - 1}; "
-                        "powerdp supports degree 2 at most"
-                    )
-                padded = np.concatenate([np.zeros(3 - len(coeffs)), coeffs])
-                c2[k], c1[k], c0[k] = padded[0] * S**2, padded[1] * S, padded[2]
-            elif model == 1:
-                vals = row[4 : 4 + 2 * ncost]
-                if ncost < 2 or len(vals) < 2 * ncost or not np.all(np.isfinite(vals)):
-                    raise CaseDataError(
-                        f"{src}: generator {k + 1}: a piecewise-linear cost needs at least 2 finite (MW, $/h) points"
-                    )
-                mw, cost = vals[0::2] / S, vals[1::2]
-                if np.any(np.diff(mw) < 0):
-                    raise CaseDataError(f"{src}: generator {k + 1}: non-increasing MW values in its piecewise-linear cost")
-                if gen_active[k]:
-                    pmw, pc = _calc_pwl_points(mw, cost, pmin_all[k] / S, pmax_all[k] / S)
-                    pwl_points.append((k, pmw, pc))
-            else:
-                raise CaseDataError(f"{src}: generator {k + 1} has cost model {row[0]:g}; MATPOWER models are 1 or 2")
-    gen_new = -np.ones(n_gen_rows, dtype=np.int64)
+    gc = t.data.gencost
+    if gc is None:
+        return c2, c1, c0, pwl_points
+    if len(gc) < n_gen_rows:
+        raise CaseDataError(f"{src}: mpc.gencost has {len(gc)} rows for {n_gen_rows} generators")
+    if len(gc) > n_gen_rows:
+        log.info("%s: ignoring %d extra mpc.gencost row(s) (reactive power costs)", src, len(gc) - n_gen_rows)
+    for k in range(n_gen_rows):
+        row = gc[k]
+        if not np.all(np.isfinite(row[:4])):
+            raise CaseDataError(f"{src}: generator {k + 1} has a non-finite value in mpc.gencost")
+        model, ncost = int(row[0]), int(round(row[3]))
+        if model == 2:
+            coeffs = row[4 : 4 + ncost]
+            if len(coeffs) < ncost or not np.all(np.isfinite(coeffs)):
+                raise CaseDataError(f"{src}: generator {k + 1}: mpc.gencost needs {ncost} finite cost coefficients")
+            nz = np.flatnonzero(coeffs != 0)
+            coeffs = coeffs[nz[0]:] if len(nz) else coeffs[:0]
+            if len(coeffs) > 3:
+                raise CaseDataError(
+                    f"{src}: generator {k + 1} has a polynomial cost of degree {len(coeffs) - 1}; "
+                    "powerdp supports degree 2 at most"
+                )
+            padded = np.concatenate([np.zeros(3 - len(coeffs)), coeffs])
+            c2[k], c1[k], c0[k] = padded[0] * S**2, padded[1] * S, padded[2]
+        elif model == 1:
+            vals = row[4 : 4 + 2 * ncost]
+            if ncost < 2 or len(vals) < 2 * ncost or not np.all(np.isfinite(vals)):
+                raise CaseDataError(
+                    f"{src}: generator {k + 1}: a piecewise-linear cost needs at least 2 finite (MW, $/h) points"
+                )
+            mw, cost = vals[0::2] / S, vals[1::2]
+            if np.any(np.diff(mw) < 0):
+                raise CaseDataError(f"{src}: generator {k + 1}: non-increasing MW values in its piecewise-linear cost")
+            if t.active_gen[k]:
+                pmw, pc = _calc_pwl_points(mw, cost, pmin_all[k] / S, pmax_all[k] / S)
+                pwl_points.append((k, pmw, pc))
+        else:
+            raise CaseDataError(f"{src}: generator {k + 1} has cost model {row[0]:g}; MATPOWER models are 1 or 2")
+    return c2, c1, c0, pwl_points
+
+
+def network_from_matpower(
+    data: MatpowerData, convention: Convention = "powermodels", fill_thermal_limits: bool = False
+) -> Network:
+    """Build a per-unit :class:`Network` from raw MATPOWER tables (docs/formulation.md).
+
+    As PowerModels does it: the :data:`CHECKS` passes raise a :class:`CaseDataError` naming the file,
+    the element and the field; then the :data:`CORRECTIONS` passes apply the data conventions, each
+    noting what it changed (``-v``).
+    """
+    t = _Tables(data=data, convention=convention, src=data.source, S=data.base_mva)
+    for check in CHECKS:
+        check(t)
+    for correct in CORRECTIONS:
+        correct(t)
+    src, S, bus, gen, branch = t.src, t.S, data.bus, data.gen, data.branch
+    keep_bus = np.flatnonzero(t.active_bus)
+    new_index = -np.ones(len(t.bus_ids), dtype=np.int64)
+    new_index[keep_bus] = np.arange(len(keep_bus))
+    bk = np.flatnonzero(t.active_branch)
+    gk = np.flatnonzero(t.active_gen)
+    bc = branch[bk, 4]
+
+    c2, c1, c0, pwl_points = _costs(t)
+    gen_new = -np.ones(len(gen), dtype=np.int64)
     gen_new[gk] = np.arange(len(gk))
     pwl_points = [(int(gen_new[k]), m, c) for k, m, c in pwl_points if gen_new[k] >= 0]
     if pwl_points:
@@ -491,22 +582,22 @@ def network_from_matpower(
         name=data.name,
         base_mva=S,
         convention=convention,
-        bus_ids=bus_ids_all[keep_bus],
-        bus_type=btype[keep_bus],
+        bus_ids=t.bus_ids[keep_bus],
+        bus_type=t.btype[keep_bus],
         pd=bus[keep_bus, 2] / S,
         qd=bus[keep_bus, 3] / S,
         gs=bus[keep_bus, 4] / S,
         bs=bus[keep_bus, 5] / S,
-        vmin=vmin_all[keep_bus],
-        vmax=vmax_all[keep_bus],
+        vmin=bus[keep_bus, 12],
+        vmax=bus[keep_bus, 11],
         bus_area=bus[keep_bus, 6].astype(np.int64),
         bus_zone=bus[keep_bus, 10].astype(np.int64),
         gen_ids=gk + 1,
-        gen_bus=new_index[gen_bus_all[gk]],
-        pmin=pmin_all[gk] / S,
-        pmax=pmax_all[gk] / S,
-        qmin=qmin_all[gk] / S,
-        qmax=qmax_all[gk] / S,
+        gen_bus=new_index[t.gen_bus_all[gk]],
+        pmin=gen[gk, 9] / S,
+        pmax=gen[gk, 8] / S,
+        qmin=gen[gk, 4] / S,
+        qmax=gen[gk, 3] / S,
         cost_c2=c2[gk],
         cost_c1=c1[gk],
         cost_c0=c0[gk],
@@ -514,20 +605,20 @@ def network_from_matpower(
         pwl_mw=pwl_mw,
         pwl_cost=pwl_cost,
         branch_ids=bk + 1,
-        f_bus=f_bus,
-        t_bus=t_bus,
-        r=r,
-        x=x,
+        f_bus=new_index[t.f_all[bk]],
+        t_bus=new_index[t.t_all[bk]],
+        r=branch[bk, 2],
+        x=branch[bk, 3],
         g_fr=np.zeros(len(bk)),
         b_fr=bc / 2,
         g_to=np.zeros(len(bk)),
         b_to=bc / 2,
-        tap=tap,
-        shift=shift,
-        rate_a=rate_a,
-        angmin=amin,
-        angmax=amax,
-        has_costs=has_costs,
+        tap=t.tap,
+        shift=np.deg2rad(branch[bk, 9]),
+        rate_a=t.rate_a,
+        angmin=t.angmin,
+        angmax=t.angmax,
+        has_costs=data.gencost is not None,
         source=src,
     )
     if fill_thermal_limits:

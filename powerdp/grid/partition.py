@@ -599,7 +599,7 @@ def _from_sequence(net: Network, values: Any, where: str) -> tuple[np.ndarray, l
     return _index_labels(labels_of_bus)
 
 
-def _bundled_csv(name: str) -> Path | None:
+def bundled_csv(name: str) -> Path | None:
     root = resources.files("powerdp.cases")
     candidate = root / f"{name}.csv"
     return Path(str(candidate)) if candidate.is_file() else None
@@ -842,7 +842,7 @@ def _given(net: Network, source: Any, allow_disconnected: bool) -> Partition:
     if isinstance(source, (str, Path)):
         path = Path(source)
         if not path.is_file():
-            bundled = _bundled_csv(str(source)) if isinstance(source, str) and path.suffix == "" else None
+            bundled = bundled_csv(str(source)) if isinstance(source, str) and path.suffix == "" else None
             if bundled is None:
                 raise PartitionError(
                     f"no partition file {str(source)!r}: not a file, not 'area' or 'zone', and not a bundled partition"
@@ -864,7 +864,7 @@ def _given(net: Network, source: Any, allow_disconnected: bool) -> Partition:
 def bundled_partition(network: Network, n_zones: int) -> Partition | None:
     """The bundled partition ``<name>_<n>zones.csv`` or ``<name>_<n>areas.csv`` of ``powerdp.cases``, or None."""
     for suffix in ("zones", "areas"):
-        path = _bundled_csv(f"{network.name}_{int(n_zones)}{suffix}")
+        path = bundled_csv(f"{network.name}_{int(n_zones)}{suffix}")
         if path is not None:
             part = partition(network, path)
             if part.n_zones != n_zones:

@@ -24,6 +24,7 @@ from typing import Any
 import pyomo.environ as pyo
 
 from ..errors import ModelError
+from ..grid.network import missing_costs_message
 from ..privacy import Sensitivity, gradient_sensitivity
 
 __all__ = ["ObjectiveUnit", "OBJECTIVES", "objective_unit"]
@@ -72,7 +73,7 @@ class ObjectiveUnit:
 
 def _cost_check(net) -> None:
     if not net.has_costs:
-        raise ModelError(f"network {net.name!r} has no generator costs (mpc.gencost); the cost objective needs them")
+        raise ModelError(missing_costs_message(net))
 
 
 def _cost_terms(m: pyo.ConcreteModel, net) -> None:

@@ -80,11 +80,11 @@ def load_ipopt_profile(name_or_path: str | Path = "default") -> dict[str, Any]:
         if len(parts) != 2:
             raise ConfigError(f"{path}, line {k}: expected 'name value', got {line!r}")
         name, value = parts
-        options[name] = _option_value(value)
+        options[name] = option_value(value)
     return options
 
 
-def _option_value(text: str) -> Any:
+def option_value(text: str) -> Any:
     for cast in (int, float):
         try:
             return cast(text)
