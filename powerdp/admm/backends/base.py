@@ -28,6 +28,8 @@ class AgentSpec:
     zone: int
     own_buses: np.ndarray
     shared_keys: tuple[Hashable, ...]
+    #: the agent class as "module:Class" (a host imports it); tests put a solver-free fake here
+    agent: str = "powerdp.admm.agent:ZoneAgent"
 
 
 class WorkerError(SolverError):
@@ -80,9 +82,13 @@ def single_threaded_pools():
 
 
 def build_agents(net: Network, specs: Sequence[AgentSpec], config: RunConfig):
-    from ..agent import ZoneAgent
+    import importlib
 
-    return {s.zone: ZoneAgent(net, s.zone, s.own_buses, s.shared_keys, config) for s in specs}
+    def agent_class(path: str):
+        module, name = path.split(":")
+        return getattr(importlib.import_module(module), name)
+
+    return {s.zone: agent_class(s.agent)(net, s.zone, s.own_buses, s.shared_keys, config) for s in specs}
 
 
 class Backend:

@@ -1,0 +1,70 @@
+"""A zone agent without a solver, for coordinator and backend tests (AgentSpec(agent="tests.fakes:FakeAgent")).
+
+It follows the agent protocol the backends use (initialize, step, diagnostics, checkpoints, solution
+files) with a closed-form local update: it moves its release halfway from the consensus value to a
+private target that depends on its own loads, with noise from its own generator. Deterministic per
+(seed, zone), like the real agent, so backends can be compared bit for bit in milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from powerdp.admm.agent import ZoneDiagnostics, zone_checkpoint_path
+from powerdp.admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
+from powerdp.privacy import zone_rng
+
+
+class FakeAgent:
+    def __init__(self, net, zone, own_buses, shared_keys, config):
+        self.zone = int(zone)
+        self.config = config
+        self.n_shared = len(shared_keys)
+        # a private target from the zone's own loads (other zones' loads are zero on a host: private_view)
+        self.target = np.full(self.n_shared, float(net.pd[own_buses].sum()))
+        self.rng = zone_rng(config.seed, self.zone)
+        self.released = np.zeros(self.n_shared)
+        self.round = 0
+        self.pid = os.getpid()
+        self.seen_load = float(net.pd.sum())  # what this host can see of the network's loads
+        self.setup_s = {"build_s": 0.0, "compile_s": 0.0, "solver_s": 0.0}
+
+    def _update(self, t: int) -> ZoneUpdate:
+        stats = SolverStats(1, 1, 0.0, 0.0, (0,), 0.0)
+        return ZoneUpdate(round=t, zone=self.zone, released=self.released.copy(), stats=stats)
+
+    def initialize(self) -> ZoneUpdate:
+        return self._update(0)
+
+    def step(self, msg: ConsensusMessage) -> ZoneUpdate:
+        self.round = msg.round
+        self.released = 0.5 * (msg.w + self.target) + 0.01 * self.rng.standard_normal(self.n_shared)
+        return self._update(msg.round)
+
+    def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
+        return ZoneDiagnostics(self.zone, float(np.sum((self.released - self.target) ** 2)), 0.0, 0.0, {"pid": self.pid, "seen_load": self.seen_load})
+
+    def save_checkpoint(self, directory) -> Path:
+        path = zone_checkpoint_path(directory, self.zone, self.round)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pickle.dumps((self.round, self.released, self.rng.bit_generator.state)))
+        return path
+
+    def load_checkpoint(self, directory, round: int) -> None:
+        self.round, self.released, state = pickle.loads(zone_checkpoint_path(directory, self.zone, round).read_bytes())
+        self.rng.bit_generator.state = state
+
+    def prune_checkpoints(self, directory, keep_round: int) -> None:
+        for old in Path(directory).glob(f"zone_{self.zone}_round_*.pkl"):
+            if old.name != zone_checkpoint_path(directory, self.zone, keep_round).name:
+                old.unlink()
+
+    def save_solution(self, directory) -> Path:
+        path = Path(directory) / f"zone_{self.zone}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(map(repr, self.released)))
+        return path
