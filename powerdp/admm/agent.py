@@ -114,7 +114,7 @@ class ZoneAgent:
         self._shared_mask[self.shared_cols] = 1.0
         self.lipschitz = lipschitz_constant(self._f, self.n)
         # the algorithm works in z (flows included in "variables" mode, as in the paper);
-        # Ipopt solves the smaller problem in r with the flows eliminated (z = P r)
+        # Ipopt solves the smaller problem in r with the flows and balance variables eliminated (z = P r)
         self.reduction = eliminate(prob)
         red = self.reduction
         self._f_r = red.reduced.objective  # f_p in r coordinates (exact ADMM)

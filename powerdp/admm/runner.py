@@ -283,7 +283,12 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
     say = status or (lambda msg: None)
     t_setup = time.perf_counter()
     if resume:
-        _load_checkpoint(out_dir)  # a missing or unreadable checkpoint fails before any work
+        done = int(_load_checkpoint(out_dir)["coordinator"]["round"])  # missing or unreadable: fails before any work
+        if done > config.rounds:
+            raise ConfigError(
+                f"{out_dir}: the run already has {done} rounds; rounds = {config.rounds} cannot shorten it "
+                f"(give more than {done} to extend it)"
+            )
         saved = load_config(out_dir)
     say(f"loading {config.case}")
     net = network if network is not None else load_case(config.case, convention=config.convention)
@@ -319,11 +324,6 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
         if resume:
             main = _load_checkpoint(out_dir)
             coordinator.load_state_dict(main["coordinator"])
-            if coordinator.round > config.rounds:
-                raise ConfigError(
-                    f"{out_dir}: the run already has {coordinator.round} rounds; rounds = {config.rounds} cannot shorten it "
-                    f"(give more than {coordinator.round} to extend it)"
-                )
             backend.load_checkpoint(str(_checkpoint_dir(out_dir)), coordinator.round)
             history = main["meta"]["history"]
             _start_files(out_dir, config, part, history)  # drop rounds logged after the checkpoint, and a stale failure
