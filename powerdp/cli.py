@@ -426,6 +426,19 @@ def add_run_parser(sub) -> None:
     p.add_argument("--objective", choices=list(OBJECTIVES), default="shedding", help="local objective (default: shedding; cost only for non-private runs)")
     p.add_argument("--epsilon", type=float, default=0.1, help="privacy budget per local step (default: 0.1)")
     p.add_argument("--delta", type=float, default=1e-2, help="delta of the Gaussian mechanism (default: 0.01)")
+    p.add_argument(
+        "--target-epsilon",
+        type=float,
+        metavar="E",
+        help="total privacy budget per zone for the whole run (rounds x local steps): the per-step noise is "
+        "calibrated to it with a tight accountant, and --epsilon is not used",
+    )
+    p.add_argument(
+        "--target-delta",
+        type=float,
+        metavar="D",
+        help="total delta per zone with --target-epsilon (Gaussian: required, e.g. 1e-5; Laplace: pure epsilon-DP)",
+    )
     p.add_argument("--beta", type=float, default=0.01, help="adjacency: one load changes by at most beta p.u. (default: 0.01)")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound bounds (default) or the paper's values (reproduction only)")
     p.add_argument(
@@ -531,7 +544,7 @@ def add_run_parser(sub) -> None:
 FLAG_TO_FIELD = {
     "zones": "zones", "partition": "partition", "method": "partition_method", "algorithm": "algorithm",
     "objective": "objective", "epsilon": "epsilon", "delta": "delta", "beta": "beta", "sensitivity": "sensitivity",
-    "adjacency": "adjacency", "noise_on": "noise_on",
+    "adjacency": "adjacency", "noise_on": "noise_on", "target_epsilon": "target_epsilon", "target_delta": "target_delta",
     "rounds": "rounds", "local_updates": "local_updates", "rho": "rho", "rho_schedule": "rho_schedule", "eta": "eta",
     "seed": "seed", "backend": "backend", "workers": "workers", "rank_timeout": "rank_timeout", "flows": "flows", "convention": "convention",
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
@@ -570,6 +583,8 @@ def _algorithm(args: argparse.Namespace) -> str:
 
 def _config(args: argparse.Namespace) -> RunConfig:
     explicit = getattr(args, "_explicit", set())
+    if {"epsilon", "target_epsilon"} <= explicit:
+        raise ConfigError("give --epsilon (per local step) or --target-epsilon (total for the run), not both")
     if args.resume is not None:
         return _resume_config(args, explicit)
     if getattr(args, "config", None) is not None:
@@ -611,6 +626,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
         sensitivity=args.sensitivity,
         adjacency=args.adjacency,
         noise_on=args.noise_on,
+        target_epsilon=args.target_epsilon,
+        target_delta=args.target_delta,
         rounds=args.rounds,
         local_updates=args.local_updates,
         rho=args.rho,
@@ -871,9 +888,14 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
             parts.append(f"zone {z}: ε {e:.4g}" + (f", δ {d:.3g}" if d is not None else ""))
         sources = sorted({str(((privacy.get(int(z)) or {}).get("headline") or {}).get("source")) for z in s["epsilon_total"]} - {"None"})
         how = f"; accountant: {', '.join(sources)}" if sources else ""
-        print(
-            f"privacy       total spent per zone over the whole run (ε {cfg.epsilon:g} per local step{how}): " + "; ".join(parts)
-        )
+        steps = s.get("epsilon_per_step") or {}
+        per_step = f"{next(iter(steps.values())):.4g}" if steps else f"{cfg.epsilon:g}"
+        if cfg.target_epsilon is not None:
+            target = f"budget ε {cfg.target_epsilon:g}" + (f", δ {cfg.target_delta:g}" if cfg.target_delta else "")
+            per_step = f"{per_step} per local step, calibrated to the {target}"
+        else:
+            per_step = f"{per_step} per local step"
+        print(f"privacy       total spent per zone over the whole run (ε {per_step}{how}): " + "; ".join(parts))
     print(f"time          {s['wall_s']:.2f} s ({s['ipopt_s']:.2f} s in Ipopt, {s['solves']} local solves), setup {s['setup_s']:.2f} s")
     if out is not None:
         print(f"results       {out}")

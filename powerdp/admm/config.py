@@ -46,6 +46,10 @@ class RunConfig:
     objective: str = "shedding"
     epsilon: float = 0.1
     delta: float = 1e-2
+    # budget-first runs: a total (ε, δ) per zone for the whole run (rounds × local_updates steps); the
+    # per-step noise is calibrated to it (docs/privacy.md) and `epsilon`/`delta` are not used
+    target_epsilon: float | None = None
+    target_delta: float | None = None  # Gaussian: required, in (0, 1); Laplace: 0 (pure ε-DP)
     beta: float = 0.01
     sensitivity: str = "sound"
     adjacency: str = "value"  # neighbouring loads: one load value moves by beta, or one bus (pd and qd)
@@ -103,6 +107,7 @@ class RunConfig:
                 raise bad("delta", "the Gaussian mechanism needs 0 < delta < 1")
             if not (self.beta > 0 and math.isfinite(self.beta)):
                 raise bad("beta", "must be a positive number (p.u.)")
+        self._check_budget(spec, bad)
         if self.sensitivity not in ("sound", "paper"):
             raise bad("sensitivity", "choose 'sound' or 'paper'")
         if self.adjacency not in ADJACENCIES:
@@ -157,6 +162,44 @@ class RunConfig:
         self.rounds = int(self.rounds)
         self.local_updates = int(self.local_updates)
         return self
+
+    def _check_budget(self, spec: Algorithm, bad) -> None:
+        """A total budget: a private algorithm, ε > 0, a δ that fits the mechanism, noise within bounds."""
+        if self.target_epsilon is None:
+            if self.target_delta is not None:
+                raise bad("target_delta", "goes with target_epsilon (a total budget per zone)")
+            return
+        if not spec.private:
+            raise bad("target_epsilon", f"algorithm {self.algorithm!r} is not private; a privacy budget needs a DP algorithm")
+        if isinstance(self.target_epsilon, bool) or not isinstance(self.target_epsilon, (int, float)) or not (
+            math.isfinite(self.target_epsilon) and self.target_epsilon > 0
+        ):
+            raise bad("target_epsilon", "must be a positive number (the total ε per zone for the whole run)")
+        if spec.mechanism == "gaussian":
+            if self.target_delta is None or not (0 < self.target_delta < 1):
+                raise bad("target_delta", "the Gaussian mechanism needs a total δ in (0, 1), e.g. 1e-5")
+        elif self.target_delta not in (None, 0, 0.0):
+            raise bad("target_delta", "the Laplace mechanism is calibrated to pure ε-DP: leave target_delta unset or 0")
+        self.per_step_noise()  # refuses a budget whose noise would exceed the sane bound
+
+    @property
+    def private_steps(self) -> int:
+        """Released local steps per zone over the whole run: rounds × local updates."""
+        return int(self.rounds) * int(self.local_updates)
+
+    def per_step_noise(self) -> dict[str, float] | None:
+        """Budget-first runs: the calibrated per-step noise (``epsilon`` for Laplace, ``noise_multiplier``
+        for Gaussian); None when the run states ε per step."""
+        if self.target_epsilon is None:
+            return None
+        from ..privacy.calibration import gaussian_noise_multiplier, laplace_epsilon_per_step
+
+        try:
+            if self.mechanism == "gaussian":
+                return {"noise_multiplier": gaussian_noise_multiplier(float(self.target_epsilon), float(self.target_delta), self.private_steps)}
+            return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps)}
+        except ConfigError as exc:
+            raise ConfigError(f"target_epsilon = {self.target_epsilon!r}: {exc}") from None
 
     @property
     def spec(self) -> Algorithm:

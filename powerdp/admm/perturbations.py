@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..privacy import MECHANISMS, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
+from ..privacy import MECHANISMS, GaussianMechanism, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -52,7 +52,19 @@ class Perturbation:
 
 
 def _mechanism(config: RunConfig, sensitivity: Sensitivity) -> Mechanism:
-    return MECHANISMS[config.mechanism].from_sensitivity(sensitivity, config.epsilon, config.delta)
+    """The per-step mechanism: from ``epsilon``/``delta`` per step, or calibrated to the run's total budget."""
+    budget = config.per_step_noise()
+    if budget is None:
+        return MECHANISMS[config.mechanism].from_sensitivity(sensitivity, config.epsilon, config.delta)
+    if config.mechanism == "gaussian":
+        return GaussianMechanism.from_noise_multiplier(sensitivity.l2, budget["noise_multiplier"], config.target_delta)
+    return MECHANISMS[config.mechanism].from_sensitivity(sensitivity, budget["epsilon"])
+
+
+def _ledger(config: RunConfig, mechanism: Mechanism, zone: int) -> PrivacyLedger:
+    """A budget-first run is accounted at its target δ (so the tight figure is the one the budget names)."""
+    target_delta = config.target_delta if config.target_epsilon is not None and config.mechanism == "gaussian" else None
+    return PrivacyLedger(mechanism, target_delta=target_delta, zone=zone)
 
 
 class ObjectivePerturbation(Perturbation):
@@ -67,7 +79,7 @@ class ObjectivePerturbation(Perturbation):
         self.rng = rng
         self.noise_cols = noise_cols
         self.mechanism = _mechanism(config, gradient_sensitivity)
-        self.ledger = PrivacyLedger(self.mechanism, zone=zone)
+        self.ledger = _ledger(config, self.mechanism, zone)
 
     def perturb_objective(self, c: np.ndarray) -> float:
         xi = self.mechanism.sample(self.rng, len(self.noise_cols))
@@ -93,7 +105,7 @@ class OutputPerturbation(Perturbation):
         self._sensitivity: Callable[[int], Sensitivity] = lambda t: update.output_sensitivity(gradient_sensitivity, t, n, lipschitz)
         # the scale depends on the round; the per-step (ε, δ), which the ledger composes, does not
         self.mechanism = _mechanism(config, self._sensitivity(1))
-        self.ledger = PrivacyLedger(self.mechanism, zone=zone)
+        self.ledger = _ledger(config, self.mechanism, zone)
 
     def start_round(self, t: int) -> None:
         self.mechanism = _mechanism(self.config, self._sensitivity(t))

@@ -155,6 +155,11 @@ def check_resume_config(saved: RunConfig, config: RunConfig, directory: Path) ->
     """Refuse to resume the run saved in ``directory`` with settings that would change its results."""
     a, b = saved.to_dict(), config.to_dict()
     changed = [k for k in a if k not in RESUME_MAY_CHANGE and a[k] != b.get(k)]
+    if saved.target_epsilon is not None and config.rounds != saved.rounds:
+        raise ConfigError(
+            f"{directory}: the run's noise was calibrated to a total budget (ε = {saved.target_epsilon:g}) over "
+            f"{saved.rounds} rounds; more rounds would spend more than the budget, so --rounds cannot change"
+        )
     if changed:
         what = ", ".join(f"{k} {b.get(k)!r} (saved: {a[k]!r})" for k in changed)
         raise ConfigError(
@@ -481,7 +486,11 @@ def _result(
         "ipopt_s": float(frame["ipopt_s"].sum()),
         "solves": int(frame["solves"].sum()),
         "solver_iterations": int(frame["solver_iterations"].sum()),
-        "epsilon_total": {int(d.zone): float(d.epsilon_spent) for d in diags},
+        "epsilon_total": {int(d.zone): float(d.epsilon_spent) for d in diags},  # the ledger's tightest valid figure
+        "epsilon_per_step": {int(d.zone): d.privacy["per_step"]["epsilon"] for d in diags if d.privacy},
+        "epsilon_basic": {int(d.zone): d.privacy["basic"]["epsilon"] for d in diags if d.privacy},
+        "target_epsilon": config.target_epsilon,
+        "target_delta": config.target_delta,
         "centralized_objective": central,
         "gap_to_centralized": None,
         "relative_gap_to_centralized": None,

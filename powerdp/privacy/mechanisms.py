@@ -110,6 +110,19 @@ class GaussianMechanism:
 
         return dp_accounting.GaussianDpEvent(noise_multiplier=self.noise_multiplier)
 
+    @classmethod
+    def from_noise_multiplier(cls, l2_sensitivity: float, noise_multiplier: float, delta: float) -> GaussianMechanism:
+        """σ = noise_multiplier·Δ₂ (budget-first calibration); the per-step ε is the exact one at ``delta``
+        (the analytic Gaussian profile), so the per-step claim holds for any ε."""
+        import dp_accounting
+
+        mech = cls.__new__(cls)
+        mech.sensitivity = check_positive("l2_sensitivity", l2_sensitivity)
+        mech.delta = check_delta("delta", delta)
+        mech.sigma = check_positive("noise_multiplier", noise_multiplier) * mech.sensitivity
+        mech.epsilon = float(dp_accounting.get_epsilon_gaussian(noise_multiplier, mech.delta))
+        return mech
+
     def __init__(self, l2_sensitivity: float, epsilon: float, delta: float):
         self.sensitivity = check_positive("l2_sensitivity", l2_sensitivity)
         self.epsilon = check_positive("epsilon", epsilon)
