@@ -30,3 +30,19 @@ def case14():
 @pytest.fixture(scope="session")
 def case118():
     return load_case("case118")
+
+
+def fail_local_solve(monkeypatch, zone: int, round: int):
+    """Make zone ``zone``'s local solves report infeasibility in round ``round`` (serial backend);
+    ``monkeypatch.undo()`` restores them."""
+    from powerdp.admm import agent as agent_mod
+    from powerdp.errors import InfeasibleError
+
+    real = agent_mod.ZoneAgent._solve
+
+    def failing(self, c, diag, step, exact=False):
+        if self.zone == zone and self.round == round:
+            raise InfeasibleError("Ipopt reports the problem locally infeasible", 2, self._context(step))
+        return real(self, c, diag, step, exact)
+
+    monkeypatch.setattr(agent_mod.ZoneAgent, "_solve", failing)

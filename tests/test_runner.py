@@ -13,6 +13,8 @@ from powerdp.admm.results import HISTORY_COLUMNS, RunResult
 from powerdp.admm.runner import RunFailed, run_distributed
 from powerdp.errors import ConfigError
 
+from .conftest import fail_local_solve
+
 COMPARE = ["objective", "feasibility", "dual_residual", "noise_magnitude", "max_violation", "epsilon_spent"]
 
 
@@ -89,25 +91,14 @@ def test_checkpoint_and_resume_continue_the_same_run(tmp_path):
 
 
 def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, monkeypatch):
-    from powerdp.admm import agent as agent_mod
-
-    real = agent_mod.ZoneAgent._solve
-
-    def failing(self, c, diag, step, exact=False):
-        if self.zone == 1 and self.round == 3:
-            from powerdp.errors import InfeasibleError
-
-            raise InfeasibleError("Ipopt reports the problem locally infeasible", 2, self._context(step))
-        return real(self, c, diag, step, exact)
-
-    monkeypatch.setattr(agent_mod.ZoneAgent, "_solve", failing)
+    fail_local_solve(monkeypatch, zone=1, round=3)
     cfg = RunConfig(case="case14", algorithm="objl", rounds=6, checkpoint_every=1)
     with pytest.raises(RunFailed, match=r"round 3.*zone 1, round 3, local step 1.*infeasible") as info:
         run_distributed(cfg, out=tmp_path / "f", reference=False)
     assert len(info.value.result.history) == 2
     assert (tmp_path / "f" / "failure.txt").is_file()
     assert len(pd.read_csv(tmp_path / "f" / "history.csv")) == 2
-    monkeypatch.setattr(agent_mod.ZoneAgent, "_solve", real)
+    monkeypatch.undo()  # the solves work again
     resumed = run_distributed(cfg, out=tmp_path / "f", resume=True, reference=False)
     full = run_distributed(cfg, reference=False)
     pd.testing.assert_frame_equal(full.history[COMPARE], resumed.history[COMPARE], check_exact=True)

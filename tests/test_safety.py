@@ -23,6 +23,8 @@ from powerdp.admm.runner import RunFailed, run_distributed
 from powerdp.cli import main
 from powerdp.errors import ConfigError
 
+from .conftest import fail_local_solve
+
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and /proc")
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -268,23 +270,13 @@ def test_dead_worker_records_privacy_spend_and_says_no_checkpoint(tmp_path, monk
 
 
 def test_successful_resume_removes_the_stale_failure(tmp_path, monkeypatch):
-    from powerdp.admm import agent as agent_mod
-    from powerdp.errors import InfeasibleError
-
-    real = agent_mod.ZoneAgent._solve
-
-    def failing(self, c, diag, step, exact=False):
-        if self.zone == 1 and self.round == 3:
-            raise InfeasibleError("Ipopt reports the problem locally infeasible", 2, self._context(step))
-        return real(self, c, diag, step, exact)
-
-    monkeypatch.setattr(agent_mod.ZoneAgent, "_solve", failing)
+    fail_local_solve(monkeypatch, zone=1, round=3)
     cfg = RunConfig(case="case14", rounds=4, checkpoint_every=1)
     d = tmp_path / "run"
     with pytest.raises(RunFailed, match="last checkpoint kept"):
         run_distributed(cfg, out=d, reference=False)
     assert (d / "failure.txt").is_file()
-    monkeypatch.setattr(agent_mod.ZoneAgent, "_solve", real)
+    monkeypatch.undo()  # the solves work again
     run_distributed(cfg, out=d, resume=True, reference=False)
     assert not (d / "failure.txt").exists()
     assert json.loads((d / "summary.json").read_text())["summary"]["stopped"] == "rounds"
@@ -480,21 +472,11 @@ def test_partition_into_a_closed_pipe_is_quiet():
 
 
 def test_exit_statuses(tmp_path, monkeypatch, capsys):
-    from powerdp.admm import agent as agent_mod
-    from powerdp.errors import InfeasibleError
-
     assert main(["run", "case14", "--rounds", "0"]) == 2  # bad input
-    real = agent_mod.ZoneAgent._solve
-
-    def failing(self, c, diag, step, exact=False):
-        if self.zone == 1 and self.round == 2:
-            raise InfeasibleError("Ipopt reports the problem locally infeasible", 2, self._context(step))
-        return real(self, c, diag, step, exact)
-
-    monkeypatch.setattr(agent_mod.ZoneAgent, "_solve", failing)
+    fail_local_solve(monkeypatch, zone=1, round=2)
     assert main(["run", "case14", "--rounds", "3", "--no-reference"]) == 1  # a failed local solve
     assert "zone 1, round 2" in capsys.readouterr().err
-    monkeypatch.setattr(agent_mod.ZoneAgent, "_solve", real)
+    monkeypatch.undo()
     if os.name == "posix":
         _exit_in_round(monkeypatch, zone=0, rnd=2)
         assert main(["run", "case14", "--rounds", "3", "--no-reference", "--backend", "process", "--workers", "2"]) == 1
