@@ -363,6 +363,9 @@ RUN_DESCRIPTION = textwrap.dedent(
       objl, objg     objective perturbation, Laplace / Gaussian noise (the paper's method):
                      every released point is feasible for the zone
       outl, outg     output perturbation (baseline): noise added to each local solution
+      inpl, inpg     input perturbation (baseline, load obfuscation): each zone perturbs its
+                     loads once and runs the non-private update on them; the whole run
+                     costs one release's epsilon, whatever --rounds and --local-updates
       nonprivate     the same linearized update without noise
       exact          non-private ADMM with the exact local objective (reference)
       objt           trust-region update (no proximal term; a box of radius a/t^2 around
@@ -424,7 +427,9 @@ def add_run_parser(sub) -> None:
     p.add_argument("--perturbation", choices=list(PERTURBATIONS), help="replace the algorithm's perturbation")
     p.add_argument("--mechanism", choices=list(MECHANISMS), help="replace the algorithm's noise mechanism")
     p.add_argument("--objective", choices=list(OBJECTIVES), default="shedding", help="local objective (default: shedding; cost only for non-private runs)")
-    p.add_argument("--epsilon", type=float, default=0.1, help="privacy budget per local step (default: 0.1)")
+    p.add_argument(
+        "--epsilon", type=float, default=0.1, help="privacy budget per local step (inpl/inpg: of the one release of the loads) (default: 0.1)"
+    )
     p.add_argument("--delta", type=float, default=1e-2, help="delta of the Gaussian mechanism (default: 0.01)")
     p.add_argument(
         "--target-epsilon",

@@ -1,7 +1,7 @@
 """An algorithm is three choices: update rule × perturbation × mechanism (docs/algorithm.md).
 
 :data:`ALIASES` names the combinations the paper and the product use
-(``objl``, ``objg``, ``outl``, ``outg``, ``nonprivate``, ``exact``, ``objt``); any other
+(``objl``, ``objg``, ``outl``, ``outg``, ``inpl``, ``inpg``, ``nonprivate``, ``exact``, ``objt``); any other
 valid combination is written ``UPDATE/PERTURBATION/MECHANISM`` (or
 ``UPDATE/none``). :func:`resolve` turns a name into an :class:`Algorithm` and
 checks it against the registries of update rules, perturbations and
@@ -62,6 +62,8 @@ ALIASES: dict[str, Algorithm] = {
     "outl": Algorithm("linearized", "output", "laplace"),
     "outg": Algorithm("linearized", "output", "gaussian"),
     "objt": Algorithm("trust-region", "objective", "laplace"),
+    "inpl": Algorithm("linearized", "input", "laplace"),
+    "inpg": Algorithm("linearized", "input", "gaussian"),
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..opf.objectives import OBJECTIVES
 from .algorithms import ALIASES, Algorithm, resolve
+from .perturbations import PERTURBATIONS
 from .updates import ETA_SCHEDULES, UPDATES
 
 __all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS"]
@@ -122,6 +123,8 @@ class RunConfig:
                 "output perturbation adds noise to every entry of the local solution (its sensitivity bounds all of z); "
                 "leave noise_on unset or use 'all'",
             )
+        if self.noise_on == "all" and spec.perturbation == "input":
+            raise bad("noise_on", "input perturbation perturbs the loads, which enter only the balance-variable entries; leave noise_on unset")
         if int(self.rounds) != self.rounds or self.rounds < 1:
             raise bad("rounds", "must be a positive integer")
         if int(self.local_updates) != self.local_updates or self.local_updates < 1:
@@ -184,7 +187,10 @@ class RunConfig:
 
     @property
     def private_steps(self) -> int:
-        """Released local steps per zone over the whole run: rounds × local updates."""
+        """Private releases per zone over the whole run: rounds × local updates, or one when the
+        perturbation releases the zone's data once (input perturbation)."""
+        if PERTURBATIONS[self.spec.perturbation].once:
+            return 1
         return int(self.rounds) * int(self.local_updates)
 
     def per_step_noise(self) -> dict[str, float] | None:
@@ -220,7 +226,7 @@ class RunConfig:
 
     @property
     def perturbation(self) -> str | None:
-        """``objective`` or ``output`` for private runs, None otherwise."""
+        """``objective``, ``output`` or ``input`` for private runs, None otherwise."""
         pert = self.spec.perturbation
         return None if pert == "none" else pert
 

@@ -1,4 +1,5 @@
-"""Where a private zone puts its noise: nowhere, in the objective, or on the output (docs/privacy.md).
+"""Where a private zone puts its noise: nowhere, in the objective, on the output, or on its loads once
+(docs/privacy.md).
 
 A :class:`Perturbation` is built once per zone from the run configuration, the
 zone's gradient sensitivity and its update rule. It holds the zone's noise
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from .config import RunConfig
     from .updates.base import LocalUpdate
 
-__all__ = ["Perturbation", "ObjectivePerturbation", "OutputPerturbation", "PERTURBATIONS"]
+__all__ = ["Perturbation", "ObjectivePerturbation", "OutputPerturbation", "InputPerturbation", "PERTURBATIONS"]
 
 
 class Perturbation:
@@ -30,6 +31,9 @@ class Perturbation:
 
     name: ClassVar[str] = "none"
     summary: ClassVar[str] = "no noise (non-private)"
+    #: whether the zone's data is released once for the whole run (then the run costs one step's ε,
+    #: whatever the rounds and local steps) rather than once per local step
+    once: ClassVar[bool] = False
 
     def __init__(self, config: RunConfig, **_: Any):
         self.config = config
@@ -118,9 +122,43 @@ class OutputPerturbation(Perturbation):
         self.ledger.record(steps, mechanism=self.mechanism)
 
 
+class InputPerturbation(Perturbation):
+    """InpPert (baseline, load obfuscation): the zone perturbs its loads once, d̃ = d + ξ/2, and then runs
+    the non-private update on d̃ (docs/privacy.md).
+
+    In the paper's coordinates the loads enter f_p = Σ (y + d)² only through the linear term 2⟨d, y⟩, so
+    f_p with d̃ is f_p + ⟨ξ, y⟩ + const: the zone adds the same ξ to the linear term of every local
+    problem. ξ is drawn once, from the mechanism calibrated to the gradient sensitivity (2β for one
+    load value), which is the load sensitivity β with d̃ − d = ξ/2. Everything the zone releases is
+    post-processing of d̃, so the whole run costs one step's ε (the ledger records one step).
+    """
+
+    name: ClassVar[str] = "input"
+    summary: ClassVar[str] = "the loads perturbed once, then the non-private update (the run costs ε once)"
+    once: ClassVar[bool] = True
+
+    def __init__(self, config: RunConfig, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
+                 noise_cols: np.ndarray, zone: int, **_: Any):
+        super().__init__(config)
+        self.noise_cols = noise_cols
+        self.mechanism = _mechanism(config, gradient_sensitivity)
+        self.ledger = _ledger(config, self.mechanism, zone)
+        # the zone's first draw, before any round: a resumed run rebuilds the same d̃
+        self.xi = self.mechanism.sample(rng, len(noise_cols))
+
+    def perturb_objective(self, c: np.ndarray) -> float:
+        c[self.noise_cols] += self.xi
+        return noise_magnitude(self.xi)
+
+    def end_round(self, steps: int) -> None:
+        if self.ledger.steps == 0:  # d̃ is released (through its post-processing) from the first round on
+            self.ledger.record(1)
+
+
 #: perturbation name → class; a new perturbation is one class and one entry here
 PERTURBATIONS: dict[str, type[Perturbation]] = {
     "none": Perturbation,
     "objective": ObjectivePerturbation,
     "output": OutputPerturbation,
+    "input": InputPerturbation,
 }

@@ -14,7 +14,8 @@ class ExactUpdate(LocalUpdate):
     """z^{t+1} = argmin_{z ∈ W_p} f_p(z) + ρ/2‖w − B_p z + λ/ρ‖²: one solve per round."""
 
     name: ClassVar[str] = "exact"
-    perturbations: ClassVar[tuple[str, ...]] = ("none",)
+    # input perturbation runs it on perturbed loads: f_p with d̃ is f_p plus a fixed linear term
+    perturbations: ClassVar[tuple[str, ...]] = ("none", "input")
     summary: ClassVar[str] = "the zone's true objective plus the ADMM term, one solve per round"
 
     def local_problem(self, reduction, f_r: QuadraticObjective) -> tuple[CompiledProblem, QuadraticObjective]:
@@ -23,6 +24,8 @@ class ExactUpdate(LocalUpdate):
 
     def run_round(self, zone: LocalProblem, t: int, rho: float, admm_lin: np.ndarray) -> RoundOutcome:
         out = RoundOutcome()
-        z, res = zone.solve(-admm_lin, rho * zone.shared_mask, 1, exact=True)
+        c = -admm_lin
+        out.noise += zone.perturbation.perturb_objective(c)
+        z, res = zone.solve(c, rho * zone.shared_mask, 1, exact=True)
         out.add(z, res)
         return out

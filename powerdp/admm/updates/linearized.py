@@ -33,7 +33,7 @@ class LinearizedUpdate(LocalUpdate):
     """z^{t,e+1} = argmin_{z ∈ W_p} ⟨∇f_p(z^{t,e}) + ξ, z⟩ + ‖z − z^{t,e}‖²/(2η_t) + ρ/2‖w − B_p z + λ/ρ‖²."""
 
     name: ClassVar[str] = "linearized"
-    perturbations: ClassVar[tuple[str, ...]] = ("none", "objective", "output")
+    perturbations: ClassVar[tuple[str, ...]] = ("none", "objective", "output", "input")
     summary: ClassVar[str] = "linearized objective plus a proximal term 1/(2η_t)‖z − z^{t,e}‖², E steps per round"
 
     def eta(self, t: int, lipschitz: float) -> float:
