@@ -8,6 +8,13 @@ paper-coordinates issue measures it.
 * outl / outg at ε = 0.1 (sound sensitivities): how far their releases fall outside W_p.
 
     python benchmarks/utility.py --json utility.json
+
+``budget`` mode (the privacy-budget issue): every mechanism at the same *total* ε per zone for the
+whole run, product defaults (T = 100, E = 1, capped η, sound sensitivities), δ = 1e-5 for the
+Gaussian ones, 3 seeds, next to the floor n·(β/ε)² (docs/privacy.md). It is a ``powerdp sweep``
+with ``target_epsilons``, so ``powerdp plot OUT`` draws the figure against the total budget:
+
+    python benchmarks/utility.py budget --out budget_sweep --jobs 2
 """
 
 from __future__ import annotations
@@ -16,9 +23,15 @@ import argparse
 import json
 import logging
 import statistics
+import sys
 
 from powerdp.admm.config import RunConfig
 from powerdp.admm.runner import run_distributed
+from powerdp.plots import utility_floor
+from powerdp.sweep import SweepSpec, run_sweep
+
+BUDGET_ALGORITHMS = ["objl", "objg", "outl", "outg", "inpl", "inpg"]
+BUDGETS = [0.1, 1.0, 10.0]
 
 
 def final(cfg: RunConfig) -> dict:
@@ -41,7 +54,58 @@ def medians(runs: list[dict]) -> dict:
     }
 
 
+def budget_table(args: argparse.Namespace) -> None:
+    spec = SweepSpec(
+        cases=[args.case],
+        partitions=[{"zones": 3}],
+        algorithms=args.algorithms,
+        target_epsilons=args.budgets,
+        local_updates=[1],
+        seeds=list(range(args.seeds)),
+        base={"rounds": args.rounds, "target_delta": 1e-5},
+        source="benchmarks/utility.py budget",
+    )
+    done = []
+
+    def progress(run: str, error: str | None, k: int, n: int) -> None:
+        done.append(run)
+        print(f"[{k}/{n}] {run}" + (f"  FAILED: {error}" if error else ""), file=sys.stderr, flush=True)
+
+    runs = run_sweep(spec, args.out, jobs=args.jobs, progress=progress)
+    rows = []
+    for (alg, te), g in runs.groupby(["algorithm", "target_epsilon"], sort=False):
+        floor = float(utility_floor(g["load_values"].iloc[0], g["beta"].iloc[0], te))
+        rows.append({
+            "algorithm": alg, "total_epsilon": te, "floor": floor,
+            "median_objective": float(g["final_objective"].median()),
+            "median_feasibility": float(g["final_feasibility"].median()),
+            "max_violation": float(g["max_violation"].max()),
+            "epsilon_total_max": float(g["epsilon_total"].max()),
+            "objectives": [float(v) for v in g.sort_values("seed")["final_objective"]],
+        })
+    print(f"\n{args.case}, 3 zones, T = {args.rounds}, E = 1, {args.seeds} seeds (median), δ = 1e-5 for Gaussian")
+    print(f"{'total ε':>8} {'algorithm':>9} {'objective F':>12} {'floor n(β/ε)²':>14} {'F/floor':>8} {'feasibility':>12} {'ε spent':>8}")
+    for r in sorted(rows, key=lambda r: (r["total_epsilon"], BUDGET_ALGORITHMS.index(r["algorithm"]) if r["algorithm"] in BUDGET_ALGORITHMS else 99)):
+        print(f"{r['total_epsilon']:>8g} {r['algorithm']:>9} {r['median_objective']:>12.4g} {r['floor']:>14.3g} "
+              f"{r['median_objective'] / r['floor']:>8.3g} {r['median_feasibility']:>12.3g} {r['epsilon_total_max']:>8.4g}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=2)
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "budget":
+        ap = argparse.ArgumentParser(prog="utility.py budget", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        ap.add_argument("--case", default="case118")
+        ap.add_argument("--seeds", type=int, default=3)
+        ap.add_argument("--rounds", type=int, default=100)
+        ap.add_argument("--algorithms", nargs="+", default=BUDGET_ALGORITHMS)
+        ap.add_argument("--budgets", nargs="+", type=float, default=BUDGETS)
+        ap.add_argument("--out", required=True, help="sweep directory (resumable; powerdp plot OUT draws the figure)")
+        ap.add_argument("--jobs", type=int, default=None)
+        ap.add_argument("--json")
+        budget_table(ap.parse_args(sys.argv[2:]))
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--case", default="case118")
     ap.add_argument("--seeds", type=int, default=3)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["plot_trajectories", "plot_privacy_utility", "plot_partition_sensitivity", "plot_network", "plot_sweep"]
@@ -107,6 +108,38 @@ def plot_privacy_utility(runs: pd.DataFrame, title: str = "") -> Any:
     return fig
 
 
+def utility_floor(load_values: float, beta: float, epsilon: np.ndarray) -> np.ndarray:
+    """The rough floor n·(β/ε)² of the shedding objective at a total budget ε (docs/privacy.md): an ε-DP
+    release estimates each of the n load values no better than about β/ε, and a balanced dispatch
+    estimates them."""
+    return load_values * (beta / np.asarray(epsilon, dtype=float)) ** 2
+
+
+def plot_privacy_budget(runs: pd.DataFrame, title: str = "") -> Any:
+    """Final objective and feasibility against the total ε per zone (log–log), one line per algorithm,
+    with the floor n·(β/ε)² on the objective panel: algorithms compared at equal total budget."""
+    plt = _plt()
+    runs = runs[runs["epsilon_total"] > 0]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), squeeze=False)
+    for ax, (metric, label) in zip(axes[0], [("final_objective", "final objective (p.u.²)"), ("final_feasibility", "final feasibility (p.u.)")]):
+        for (alg, E), g in runs.groupby(["algorithm", "local_updates"]):
+            g = g.assign(epsilon_total=g["epsilon_total"].round(6))
+            name = alg if runs["local_updates"].nunique() == 1 else f"{alg}, E={E}"
+            _band(ax, g, "epsilon_total", metric, name, marker="o")
+        ax.set_xscale("log")
+        _label_axis(ax, runs[metric], "total ε per zone (whole run)", label)
+    known = runs.dropna(subset=["load_values"]) if "load_values" in runs else runs.iloc[:0]
+    if not known.empty:
+        eps = np.geomspace(known["epsilon_total"].min(), known["epsilon_total"].max(), 50)
+        floor = utility_floor(float(known["load_values"].iloc[0]), float(known["beta"].iloc[0]), eps)
+        axes[0, 0].plot(eps, floor, "k--", lw=1, label="floor n·(β/ε)²")
+        axes[0, 0].legend(fontsize="small")
+    axes[0, 1].legend(title="algorithm", fontsize="small")
+    fig.suptitle(title or "utility at a total budget (mean over seeds, min–max shaded)")
+    fig.tight_layout()
+    return fig
+
+
 def plot_partition_sensitivity(runs: pd.DataFrame, title: str = "") -> Any:
     """Final objective, feasibility and wall time against the number of zones, per method and algorithm.
 
@@ -188,6 +221,8 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
     for case, g in runs.groupby("case"):
         if g["epsilon"].nunique() > 1:
             save(plot_privacy_utility(g, f"{case}: privacy–utility"), f"privacy_utility_{case}.png")
+        if g.loc[g["epsilon_total"] > 0, "epsilon_total"].round(6).nunique() > 1:
+            save(plot_privacy_budget(g, f"{case}: utility at a total budget"), f"privacy_budget_{case}.png")
         if g["n_zones"].nunique() > 1:
             save(plot_partition_sensitivity(g, f"{case}: partition sensitivity"), f"partition_sensitivity_{case}.png")
     from .grid.network import load_case

@@ -6,7 +6,9 @@ A sweep is described by a TOML file (or a :class:`SweepSpec`)::
     cases = ["case14", "case118"]
     partitions = [{ zones = 3 }, { zones = 4, method = "spectral" }]   # or "area", a CSV file...
     algorithms = ["objl", "outl"]
-    epsilons = [0.1, 1.0]
+    epsilons = [0.1, 1.0]          # ε per local step; or instead
+    # target_epsilons = [1, 10]    # a total budget per zone (then [run] target_delta is the δ of
+    #                              # the Gaussian runs; Laplace runs are pure ε-DP)
     local_updates = [1, 5]
     seeds = [0, 1, 2]
 
@@ -47,7 +49,7 @@ from .errors import ConfigError
 
 __all__ = ["SweepSpec", "load_sweep", "load_toml", "run_sweep", "sweep_tables"]
 
-GRID_KEYS = {"cases", "partitions", "algorithms", "epsilons", "local_updates", "seeds"}
+GRID_KEYS = {"cases", "partitions", "algorithms", "epsilons", "target_epsilons", "local_updates", "seeds"}
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
@@ -74,6 +76,8 @@ class SweepSpec:
     partitions: list[dict[str, Any]] = field(default_factory=lambda: [{"zones": 3}])
     algorithms: list[str] = field(default_factory=lambda: ["objl"])
     epsilons: list[float] = field(default_factory=lambda: [0.1])
+    #: total budgets per zone (budget-first runs, docs/privacy.md); [None]: ε per step from ``epsilons``
+    target_epsilons: list[float | None] = field(default_factory=lambda: [None])
     local_updates: list[int] = field(default_factory=lambda: [1])
     seeds: list[int] = field(default_factory=lambda: [0])
     base: dict[str, Any] = field(default_factory=dict)
@@ -84,10 +88,12 @@ class SweepSpec:
             value = getattr(self, name)
             if not isinstance(value, list) or not value:
                 raise ConfigError(f"{self.source}: sweep.{name} must be a non-empty list")
-        grid_fields = {"case", "zones", "partition", "partition_method", "algorithm", "epsilon", "local_updates", "seed"}
+        grid_fields = {"case", "zones", "partition", "partition_method", "algorithm", "epsilon", "target_epsilon", "local_updates", "seed"}
         clash = sorted(grid_fields & set(self.base))
         if clash:
             raise ConfigError(f"{self.source}: [run] sets {', '.join(clash)}, which the [sweep] grid sets")
+        if self.target_epsilons != [None] and self.epsilons != [0.1]:
+            raise ConfigError(f"{self.source}: give sweep.epsilons (ε per step) or sweep.target_epsilons (a total budget), not both")
         self.configs()  # validate every grid point before anything runs
 
     @staticmethod
@@ -109,16 +115,24 @@ class SweepSpec:
     def configs(self) -> list[tuple[str, RunConfig]]:
         """Every run of the grid as (run id, RunConfig), validated."""
         out = []
-        for case, part, alg, eps, E, seed in itertools.product(
-            self.cases, self.partitions, self.algorithms, self.epsilons, self.local_updates, self.seeds
+        budgets = [(eps, None) for eps in self.epsilons] if self.target_epsilons == [None] else [(None, te) for te in self.target_epsilons]
+        for case, part, alg, (eps, target), E, seed in itertools.product(
+            self.cases, self.partitions, self.algorithms, budgets, self.local_updates, self.seeds
         ):
-            fields = {**self.base, "case": case, "algorithm": alg, "epsilon": eps, "local_updates": E, "seed": seed}
+            fields = {**self.base, "case": case, "algorithm": alg, "local_updates": E, "seed": seed}
+            if target is None:
+                fields["epsilon"] = eps
+            else:
+                fields["target_epsilon"] = target
+                if _mechanism_of(alg) != "gaussian":  # [run] target_delta is the Gaussian runs' δ (module doc)
+                    fields.pop("target_delta", None)
             fields.update(self._partition_fields(part, self.source))
             try:
                 check_types(fields, self.source)
                 cfg = resolve_partition_choice(RunConfig.from_dict(fields, source=self.source))
             except ConfigError as exc:
-                raise ConfigError(f"{self.source}: run {case}/{alg}/eps={eps}/E={E}/seed={seed}: {exc}") from None
+                budget = f"eps={eps}" if target is None else f"total eps={target}"
+                raise ConfigError(f"{self.source}: run {case}/{alg}/{budget}/E={E}/seed={seed}: {exc}") from None
             out.append((run_id(cfg), cfg))
         return out
 
@@ -143,11 +157,21 @@ class SweepSpec:
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "source"}
 
 
+def _mechanism_of(algorithm: str) -> str | None:
+    from .admm.algorithms import resolve
+
+    try:
+        return resolve(algorithm).mechanism
+    except ConfigError:
+        return None  # RunConfig names the bad algorithm
+
+
 def run_id(cfg: RunConfig) -> str:
     """A readable, unique directory name of a run inside a sweep."""
     part = f"z{cfg.zones}-{cfg.partition_method}" if cfg.partition is None else Path(str(cfg.partition)).stem
     case = Path(cfg.case).stem
-    return f"{case}_{part}_{cfg.algorithm}_eps{cfg.epsilon:g}_E{cfg.local_updates}_s{cfg.seed}"
+    budget = f"eps{cfg.epsilon:g}" if cfg.target_epsilon is None else f"total{cfg.target_epsilon:g}"
+    return f"{case}_{part}_{cfg.algorithm.replace('/', '-')}_{budget}_E{cfg.local_updates}_s{cfg.seed}"
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
@@ -158,6 +182,8 @@ def load_sweep(path: str | Path) -> SweepSpec:
     if unknown:
         raise ConfigError(f"{src}: unknown table(s) {', '.join(unknown)}; a sweep file has [sweep] and [run]")
     grid = dict(data.get("sweep", {}))
+    if "epsilons" in grid and "target_epsilons" in grid:
+        raise ConfigError(f"{src}: give sweep.epsilons (ε per step) or sweep.target_epsilons (a total budget), not both")
     bad = sorted(set(grid) - GRID_KEYS)
     if bad:
         raise ConfigError(f"{src}: unknown key(s) {', '.join(bad)} in [sweep]; known: {', '.join(sorted(GRID_KEYS))}")
@@ -326,7 +352,9 @@ def run_dirs(out: str | Path) -> list[Path]:
     return sorted(d for d in (out / "runs").glob("*") if d.is_dir())
 
 
-PARAM_COLUMNS = ["run", "case", "zones", "partition", "partition_method", "algorithm", "epsilon", "local_updates", "seed", "sensitivity", "eta"]
+PARAM_COLUMNS = [
+    "run", "case", "zones", "partition", "partition_method", "algorithm", "epsilon", "target_epsilon", "local_updates", "seed", "sensitivity", "eta",
+]
 
 
 def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -345,7 +373,7 @@ def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.Dat
             "run": d.name, "case": Path(cfg.case).stem, "zones": cfg.zones, "partition": cfg.partition,
             # a given partition (a file, a bundled one, area/zone columns) is labelled by its name
             "partition_method": cfg.partition_method if cfg.partition is None else Path(str(cfg.partition)).stem,
-            "algorithm": cfg.algorithm, "epsilon": cfg.epsilon,
+            "algorithm": cfg.algorithm, "epsilon": cfg.epsilon, "target_epsilon": cfg.target_epsilon,
             "local_updates": cfg.local_updates, "seed": cfg.seed, "sensitivity": cfg.sensitivity, "eta": str(cfg.eta),
         }
         h = res.history.copy()
@@ -363,6 +391,8 @@ def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.Dat
             "max_violation": s.get("max_violation"),
             "wall_s": s.get("wall_s"),
             "epsilon_total": max(s["epsilon_total"].values()) if s.get("epsilon_total") else 0.0,
+            "beta": cfg.beta,
+            "load_values": s.get("load_values"),
         })
     rounds = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=PARAM_COLUMNS)
     if rows:

@@ -8,7 +8,14 @@ import numpy as np
 import pandas as pd
 
 from powerdp.grid.partition import bundled_partition
-from powerdp.plots import plot_network, plot_partition_sensitivity, plot_privacy_utility, plot_trajectories
+from powerdp.plots import (
+    plot_network,
+    plot_partition_sensitivity,
+    plot_privacy_budget,
+    plot_privacy_utility,
+    plot_trajectories,
+    utility_floor,
+)
 
 
 def fake_rounds():
@@ -59,6 +66,21 @@ def test_privacy_utility_figure(tmp_path):
     assert a.get_ylabel().startswith("final objective") and b.get_ylabel().startswith("final feasibility")
     assert len(a.get_lines()) == 2
     np.testing.assert_allclose(a.get_lines()[0].get_xdata(), [0.1, 0.5, 1.0])
+
+
+def test_privacy_budget_figure_has_the_floor(tmp_path):
+    rows = [{"algorithm": alg, "local_updates": 1, "seed": s, "epsilon_total": te, "final_objective": k * 10 / te,
+             "final_feasibility": 0.01 / te, "load_values": 28, "beta": 0.01}
+            for k, alg in enumerate(("objl", "inpl"), 1) for te in (0.1, 1.0, 10.0) for s in (0, 1)]
+    fig = plot_privacy_budget(pd.DataFrame(rows))
+    fig.savefig(tmp_path / "b.png")
+    a, b = fig.axes
+    assert a.get_xscale() == "log" and a.get_xlabel().startswith("total ε")
+    floor = [ln for ln in a.get_lines() if ln.get_label().startswith("floor")]
+    assert len(floor) == 1 and len(a.get_lines()) == 3
+    x, y = floor[0].get_data()
+    np.testing.assert_allclose(y, 28 * (0.01 / x) ** 2)
+    assert utility_floor(236, 0.01, 1.0) == 236e-4  # case118 at ε = 1: the issue's ≈ 0.024
 
 
 def test_partition_sensitivity_figure(tmp_path):

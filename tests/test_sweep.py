@@ -69,6 +69,8 @@ def test_interrupted_sweep_skips_finished_runs(small_sweep, monkeypatch):
         (SMALL.replace("{ zones = 3 }", "{ zones = 40 }"), "40"),
         (SMALL.replace("[run]", "[runn]"), r"unknown table\(s\) runn"),
         (SMALL.replace("rounds = 3", "rounds = 3\nalgorithm = 'objg'"), "which the \\[sweep\\] grid sets"),
+        (SMALL.replace("epsilons = [0.5]", "epsilons = [0.5]\ntarget_epsilons = [1.0]"), "not both"),
+        (SMALL.replace("epsilons = [0.5]", "target_epsilons = [-1.0]"), "target_epsilon = -1.0: must be a positive"),
     ],
 )
 def test_bad_sweep_config_fails_before_any_solve(tmp_path, monkeypatch, text, match):
@@ -78,6 +80,24 @@ def test_bad_sweep_config_fails_before_any_solve(tmp_path, monkeypatch, text, ma
     with pytest.raises(ConfigError, match=match):
         spec = load_sweep(write(tmp_path, text))
         run_sweep(spec, tmp_path / "out", jobs=1)
+
+
+def test_budget_sweep_compares_mechanisms_at_one_total(tmp_path):
+    """target_epsilons: every run spends the same total ε; [run] target_delta is the Gaussian runs' δ."""
+    from powerdp.cli import main
+
+    text = SMALL.replace('algorithms = ["objl", "outl"]', 'algorithms = ["objl", "objg", "inpl"]').replace(
+        "epsilons = [0.5]", "target_epsilons = [1.0, 4.0]").replace("{ zones = 2 }, ", "").replace('sensitivity = "paper"', "target_delta = 1e-5")
+    spec = load_sweep(write(tmp_path, text))
+    cfgs = dict(spec.configs())
+    assert len(cfgs) == 6 and all(name.split("_")[-3].startswith("total") for name in cfgs)
+    assert {c.target_delta for c in cfgs.values() if c.algorithm == "objg"} == {1e-5}
+    assert {c.target_delta for c in cfgs.values() if c.algorithm != "objg"} == {None}
+    runs = run_sweep(spec, tmp_path / "out", jobs=2)
+    for _, r in runs.iterrows():
+        assert r["epsilon_total"] == pytest.approx(r["target_epsilon"], rel=1e-6)
+    assert main(["plot", str(tmp_path / "out"), "--out", str(tmp_path / "figs")]) == 0
+    assert (tmp_path / "figs" / "privacy_budget_case14.png").is_file()
 
 
 def test_cli_sweep_and_plot(small_sweep, capsys, tmp_path):

@@ -473,6 +473,7 @@ def _result(
         "objective": config.objective,
         "n_zones": part.n_zones,
         "n_shared": len(keys),
+        "load_values": 2 * int(net.n_bus),  # pd and qd of every bus: the private values (docs/privacy.md)
         "rounds": int(len(frame)),
         "stopped": stopped,
         "final_objective": final_obj,
