@@ -10,9 +10,11 @@ paper-coordinates issue measures it.
     python benchmarks/utility.py --json utility.json
 
 ``budget`` mode (the privacy-budget issue): every mechanism at the same *total* ε per zone for the
-whole run, product defaults (T = 100, E = 1, capped η, sound sensitivities), δ = 1e-5 for the
-Gaussian ones, 3 seeds, next to the floor n·(β/ε)² (docs/privacy.md). It is a ``powerdp sweep``
-with ``target_epsilons``, so ``powerdp plot OUT`` draws the figure against the total budget:
+whole run, product defaults (T = 100, E = 1, capped η, sound sensitivities), 3 seeds, next to the
+floor n·(β/ε)² (docs/privacy.md). Two sweeps: pure ε-DP (δ = 0: objl, outl, inpl) and δ = 1e-5
+(objg, outg, inpg, and objl, inpl calibrated with the exact Laplace PLD). They are ``powerdp sweep``
+runs with ``target_epsilons``, so ``powerdp plot OUT/pure`` (or ``OUT/delta``) draws the figure
+against the total budget:
 
     python benchmarks/utility.py budget --out budget_sweep --jobs 2
 """
@@ -31,6 +33,8 @@ from powerdp.plots import utility_floor
 from powerdp.sweep import SweepSpec, run_sweep
 
 BUDGET_ALGORITHMS = ["objl", "objg", "outl", "outg", "inpl", "inpg"]
+PURE = ["objl", "outl", "inpl"]  # Laplace at δ = 0
+WITH_DELTA = ["objg", "outg", "inpg", "objl", "inpl"]  # δ = 1e-5 (Laplace: exact PLD calibration)
 BUDGETS = [0.1, 1.0, 10.0]
 
 
@@ -54,39 +58,47 @@ def medians(runs: list[dict]) -> dict:
     }
 
 
-def budget_table(args: argparse.Namespace) -> None:
+def budget_sweep(args: argparse.Namespace, algorithms: list[str], delta: float | None, out: str):
+    base = {"rounds": args.rounds} if delta is None else {"rounds": args.rounds, "target_delta": delta}
     spec = SweepSpec(
-        cases=[args.case],
-        partitions=[{"zones": 3}],
-        algorithms=args.algorithms,
-        target_epsilons=args.budgets,
-        local_updates=[1],
-        seeds=list(range(args.seeds)),
-        base={"rounds": args.rounds, "target_delta": 1e-5},
-        source="benchmarks/utility.py budget",
+        cases=[args.case], partitions=[{"zones": 3}], algorithms=algorithms, target_epsilons=args.budgets,
+        local_updates=[1], seeds=list(range(args.seeds)), base=base, source=f"benchmarks/utility.py budget ({out})",
     )
-    done = []
 
     def progress(run: str, error: str | None, k: int, n: int) -> None:
-        done.append(run)
         print(f"[{k}/{n}] {run}" + (f"  FAILED: {error}" if error else ""), file=sys.stderr, flush=True)
 
-    runs = run_sweep(spec, args.out, jobs=args.jobs, progress=progress)
+    runs = run_sweep(spec, out, jobs=args.jobs, progress=progress)
+    return runs.assign(delta=0.0 if delta is None else delta)
+
+
+def budget_table(args: argparse.Namespace) -> None:
+    import pandas as pd
+
+    pure = [a for a in args.algorithms if a in PURE]
+    with_delta = [a for a in args.algorithms if a in WITH_DELTA]
+    parts = []
+    if pure:
+        parts.append(budget_sweep(args, pure, None, f"{args.out}/pure"))
+    if with_delta:
+        parts.append(budget_sweep(args, with_delta, 1e-5, f"{args.out}/delta"))
+    runs = pd.concat(parts, ignore_index=True)
     rows = []
-    for (alg, te), g in runs.groupby(["algorithm", "target_epsilon"], sort=False):
+    for (alg, delta, te), g in runs.groupby(["algorithm", "delta", "target_epsilon"], sort=False):
         floor = float(utility_floor(g["load_values"].iloc[0], g["beta"].iloc[0], te))
         rows.append({
-            "algorithm": alg, "total_epsilon": te, "floor": floor,
+            "algorithm": alg, "delta": delta, "total_epsilon": te, "floor": floor,
             "median_objective": float(g["final_objective"].median()),
             "median_feasibility": float(g["final_feasibility"].median()),
             "max_violation": float(g["max_violation"].max()),
             "epsilon_total_max": float(g["epsilon_total"].max()),
             "objectives": [float(v) for v in g.sort_values("seed")["final_objective"]],
         })
-    print(f"\n{args.case}, 3 zones, T = {args.rounds}, E = 1, {args.seeds} seeds (median), δ = 1e-5 for Gaussian")
-    print(f"{'total ε':>8} {'algorithm':>9} {'objective F':>12} {'floor n(β/ε)²':>14} {'F/floor':>8} {'feasibility':>12} {'ε spent':>8}")
-    for r in sorted(rows, key=lambda r: (r["total_epsilon"], BUDGET_ALGORITHMS.index(r["algorithm"]) if r["algorithm"] in BUDGET_ALGORITHMS else 99)):
-        print(f"{r['total_epsilon']:>8g} {r['algorithm']:>9} {r['median_objective']:>12.4g} {r['floor']:>14.3g} "
+    print(f"\n{args.case}, 3 zones, T = {args.rounds}, E = 1, product defaults, {args.seeds} seeds (median)")
+    print(f"{'total ε':>8} {'δ':>6} {'algorithm':>9} {'objective F':>12} {'floor n(β/ε)²':>14} {'F/floor':>8} {'feasibility':>12} {'ε spent':>8}")
+    order = {a: k for k, a in enumerate(BUDGET_ALGORITHMS)}
+    for r in sorted(rows, key=lambda r: (r["total_epsilon"], r["delta"], order.get(r["algorithm"], 99))):
+        print(f"{r['total_epsilon']:>8g} {r['delta']:>6g} {r['algorithm']:>9} {r['median_objective']:>12.4g} {r['floor']:>14.3g} "
               f"{r['median_objective'] / r['floor']:>8.3g} {r['median_feasibility']:>12.3g} {r['epsilon_total_max']:>8.4g}")
     if args.json:
         with open(args.json, "w") as fh:

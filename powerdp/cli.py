@@ -442,7 +442,8 @@ def add_run_parser(sub) -> None:
         "--target-delta",
         type=float,
         metavar="D",
-        help="total delta per zone with --target-epsilon (Gaussian: required, e.g. 1e-5; Laplace: pure epsilon-DP)",
+        help="total delta per zone with --target-epsilon (Gaussian: required, e.g. 1e-5; Laplace: unset or 0 for pure "
+        "epsilon-DP, or a delta > 0 to calibrate with the exact privacy-loss distribution, objective and input perturbation only)",
     )
     p.add_argument("--beta", type=float, default=0.01, help="adjacency: one load changes by at most beta p.u. (default: 0.01)")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound bounds (default) or the paper's values (reproduction only)")

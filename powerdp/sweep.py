@@ -7,8 +7,8 @@ A sweep is described by a TOML file (or a :class:`SweepSpec`)::
     partitions = [{ zones = 3 }, { zones = 4, method = "spectral" }]   # or "area", a CSV file...
     algorithms = ["objl", "outl"]
     epsilons = [0.1, 1.0]          # ε per local step; or instead
-    # target_epsilons = [1, 10]    # a total budget per zone (then [run] target_delta is the δ of
-    #                              # the Gaussian runs; Laplace runs are pure ε-DP)
+    # target_epsilons = [1, 10]    # a total budget per zone; [run] target_delta is then the δ of
+    #                              # every run that can use one (Laplace output perturbation: pure ε)
     local_updates = [1, 5]
     seeds = [0, 1, 2]
 
@@ -124,7 +124,7 @@ class SweepSpec:
                 fields["epsilon"] = eps
             else:
                 fields["target_epsilon"] = target
-                if _mechanism_of(alg) != "gaussian":  # [run] target_delta is the Gaussian runs' δ (module doc)
+                if not _takes_delta(alg):  # [run] target_delta applies where a δ can be used (module doc)
                     fields.pop("target_delta", None)
             fields.update(self._partition_fields(part, self.source))
             try:
@@ -157,13 +157,16 @@ class SweepSpec:
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "source"}
 
 
-def _mechanism_of(algorithm: str) -> str | None:
+def _takes_delta(algorithm: str) -> bool:
+    """Whether a budget run of ``algorithm`` can use a total δ > 0: Gaussian runs, and Laplace runs whose
+    privacy loss is exact (objective and input perturbation); Laplace output perturbation is pure ε-DP."""
     from .admm.algorithms import resolve
 
     try:
-        return resolve(algorithm).mechanism
+        spec = resolve(algorithm)
     except ConfigError:
-        return None  # RunConfig names the bad algorithm
+        return True  # RunConfig names the bad algorithm
+    return spec.mechanism == "gaussian" or spec.perturbation in ("objective", "input")
 
 
 def run_id(cfg: RunConfig) -> str:

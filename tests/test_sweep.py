@@ -83,19 +83,19 @@ def test_bad_sweep_config_fails_before_any_solve(tmp_path, monkeypatch, text, ma
 
 
 def test_budget_sweep_compares_mechanisms_at_one_total(tmp_path):
-    """target_epsilons: every run spends the same total ε; [run] target_delta is the Gaussian runs' δ."""
+    """target_epsilons: every run spends the same total ε; [run] target_delta is the δ of every run that can use one."""
     from powerdp.cli import main
 
-    text = SMALL.replace('algorithms = ["objl", "outl"]', 'algorithms = ["objl", "objg", "inpl"]').replace(
+    text = SMALL.replace('algorithms = ["objl", "outl"]', 'algorithms = ["objl", "objg", "outl"]').replace(
         "epsilons = [0.5]", "target_epsilons = [1.0, 4.0]").replace("{ zones = 2 }, ", "").replace('sensitivity = "paper"', "target_delta = 1e-5")
     spec = load_sweep(write(tmp_path, text))
     cfgs = dict(spec.configs())
     assert len(cfgs) == 6 and all(name.split("_")[-3].startswith("total") for name in cfgs)
-    assert {c.target_delta for c in cfgs.values() if c.algorithm == "objg"} == {1e-5}
-    assert {c.target_delta for c in cfgs.values() if c.algorithm != "objg"} == {None}
+    assert {c.target_delta for c in cfgs.values() if c.algorithm != "outl"} == {1e-5}
+    assert {c.target_delta for c in cfgs.values() if c.algorithm == "outl"} == {None}  # Laplace OutPert: pure ε
     runs = run_sweep(spec, tmp_path / "out", jobs=2)
     for _, r in runs.iterrows():
-        assert r["epsilon_total"] == pytest.approx(r["target_epsilon"], rel=1e-6)
+        assert 0.99 * r["target_epsilon"] <= r["epsilon_total"] <= r["target_epsilon"] * (1 + 1e-9)
     assert main(["plot", str(tmp_path / "out"), "--out", str(tmp_path / "figs")]) == 0
     assert (tmp_path / "figs" / "privacy_budget_case14.png").is_file()
 

@@ -50,7 +50,7 @@ class RunConfig:
     # budget-first runs: a total (ε, δ) per zone for the whole run (rounds × local_updates steps); the
     # per-step noise is calibrated to it (docs/privacy.md) and `epsilon`/`delta` are not used
     target_epsilon: float | None = None
-    target_delta: float | None = None  # Gaussian: required, in (0, 1); Laplace: 0 (pure ε-DP)
+    target_delta: float | None = None  # Gaussian: required, in (0, 1); Laplace: 0 (pure ε-DP) or δ > 0 (exact PLD)
     beta: float = 0.01
     sensitivity: str = "sound"
     adjacency: str = "value"  # neighbouring loads: one load value moves by beta, or one bus (pd and qd)
@@ -182,7 +182,14 @@ class RunConfig:
             if self.target_delta is None or not (0 < self.target_delta < 1):
                 raise bad("target_delta", "the Gaussian mechanism needs a total δ in (0, 1), e.g. 1e-5")
         elif self.target_delta not in (None, 0, 0.0):
-            raise bad("target_delta", "the Laplace mechanism is calibrated to pure ε-DP: leave target_delta unset or 0")
+            if isinstance(self.target_delta, bool) or not isinstance(self.target_delta, (int, float)) or not 0 < self.target_delta < 1:
+                raise bad("target_delta", "must lie in [0, 1): 0 (or unset) for pure ε-DP, or a small δ such as 1e-5")
+            if self._laplace_coordinates() is None:
+                raise bad(
+                    "target_delta",
+                    "a Laplace budget at delta > 0 is calibrated with the exact privacy-loss distribution, which output "
+                    "perturbation does not have (its noise bound covers all of z); leave target_delta unset or 0",
+                )
         self.per_step_noise()  # refuses a budget whose noise would exceed the sane bound
 
     @property
@@ -203,9 +210,20 @@ class RunConfig:
         try:
             if self.mechanism == "gaussian":
                 return {"noise_multiplier": gaussian_noise_multiplier(float(self.target_epsilon), float(self.target_delta), self.private_steps)}
-            return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps)}
+            delta = float(self.target_delta or 0.0)
+            coordinates = self._laplace_coordinates() if delta > 0 else None
+            return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps, delta, coordinates)}
         except ConfigError as exc:
             raise ConfigError(f"target_epsilon = {self.target_epsilon!r}: {exc}") from None
+
+    def _laplace_coordinates(self) -> int | None:
+        """The gradient entries one neighbouring change moves (objective and input perturbation), or None."""
+        if self.spec.perturbation not in ("objective", "input"):
+            return None
+        unit = OBJECTIVES[self.objective]
+        if not unit.dp_eligible:
+            return None
+        return unit.gradient_sensitivity(self.beta, self.sensitivity, self.adjacency).coordinates
 
     @property
     def spec(self) -> Algorithm:

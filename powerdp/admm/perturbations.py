@@ -67,7 +67,7 @@ def _mechanism(config: RunConfig, sensitivity: Sensitivity) -> Mechanism:
 
 def _ledger(config: RunConfig, mechanism: Mechanism, zone: int) -> PrivacyLedger:
     """A budget-first run is accounted at its target δ (so the tight figure is the one the budget names)."""
-    target_delta = config.target_delta if config.target_epsilon is not None and config.mechanism == "gaussian" else None
+    target_delta = config.target_delta if config.target_epsilon is not None and config.target_delta else None
     return PrivacyLedger(mechanism, target_delta=target_delta, zone=zone)
 
 

@@ -11,7 +11,7 @@ from ..jsonutil import jsonable
 from .mechanisms import MECHANISMS, GaussianMechanism, LaplaceMechanism, Mechanism
 from .params import check_delta, check_real
 
-__all__ = ["PrivacyLedger", "theorem_4_9_epsilon", "TIGHT_METHODS"]
+__all__ = ["PrivacyLedger", "theorem_4_9_epsilon", "laplace_pld_epsilon", "TIGHT_METHODS"]
 
 TIGHT_METHODS = ("auto", "analytic", "pld", "rdp", "none")
 
@@ -60,6 +60,18 @@ def _exact_gaussian_epsilon(noise_multiplier: float, k: int, delta: float) -> fl
     return float(dp_accounting.get_epsilon_gaussian(noise_multiplier / math.sqrt(k), delta))
 
 
+def laplace_pld_epsilon(epsilon_step: float, steps: int, delta: float, coordinates: int = 1) -> float:
+    """ε at ``delta`` of ``steps`` adaptive Laplace steps of per-step ε, each moving ``coordinates``
+    entries by Δ₁/coordinates: dp-accounting's PLD, the accountant :class:`PrivacyLedger` uses."""
+    import dp_accounting
+    from dp_accounting import pld
+
+    mech = LaplaceMechanism(1.0, epsilon_step, coordinates=coordinates)
+    accountant = pld.PLDAccountant()
+    accountant.compose(dp_accounting.SelfComposedDpEvent(mech.dp_event(), int(steps)))
+    return float(accountant.get_epsilon(delta))
+
+
 def _finite_or_none(x: float | None) -> float | None:
     if x is None:
         return None
@@ -89,13 +101,17 @@ class PrivacyLedger:
     * ``"auto"`` (default): ``"analytic"`` for Gaussian, ``"pld"`` for Laplace.
     * ``"none"``: no tight figure.
 
-    For Laplace the PLD models scalar noise; for vector noise bounded in ‖·‖₁,
-    taking the one-dimensional shift as the worst case is an assumption, so the
-    Laplace PLD figure is reported as an extra and never used as the headline.
+    For Laplace the PLD models scalar noise. When the mechanism knows which entries a
+    neighbouring change moves (``LaplaceMechanism.coordinates``: objective and input
+    perturbation, one entry per load value) the PLD is exact, and at ``target_delta > 0``
+    it is a headline candidate next to the pure-ε sum. For vector noise bounded only in
+    ‖·‖₁ (output perturbation) the one-dimensional shift as the worst case is an
+    assumption, so that PLD figure is reported as an extra and never used as the headline.
 
     Headline (:meth:`epsilon_spent`, :meth:`headline`):
 
-    * Laplace: basic composition (k·ε, 0) — the exact pure-ε sum.
+    * Laplace: basic composition (k·ε, 0) — the exact pure-ε sum — or, with an exact PLD and
+      ``target_delta > 0``, the PLD's ε at ``target_delta`` when it is smaller.
     * Gaussian: the smallest ε among the *valid* guarantees whose δ is at most
       ``target_delta``, reported as (ε, target_delta): the tight figure; the
       basic composition (k·ε, k·δ) if its per-step claim is verified and
@@ -242,6 +258,12 @@ class PrivacyLedger:
         mu2 = sum(n / m.noise_multiplier**2 for m, n in self._history)
         return self._cached(f"exact@{delta!r}", lambda: _exact_gaussian_epsilon(1.0 / math.sqrt(mu2), 1, delta))
 
+    @property
+    def pld_exact(self) -> bool:
+        """Laplace: whether every recorded step's PLD is its exact privacy loss (see the class doc)."""
+        mechanisms = [m for m, _ in self._history] or [self.mechanism]
+        return all(getattr(m, "pld_exact", False) for m in mechanisms)
+
     def per_step_verified(self) -> bool:
         """Whether the per-step claim (ε, δ) holds exactly (always for Laplace;
         for Gaussian checked with the analytic profile — proven for ε < 1)."""
@@ -309,6 +331,10 @@ class PrivacyLedger:
     def _headline(self) -> dict[str, Any]:
         k = self._steps
         basic_eps, basic_delta = self.basic()
+        if self.kind == "laplace" and k > 0 and self.target_delta > 0 and self.pld_exact:
+            tight = self.tight()
+            if tight is not None and tight["epsilon"] < basic_eps:
+                return {"epsilon": tight["epsilon"], "delta": self.target_delta, "source": "tight:pld"}
         if self.kind == "laplace" or k == 0:
             return {"epsilon": basic_eps, "delta": basic_delta, "source": "basic"}
         candidates: list[tuple[float, str]] = []

@@ -47,19 +47,34 @@ class LaplaceMechanism:
     @classmethod
     def from_sensitivity(cls, sensitivity: Sensitivity, epsilon: float, delta: float | None = None) -> LaplaceMechanism:
         """Calibrated to ``sensitivity.l1``; ``delta`` is not used (pure ε)."""
-        return cls(sensitivity.l1, epsilon)
+        return cls(sensitivity.l1, epsilon, coordinates=sensitivity.coordinates)
 
     def dp_event(self):
-        """The ``dp_accounting`` event one step of this mechanism stands for."""
+        """The ``dp_accounting`` event one step of this mechanism stands for.
+
+        With ``coordinates`` = m known, a neighbouring change moves m entries by Δ₁/m each, so one step
+        is exactly m scalar Laplace steps of noise multiplier m/ε (the PLD is then exact, not an
+        assumption); otherwise one scalar step of multiplier 1/ε (the worst case assumed).
+        """
         import dp_accounting
 
-        return dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_multiplier)
+        m = self.coordinates or 1
+        event = dp_accounting.LaplaceDpEvent(noise_multiplier=m * self.noise_multiplier)
+        return event if m == 1 else dp_accounting.SelfComposedDpEvent(event, m)
 
-    def __init__(self, l1_sensitivity: float, epsilon: float):
+    @property
+    def pld_exact(self) -> bool:
+        """Whether :meth:`dp_event` is the exact privacy loss (the shifted entries are known)."""
+        return self.coordinates is not None
+
+    def __init__(self, l1_sensitivity: float, epsilon: float, coordinates: int | None = None):
         self.sensitivity = check_positive("l1_sensitivity", l1_sensitivity)
         self.epsilon = check_positive("epsilon", epsilon)
         self.delta = 0.0
         self.scale = self.sensitivity / self.epsilon
+        if coordinates is not None and (isinstance(coordinates, bool) or not isinstance(coordinates, numbers.Integral) or coordinates < 1):
+            raise ConfigError(f"coordinates must be a positive integer or None, got {coordinates!r}")
+        self.coordinates = None if coordinates is None else int(coordinates)
 
     @property
     def noise_multiplier(self) -> float:
@@ -81,7 +96,8 @@ class LaplaceMechanism:
         return np.asarray(_check_rng(rng).laplace(0.0, self.scale, size), dtype=float)
 
     def __repr__(self) -> str:
-        return f"LaplaceMechanism(l1_sensitivity={self.sensitivity!r}, epsilon={self.epsilon!r})"
+        coords = "" if self.coordinates is None else f", coordinates={self.coordinates!r}"
+        return f"LaplaceMechanism(l1_sensitivity={self.sensitivity!r}, epsilon={self.epsilon!r}{coords})"
 
 
 class GaussianMechanism:

@@ -37,6 +37,10 @@ class Sensitivity:
     rule: str
     beta: float
     note: str = ""
+    #: how many entries one neighbouring change moves, each by l1/coordinates (then the Laplace
+    #: mechanism's privacy-loss distribution is exactly that of `coordinates` scalar Laplace steps);
+    #: None when the bound covers a shift spread over many entries (output perturbation)
+    coordinates: int | None = None
 
     def __post_init__(self) -> None:
         check_positive("Sensitivity.l1", self.l1)
@@ -84,6 +88,7 @@ def gradient_sensitivity(beta: float, rule: Rule = "sound", adjacency: Adjacency
             rule="sound",
             beta=beta,
             note="ObjPert gradient, bus adjacency: pd_i and qd_i move two entries of ∇f_p = 2(y + d) by 2β each",
+            coordinates=2,
         )
     if rule == "paper":
         return Sensitivity(
@@ -92,6 +97,7 @@ def gradient_sensitivity(beta: float, rule: Rule = "sound", adjacency: Adjacency
             rule="paper",
             beta=beta,
             note="ObjPert gradient, the paper's value Δ1 = Δ2 = 2β (Sec. 6.1); in its coordinates also a sound bound",
+            coordinates=1,
         )
     return Sensitivity(
         l1=2.0 * beta,
@@ -99,6 +105,7 @@ def gradient_sensitivity(beta: float, rule: Rule = "sound", adjacency: Adjacency
         rule="sound",
         beta=beta,
         note="ObjPert gradient, value adjacency: one load value moves one entry of ∇f_p = 2(y + d) by 2β",
+        coordinates=1,
     )
 
 
