@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ps.add_argument("--profile", default="default", help="Ipopt option profile: a bundled name or a .opt file")
     ps.add_argument("--json", metavar="PATH", type=Path, help="also write the result summary as JSON")
-    ps.add_argument("--solution", metavar="DIR", type=Path, help="write bus, generator and branch tables as CSV")
+    ps.add_argument("--solution", metavar="DIR", type=Path, help="write bus, generator and branch tables (and dclines.csv for a case with HVDC lines) as CSV")
     ps.set_defaults(func=cmd_solve)
 
     # ---- partition
@@ -175,7 +175,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     res = solve_opf(args.case, objective=args.objective, convention=args.convention, flows=args.flows, profile=args.profile)
     unit = OBJECTIVES[args.objective].unit
     if not args.quiet:
-        print(f"case        {res.case}  ({res.n_buses} buses, {res.n_branches} branches, {res.n_gens} generators)")
+        hvdc = f", {len(res.dclines)} HVDC lines" if len(res.dclines) else ""
+        print(f"case        {res.case}  ({res.n_buses} buses, {res.n_branches} branches, {res.n_gens} generators{hvdc})")
         print(f"model       SOC relaxation, {res.convention} convention, flows as {res.flows}")
         print(f"            {res.n_variables} variables, {res.n_constraints} constraints")
         if res.success:
@@ -196,6 +197,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         res.buses.to_csv(args.solution / "buses.csv", index=False)
         res.generators.to_csv(args.solution / "generators.csv", index=False)
         res.branches.to_csv(args.solution / "branches.csv", index=False)
+        if len(res.dclines):
+            res.dclines.to_csv(args.solution / "dclines.csv", index=False)
     if not res.success:
         print(f"powerdp: the solve did not succeed: Ipopt status {res.status_name}", file=sys.stderr)
     return EXIT_OK if res.success else EXIT_FAILED

@@ -21,7 +21,7 @@ from .matpower import MatpowerData, read_matpower
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Network", "load_case", "bundled_cases", "network_from_matpower", "CONVENTIONS", "missing_costs_message"]
+__all__ = ["Network", "DCLines", "load_case", "bundled_cases", "network_from_matpower", "CONVENTIONS", "missing_costs_message"]
 
 Convention = Literal["powermodels", "matpower"]
 CONVENTIONS = ("powermodels", "matpower")
@@ -30,6 +30,56 @@ PM_ANGLE_PAD = 1.0472  # PowerModels' default_pad for angle limits (rad, ~60 deg
 BUS_COLUMNS = ["bus_i", "type", "Pd", "Qd", "Gs", "Bs", "area", "Vm", "Va", "baseKV", "zone", "Vmax", "Vmin"]
 GEN_COLUMNS = ["bus", "Pg", "Qg", "Qmax", "Qmin", "Vg", "mBase", "status", "Pmax", "Pmin"]
 BRANCH_COLUMNS = ["fbus", "tbus", "r", "x", "b", "rateA", "rateB", "rateC", "ratio", "angle", "status", "angmin", "angmax"]
+DCLINE_COLUMNS = [
+    "F_BUS", "T_BUS", "BR_STATUS", "PF", "PT", "QF", "QT", "VF", "VT",
+    "PMIN", "PMAX", "QMINF", "QMAXF", "QMINT", "QMAXT", "LOSS0", "LOSS1",
+]
+
+
+@dataclass(eq=False)
+class DCLines:
+    """HVDC lines (``mpc.dcline``) as per-unit numpy arrays, as PowerModels models them (docs/formulation.md).
+
+    Line ``l`` runs from bus ``f_bus[l]`` to ``t_bus[l]`` (internal indices); ``ids`` are the
+    1-based rows of ``mpc.dcline``. ``p_fr``/``p_to`` (``q_fr``/``q_to``) are the active (reactive)
+    powers *entering the line* at each end, withdrawn from the bus balances; they obey
+    ``(1 - loss1) p_fr + p_to = loss0`` and the bounds ``pminf <= p_fr <= pmaxf``,
+    ``pmint <= p_to <= pmaxt``, ``qminf <= q_fr <= qmaxf``, ``qmint <= q_to <= qmaxt``
+    (PowerModels' ``_mp2pm_dcline!`` limits). Costs apply to ``p_fr``: polynomial
+    ``c2 p² + c1 p + c0`` ($/h, p in p.u.) or piecewise-linear points (``pwl_line``, ``pwl_mw``, ``pwl_cost``).
+    """
+
+    ids: np.ndarray
+    f_bus: np.ndarray
+    t_bus: np.ndarray
+    pminf: np.ndarray
+    pmaxf: np.ndarray
+    pmint: np.ndarray
+    pmaxt: np.ndarray
+    qminf: np.ndarray
+    qmaxf: np.ndarray
+    qmint: np.ndarray
+    qmaxt: np.ndarray
+    loss0: np.ndarray  # p.u.
+    loss1: np.ndarray  # dimensionless
+    cost_c2: np.ndarray
+    cost_c1: np.ndarray
+    cost_c0: np.ndarray
+    pwl_line: np.ndarray
+    pwl_mw: np.ndarray
+    pwl_cost: np.ndarray
+
+    @classmethod
+    def empty(cls) -> DCLines:
+        i, f = np.zeros(0, np.int64), np.zeros(0)
+        return cls(i, i, i, *([f] * 13), i, f, f)
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    def __len__(self) -> int:
+        return self.n
 
 
 @dataclass(eq=False)
@@ -100,6 +150,7 @@ class Network:
     pair_angmax: np.ndarray = field(init=False)
     has_costs: bool = True
     source: str = ""
+    dcline: DCLines = field(default_factory=DCLines.empty)
 
     def __post_init__(self) -> None:
         self._build_pairs()
@@ -121,10 +172,15 @@ class Network:
     def n_pair(self) -> int:
         return len(self.pair_f)
 
+    @property
+    def n_dcline(self) -> int:
+        return self.dcline.n
+
     def __repr__(self) -> str:
         return (
             f"Network({self.name!r}, buses={self.n_bus}, generators={self.n_gen}, "
-            f"branches={self.n_branch}, convention={self.convention!r})"
+            f"branches={self.n_branch}{f', dclines={self.n_dcline}' if self.n_dcline else ''}, "
+            f"convention={self.convention!r})"
         )
 
     # -------------------------------------------------------------- structure
@@ -187,6 +243,7 @@ class Network:
             "n_generators": self.n_gen,
             "n_branches": self.n_branch,
             "n_bus_pairs": self.n_pair,
+            "n_dclines": self.n_dcline,
             "total_load_mw": float(self.pd.sum() * self.base_mva),
             "total_load_mvar": float(self.qd.sum() * self.base_mva),
         }
@@ -332,6 +389,11 @@ class _Tables:
     active_bus: np.ndarray | None = None
     active_branch: np.ndarray | None = None
     active_gen: np.ndarray | None = None
+    dcline: np.ndarray | None = None  # mpc.dcline (0 rows when the case has none)
+    dc_f_all: np.ndarray | None = None  # dcline ends as bus rows
+    dc_t_all: np.ndarray | None = None
+    active_dcline: np.ndarray | None = None
+    dc_limits: dict[str, np.ndarray] = field(default_factory=dict)  # per active dcline, p.u.
 
     def bus_of(self, ids: np.ndarray, what: str, field_name: str) -> np.ndarray:
         out = np.empty(len(ids), dtype=np.int64)
@@ -423,7 +485,47 @@ def check_generators(t: _Tables) -> None:
             raise CaseDataError(f"{t.src}: generator {k + 1} has {name} = {lo[k]:g}/{hi[k]:g}; the minimum exceeds the maximum")
 
 
-CHECKS = (check_finite_values, check_bus_ids, check_bus_types, check_voltage_limits, check_branches, check_generators)
+def check_dclines(t: _Tables) -> None:
+    """HVDC lines: 17 columns, finite used fields, known and distinct end buses, status 0 or 1,
+    PMIN <= PMAX, QMINF <= QMAXF, QMINT <= QMAXT."""
+    src = t.src
+    dc = t.data.extra.get("dcline")
+    if dc is None or dc.size == 0:
+        t.dcline = np.zeros((0, len(DCLINE_COLUMNS)))
+        t.dc_f_all = t.dc_t_all = np.zeros(0, np.int64)
+        return
+    if dc.shape[1] < len(DCLINE_COLUMNS):
+        raise CaseDataError(
+            f"{src}: mpc.dcline has {dc.shape[1]} columns; MATPOWER needs at least {len(DCLINE_COLUMNS)} "
+            f"({' '.join(DCLINE_COLUMNS)})"
+        )
+    ids = np.arange(1, len(dc) + 1)
+    # PF..VT are solution/set-point fields powerdp does not read
+    _check_finite(dc, "dcline", DCLINE_COLUMNS, [0, 1, 2, 9, 10, 11, 12, 13, 14, 15, 16], ids, src)
+    t.dcline = dc
+    t.dc_f_all = t.bus_of(dc[:, 0], "dcline", "F_BUS")
+    t.dc_t_all = t.bus_of(dc[:, 1], "dcline", "T_BUS")
+    loops = t.dc_f_all == t.dc_t_all
+    if loops.any():
+        k = int(np.flatnonzero(loops)[0])
+        raise CaseDataError(f"{src}: dcline {k + 1} connects bus {t.bus_ids[t.dc_f_all[k]]} to itself")
+    bad = ~np.isin(dc[:, 2], [0, 1])
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise CaseDataError(f"{src}: dcline {k + 1} has BR_STATUS {dc[k, 2]:g}; it must be 1 (in service) or 0 (out)")
+    for lo, hi, name in ((9, 10, "PMIN/PMAX"), (11, 12, "QMINF/QMAXF"), (13, 14, "QMINT/QMAXT")):
+        bad = dc[:, lo] > dc[:, hi]
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise CaseDataError(
+                f"{src}: dcline {k + 1} has {name} = {dc[k, lo]:g}/{dc[k, hi]:g}; the minimum exceeds the maximum"
+            )
+
+
+CHECKS = (
+    check_finite_values, check_bus_ids, check_bus_types, check_voltage_limits, check_branches, check_generators,
+    check_dclines,
+)
 
 
 # ---------------------------------------------------------------------------- correct passes (note with -v)
@@ -448,6 +550,9 @@ def correct_out_of_service(t: _Tables) -> None:
     t.active_gen = (gen[:, 7] > 0) & t.active_bus[t.gen_bus_all] if len(gen) else np.zeros(0, bool)
     if len(gen) and not t.active_gen.all():
         log.info("%s: dropping %d out-of-service generator(s)", src, int((~t.active_gen).sum()))
+    t.active_dcline = (t.dcline[:, 2] != 0) & t.active_bus[t.dc_f_all] & t.active_bus[t.dc_t_all]
+    if not t.active_dcline.all():
+        log.info("%s: dropping %d out-of-service dcline(s)", src, int((~t.active_dcline).sum()))
 
 
 def correct_taps(t: _Tables) -> None:
@@ -488,39 +593,100 @@ def correct_angle_limits(t: _Tables) -> None:
     t.angmin, t.angmax = amin, amax
 
 
-CORRECTIONS = (correct_bus_types, correct_out_of_service, correct_taps, correct_ratings, correct_angle_limits)
+def dcline_end_limits(pmin, pmax, loss0, loss1):
+    """Active-power bounds at both ends from MATPOWER's PMIN/PMAX (PowerModels' ``_mp2pm_dcline!``).
+
+    PMIN/PMAX bound the from-end flow when non-negative; a negative PMIN (PMAX) bounds the
+    to-end flow by -PMIN (PMAX), and the other end's bound follows from the loss relation
+    (1 - loss1) p_fr + p_to = loss0 (docs/formulation.md). Any consistent unit.
+    """
+    g = 1.0 - loss1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pminf = np.where(pmin >= 0, pmin, (pmin + loss0) / g)  # -pmaxt = pmin
+        pmaxt = np.where(pmin >= 0, loss0 - pmin * g, -pmin)
+        pmaxf = np.where(pmax >= 0, pmax, (-pmax + loss0) / g)  # pmint = pmax
+        pmint = np.where(pmax >= 0, loss0 - pmax * g, pmax)
+    return pminf, pmaxf, pmint, pmaxt
 
 
-def _costs(t: _Tables):
-    """Per generator row: (c2, c1, c0) in $/h per p.u., and the piecewise-linear points of active generators."""
-    src, S, gen = t.src, t.S, t.data.gen
-    n_gen_rows = len(gen)
-    pmin_all, pmax_all = gen[:, 9], gen[:, 8]
-    c2 = np.zeros(n_gen_rows)
-    c1 = np.zeros(n_gen_rows)
-    c0 = np.zeros(n_gen_rows)
+def correct_dclines(t: _Tables) -> None:
+    """End limits of the active HVDC lines, then PowerModels' ``correct_dcline_limits!`` on the losses."""
+    dc = t.dcline[t.active_dcline]
+    S = t.S
+    loss0, loss1 = dc[:, 15] / S, dc[:, 16].copy()
+    # limits from the raw losses, as PowerModels' parser does before it corrects them
+    pminf, pmaxf, pmint, pmaxt = dcline_end_limits(dc[:, 9] / S, dc[:, 10] / S, loss0, loss1)
+    ids = np.flatnonzero(t.active_dcline) + 1
+    undefined = ~np.all(np.isfinite(np.stack([pminf, pmaxf, pmint, pmaxt])), axis=0)
+    if undefined.any():
+        k = int(np.flatnonzero(undefined)[0])
+        raise CaseDataError(
+            f"{t.src}: dcline {ids[k]} has LOSS1 {loss1[k]:g} with a negative PMIN or PMAX; its end limits "
+            "(PMIN/PMAX through the loss relation) are undefined: LOSS1 must be below 1"
+        )
+
+    def fix(mask, what, values, unit):
+        for k in np.flatnonzero(mask):
+            log.warning("%s: dcline %d: %s; changing it from %g%s to 0 (as PowerModels)", t.src, ids[k], what, values[k], unit)
+
+    neg0 = loss0 < 0
+    fix(neg0, "negative LOSS0", loss0 * S, " MW")
+    loss0 = np.where(neg0, 0.0, loss0)
+    big0 = loss0 >= pmaxf * (1 - loss1) + pmaxt
+    fix(big0, "LOSS0 inconsistent with the flow limits", loss0 * S, " MW")
+    loss0 = np.where(big0, 0.0, loss0)
+    bad1 = (loss1 < 0) | (loss1 >= 1)
+    fix(bad1, "LOSS1 outside [0, 1)", loss1, "")
+    loss1 = np.where(bad1, 0.0, loss1)
+    both_ways = (pmint < 0) & (loss1 > 0)
+    if both_ways.any():
+        log.warning(
+            "%s: dcline(s) %s can flow both ways with LOSS1 > 0: their losses can be negative (PowerModels warns too)",
+            t.src, _list_ids(ids[both_ways]),
+        )
+    t.dc_limits = {
+        "pminf": pminf, "pmaxf": pmaxf, "pmint": pmint, "pmaxt": pmaxt,
+        "qminf": dc[:, 11] / S, "qmaxf": dc[:, 12] / S, "qmint": dc[:, 13] / S, "qmaxt": dc[:, 14] / S,
+        "loss0": loss0, "loss1": loss1,
+    }
+
+
+CORRECTIONS = (
+    correct_bus_types, correct_out_of_service, correct_taps, correct_ratings, correct_angle_limits, correct_dclines,
+)
+
+
+def _cost_table(t: _Tables, gc, what: str, table: str, pmin_all, pmax_all, active):
+    """Per element row of ``gc`` (MATPOWER gencost layout): (c2, c1, c0) in $/h per p.u., and the
+    piecewise-linear points of active elements, cleaned as PowerModels' ``calc_pwl_points``."""
+    src, S = t.src, t.S
+    n_rows = len(pmin_all)
+    c2 = np.zeros(n_rows)
+    c1 = np.zeros(n_rows)
+    c0 = np.zeros(n_rows)
     pwl_points: list[tuple[int, np.ndarray, np.ndarray]] = []
-    gc = t.data.gencost
     if gc is None:
         return c2, c1, c0, pwl_points
-    if len(gc) < n_gen_rows:
-        raise CaseDataError(f"{src}: mpc.gencost has {len(gc)} rows for {n_gen_rows} generators")
-    if len(gc) > n_gen_rows:
-        log.info("%s: ignoring %d extra mpc.gencost row(s) (reactive power costs)", src, len(gc) - n_gen_rows)
-    for k in range(n_gen_rows):
+    if len(gc) < n_rows:
+        raise CaseDataError(f"{src}: mpc.{table} has {len(gc)} rows for {n_rows} {what}s")
+    if len(gc) > n_rows:
+        log.info("%s: ignoring %d extra mpc.%s row(s) (reactive power costs)", src, len(gc) - n_rows, table)
+    if n_rows and gc.shape[1] < 4:
+        raise CaseDataError(f"{src}: mpc.{table} has {gc.shape[1]} columns; it needs MODEL STARTUP SHUTDOWN NCOST and the costs")
+    for k in range(n_rows):
         row = gc[k]
         if not np.all(np.isfinite(row[:4])):
-            raise CaseDataError(f"{src}: generator {k + 1} has a non-finite value in mpc.gencost")
+            raise CaseDataError(f"{src}: {what} {k + 1} has a non-finite value in mpc.{table}")
         model, ncost = int(row[0]), int(round(row[3]))
         if model == 2:
             coeffs = row[4 : 4 + ncost]
             if len(coeffs) < ncost or not np.all(np.isfinite(coeffs)):
-                raise CaseDataError(f"{src}: generator {k + 1}: mpc.gencost needs {ncost} finite cost coefficients")
+                raise CaseDataError(f"{src}: {what} {k + 1}: mpc.{table} needs {ncost} finite cost coefficients")
             nz = np.flatnonzero(coeffs != 0)
             coeffs = coeffs[nz[0]:] if len(nz) else coeffs[:0]
             if len(coeffs) > 3:
                 raise CaseDataError(
-                    f"{src}: generator {k + 1} has a polynomial cost of degree {len(coeffs) - 1}; "
+                    f"{src}: {what} {k + 1} has a polynomial cost of degree {len(coeffs) - 1}; "
                     "powerdp supports degree 2 at most"
                 )
             padded = np.concatenate([np.zeros(3 - len(coeffs)), coeffs])
@@ -529,17 +695,69 @@ def _costs(t: _Tables):
             vals = row[4 : 4 + 2 * ncost]
             if ncost < 2 or len(vals) < 2 * ncost or not np.all(np.isfinite(vals)):
                 raise CaseDataError(
-                    f"{src}: generator {k + 1}: a piecewise-linear cost needs at least 2 finite (MW, $/h) points"
+                    f"{src}: {what} {k + 1}: a piecewise-linear cost needs at least 2 finite (MW, $/h) points"
                 )
             mw, cost = vals[0::2] / S, vals[1::2]
             if np.any(np.diff(mw) < 0):
-                raise CaseDataError(f"{src}: generator {k + 1}: non-increasing MW values in its piecewise-linear cost")
-            if t.active_gen[k]:
-                pmw, pc = _calc_pwl_points(mw, cost, pmin_all[k] / S, pmax_all[k] / S)
+                raise CaseDataError(f"{src}: {what} {k + 1}: non-increasing MW values in its piecewise-linear cost")
+            if active[k]:
+                pmw, pc = _calc_pwl_points(mw, cost, pmin_all[k], pmax_all[k])
                 pwl_points.append((k, pmw, pc))
         else:
-            raise CaseDataError(f"{src}: generator {k + 1} has cost model {row[0]:g}; MATPOWER models are 1 or 2")
+            raise CaseDataError(f"{src}: {what} {k + 1} has cost model {row[0]:g}; MATPOWER models are 1 or 2")
     return c2, c1, c0, pwl_points
+
+
+def _costs(t: _Tables):
+    """Per generator row: (c2, c1, c0) in $/h per p.u., and the piecewise-linear points of active generators."""
+    gen = t.data.gen
+    return _cost_table(t, t.data.gencost, "generator", "gencost", gen[:, 9] / t.S, gen[:, 8] / t.S, t.active_gen)
+
+
+def _pwl_arrays(pwl_points, new_index: np.ndarray):
+    """Flat (element, mw, cost) arrays of the piecewise-linear points of kept elements, renumbered."""
+    pwl_points = [(int(new_index[k]), m, c) for k, m, c in pwl_points if new_index[k] >= 0]
+    if not pwl_points:
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+    return (
+        np.concatenate([np.full(len(m), k) for k, m, _ in pwl_points]).astype(np.int64),
+        np.concatenate([m for _, m, _ in pwl_points]),
+        np.concatenate([c for _, _, c in pwl_points]),
+    )
+
+
+def _dclines(t: _Tables, new_index: np.ndarray) -> DCLines:
+    """The active HVDC lines with their limits and costs (PowerModels adds zero costs when the
+    case has generator costs but no mpc.dclinecost)."""
+    keep = np.flatnonzero(t.active_dcline)
+    if keep.size == 0:
+        return DCLines.empty()
+    lim = t.dc_limits
+    n_rows = len(t.dcline)
+    gc = t.data.extra.get("dclinecost")
+    if gc is not None and gc.size == 0:
+        gc = None
+    if gc is None and t.data.gencost is not None:
+        log.info("%s: no mpc.dclinecost; the %d dcline(s) cost nothing (as PowerModels)", t.src, keep.size)
+    pminf = np.zeros(n_rows)
+    pmaxf = np.zeros(n_rows)
+    pminf[keep], pmaxf[keep] = lim["pminf"], lim["pmaxf"]
+    c2, c1, c0, pwl_points = _cost_table(t, gc, "dcline", "dclinecost", pminf, pmaxf, t.active_dcline)
+    dc_new = -np.ones(n_rows, dtype=np.int64)
+    dc_new[keep] = np.arange(keep.size)
+    pwl_line, pwl_mw, pwl_cost = _pwl_arrays(pwl_points, dc_new)
+    return DCLines(
+        ids=keep + 1,
+        f_bus=new_index[t.dc_f_all[keep]],
+        t_bus=new_index[t.dc_t_all[keep]],
+        **{k: lim[k] for k in ("pminf", "pmaxf", "pmint", "pmaxt", "qminf", "qmaxf", "qmint", "qmaxt", "loss0", "loss1")},
+        cost_c2=c2[keep],
+        cost_c1=c1[keep],
+        cost_c0=c0[keep],
+        pwl_line=pwl_line,
+        pwl_mw=pwl_mw,
+        pwl_cost=pwl_cost,
+    )
 
 
 def network_from_matpower(
@@ -567,17 +785,11 @@ def network_from_matpower(
     c2, c1, c0, pwl_points = _costs(t)
     gen_new = -np.ones(len(gen), dtype=np.int64)
     gen_new[gk] = np.arange(len(gk))
-    pwl_points = [(int(gen_new[k]), m, c) for k, m, c in pwl_points if gen_new[k] >= 0]
-    if pwl_points:
-        pwl_gen = np.concatenate([np.full(len(m), k) for k, m, _ in pwl_points]).astype(np.int64)
-        pwl_mw = np.concatenate([m for _, m, _ in pwl_points])
-        pwl_cost = np.concatenate([c for _, _, c in pwl_points])
-    else:
-        pwl_gen, pwl_mw, pwl_cost = np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+    pwl_gen, pwl_mw, pwl_cost = _pwl_arrays(pwl_points, gen_new)
+    dcline = _dclines(t, new_index)
 
-    for table in ("dcline", "storage"):
-        if table in data.extra and data.extra[table].size:
-            log.warning("%s: mpc.%s (%d rows) is not modelled by powerdp and is ignored", src, table, len(data.extra[table]))
+    if "storage" in data.extra and data.extra["storage"].size:
+        log.warning("%s: mpc.storage (%d rows) is not modelled by powerdp and is ignored", src, len(data.extra["storage"]))
     net = Network(
         name=data.name,
         base_mva=S,
@@ -620,6 +832,7 @@ def network_from_matpower(
         angmax=t.angmax,
         has_costs=data.gencost is not None,
         source=src,
+        dcline=dcline,
     )
     if fill_thermal_limits:
         _fill_thermal_limits(net)
@@ -666,7 +879,10 @@ def _warn_suspicious(net: Network, data: MatpowerData, gen_rows: np.ndarray) -> 
         import scipy.sparse as sp
         from scipy.sparse.csgraph import connected_components
 
-        adj = sp.coo_matrix((np.ones(net.n_pair), (net.pair_f, net.pair_t)), shape=(net.n_bus, net.n_bus))
+        # HVDC lines carry power between islands too
+        u = np.concatenate([net.pair_f, net.dcline.f_bus])
+        v = np.concatenate([net.pair_t, net.dcline.t_bus])
+        adj = sp.coo_matrix((np.ones(len(u)), (u, v)), shape=(net.n_bus, net.n_bus))
         n_isl, comp = connected_components(adj, directed=False)
         if n_isl > 1:
             main = np.bincount(comp).argmax()

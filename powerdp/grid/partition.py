@@ -4,8 +4,10 @@ A partition maps every bus to a zone. Zone ``z`` **owns** its buses; its model
 (see :func:`powerdp.opf.formulation.build_model` with ``own_buses``) also holds
 copies of the neighbouring buses at the far end of its tie-lines, every branch
 with at least one end among its own buses, the bus pairs of those branches and
-the generators at its own buses. A variable is **shared** iff it appears in
-more than one zone's model.
+the generators at its own buses, and the HVDC lines with an end among its own
+buses (their active powers at both ends; the reactive power of the ends it owns).
+A variable is **shared** iff it appears in more than one zone's model: an HVDC
+line between two zones couples them like a tie-line, through its active powers.
 
 Partitions come from (docs/formulation.md):
 
@@ -45,7 +47,8 @@ METHODS = ("modularity", "kernighan_lin", "spectral")
 FLOW_MODES = ("variables", "expressions")
 W_KINDS = ("w", "wr", "wi")
 FLOW_KINDS = ("pf", "qf", "pt", "qt")
-VARIABLE_KINDS = W_KINDS + FLOW_KINDS
+DCLINE_KINDS = ("p_dc_fr", "p_dc_to", "q_dc_fr", "q_dc_to")  # HVDC line powers: variables in both flow modes
+VARIABLE_KINDS = W_KINDS + FLOW_KINDS + DCLINE_KINDS
 _MAX_LISTED = 10
 _SWEEP_CHECKS = 200
 
@@ -224,6 +227,7 @@ class Partition:
     _buses: list = field(init=False, default_factory=list)
     _pairs: list = field(init=False, default_factory=list)
     _gens: list = field(init=False, default_factory=list)
+    _dclines: list = field(init=False, default_factory=list)
     _incidence: dict = field(init=False, default_factory=dict)
 
     def __post_init__(self, allow_disconnected: bool) -> None:
@@ -314,12 +318,24 @@ class Partition:
         object.__setattr__(self, "_buses", buses)
         object.__setattr__(self, "_pairs", pairs)
         object.__setattr__(self, "_gens", gens)
+        # HVDC lines (formulation.zone_dclines): active powers in both end zones, reactive at their own end
+        dc = net.dcline
+        dzf, dzt = zone[dc.f_bus], zone[dc.t_bus]
+        dc_any = [np.flatnonzero((dzf == z) | (dzt == z)) for z in range(k)]
+        dc_fr = [np.flatnonzero(dzf == z) for z in range(k)]
+        dc_to = [np.flatnonzero(dzt == z) for z in range(k)]
+        for a in dc_any:
+            a.setflags(write=False)
+        object.__setattr__(self, "_dclines", dc_any)
         # element x zone incidence per variable kind: which zones' models hold each variable
         sizes = {"w": net.n_bus, "wr": net.n_pair, "wi": net.n_pair}
         members = {"w": buses, "wr": pairs, "wi": pairs}
         for kind in FLOW_KINDS:
             sizes[kind] = net.n_branch
             members[kind] = branches
+        for kind, arrs in zip(DCLINE_KINDS, (dc_any, dc_any, dc_fr, dc_to)):
+            sizes[kind] = dc.n
+            members[kind] = arrs
         incidence = {}
         for kind, arrs in members.items():
             rows = np.concatenate(arrs) if arrs else np.zeros(0, np.int64)
@@ -367,6 +383,15 @@ class Partition:
         """Generators at zone ``z``'s own buses."""
         return self._gens[self._zone(z)]
 
+    def dclines(self, z: int) -> np.ndarray:
+        """HVDC lines with at least one end among zone ``z``'s own buses."""
+        return self._dclines[self._zone(z)]
+
+    def tie_dclines(self) -> np.ndarray:
+        """HVDC lines whose two ends lie in different zones (they couple those zones)."""
+        dc = self.network.dcline
+        return np.flatnonzero(self.zone_of_bus[dc.f_bus] != self.zone_of_bus[dc.t_bus])
+
     def tie_lines(self) -> np.ndarray:
         """Branches whose two ends lie in different zones."""
         net = self.network
@@ -386,16 +411,16 @@ class Partition:
     def _kinds(flows: str) -> tuple[str, ...]:
         if flows not in FLOW_MODES:
             raise PartitionError(f"unknown flow mode {flows!r}; choose one of {', '.join(FLOW_MODES)}")
-        return VARIABLE_KINDS if flows == "variables" else W_KINDS
+        return VARIABLE_KINDS if flows == "variables" else W_KINDS + DCLINE_KINDS
 
     def shared_keys(self, flows: str = "variables") -> list[tuple[str, int]]:
         """Sorted keys of the variables held by more than one zone's model (docs/formulation.md).
 
         Keys are named as in the Pyomo models: ``("w", bus)``, ``("wr", pair)``,
-        ``("wi", pair)`` and, when ``flows="variables"``, ``("pf", branch)``,
-        ``("qf", branch)``, ``("pt", branch)``, ``("qt", branch)``. With
-        ``flows="expressions"`` the flows are not variables and only W-variables
-        are shared.
+        ``("wi", pair)``, the HVDC line powers ``("p_dc_fr", dcline)``, ``("p_dc_to", dcline)``
+        (``q_dc_fr``/``q_dc_to`` are held by one zone each, so never shared) and, when
+        ``flows="variables"``, ``("pf", branch)``, ``("qf", branch)``, ``("pt", branch)``,
+        ``("qt", branch)``. With ``flows="expressions"`` the branch flows are not variables.
         """
         keys = []
         for kind in self._kinds(flows):
@@ -474,7 +499,9 @@ class Partition:
         head = (
             f"Partition of {net.name} ({net.n_bus} buses) into {self.n_zones} zone"
             f"{'s' if self.n_zones != 1 else ''} (method: {self.method}{src}); "
-            f"{len(self.tie_lines())} tie-lines, {len(self.shared_keys('expressions'))} shared W-variables, "
+            f"{len(self.tie_lines())} tie-lines, "
+            + (f"{len(self.tie_dclines())} HVDC tie-lines, " if self.network.n_dcline else "")
+            + f"{len(self.shared_keys('expressions'))} shared W-variables, "
             f"{len(self.shared_keys('variables'))} with flow variables"
         )
         return head + "\n" + self.summary().to_string(index=False, float_format=lambda x: f"{x:.1f}")

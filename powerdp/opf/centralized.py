@@ -22,7 +22,7 @@ from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
 from .solvers import IpoptSolver
 
-__all__ = ["OPFResult", "solve_opf", "solution_tables"]
+__all__ = ["OPFResult", "solve_opf", "solution_tables", "dcline_table"]
 
 
 @dataclass
@@ -30,8 +30,8 @@ class OPFResult:
     """The outcome of a centralized solve.
 
     ``objective`` is in $/h for ``cost`` and in p.u.² for ``shedding``.
-    ``buses``, ``generators`` and ``branches`` are DataFrames of the solution
-    (per unit, with external ids).
+    ``buses``, ``generators``, ``branches`` and ``dclines`` (HVDC lines: the powers
+    entering each line at its ends) are DataFrames of the solution (per unit, with external ids).
     """
 
     case: str
@@ -57,6 +57,7 @@ class OPFResult:
     buses: pd.DataFrame = field(repr=False)
     generators: pd.DataFrame = field(repr=False)
     branches: pd.DataFrame = field(repr=False)
+    dclines: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
 
     @property
     def success(self) -> bool:
@@ -64,7 +65,7 @@ class OPFResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (no arrays)."""
-        skip = {"x", "buses", "generators", "branches"}
+        skip = {"x", "buses", "generators", "branches", "dclines"}
         out = {k: v for k, v in asdict(self).items() if k not in skip}
         out["success"] = self.success
         return out
@@ -107,6 +108,17 @@ def solution_tables(net: Network, prob: CompiledProblem, x: np.ndarray) -> tuple
             end = net.f_bus if kind[1] == "f" else net.t_bus
             branches[kind] = cf[kind + "_w"] * w[end] + cf[kind + "_wr"] * wr + cf[kind + "_wi"] * wi
     return buses, generators, branches
+
+
+def dcline_table(net: Network, prob: CompiledProblem, x: np.ndarray) -> pd.DataFrame:
+    """The HVDC lines of a whole-network solution: powers entering each line at its ends (p.u.)."""
+    vals = dict(zip(prob.var_keys, x))
+    dc = net.dcline
+    idx = range(dc.n)
+    table = pd.DataFrame({"dcline": dc.ids, "f_bus": net.bus_ids[dc.f_bus], "t_bus": net.bus_ids[dc.t_bus]})
+    for kind in ("p_dc_fr", "p_dc_to", "q_dc_fr", "q_dc_to"):
+        table[kind] = [vals.get((kind, l), np.nan) for l in idx]
+    return table
 
 
 def solve_opf(
@@ -161,4 +173,5 @@ def solve_opf(
         buses=buses,
         generators=gens,
         branches=branches,
+        dclines=dcline_table(net, prob, res.x),
     )

@@ -7,7 +7,11 @@ the generators at its own buses, and power-balance terms for its own buses
 only. Components are indexed by the network's global indices (bus, bus pair,
 branch, generator), so the same variable has the same key in every zone's
 model: ``("w", bus)``, ``("wr", pair)``, ``("wi", pair)``, ``("pf", branch)``,
-``("qf", …)``, ``("pt", …)``, ``("qt", …)``, ``("pg", gen)``, ``("qg", gen)``.
+``("qf", …)``, ``("pt", …)``, ``("qt", …)``, ``("pg", gen)``, ``("qg", gen)``, and for
+HVDC lines ``("p_dc_fr", dcline)``, ``("p_dc_to", …)``, ``("q_dc_fr", …)``, ``("q_dc_to", …)``.
+A zone holds the active powers of every HVDC line with an end among its own buses (both
+ends' zones hold them, so a line between zones couples them like a tie-line) and the
+reactive power of each end it owns.
 
 Objectives: ``cost`` (generation cost, power balance as constraints) and
 ``shedding`` (Σ (yp_i + pd_i)² + (yq_i + qd_i)² over own buses). For
@@ -31,10 +35,11 @@ from ..errors import ModelError
 from ..grid.network import Network, voltage_product_bounds
 from .objectives import objective_unit
 
-__all__ = ["build_model", "FLOW_MODES", "BALANCE_VARIABLES", "branch_flow_coefficients"]
+__all__ = ["build_model", "FLOW_MODES", "BALANCE_VARIABLES", "DCLINE_VARIABLES", "branch_flow_coefficients", "zone_dclines"]
 
 FLOW_MODES = ("variables", "expressions")
 BALANCE_VARIABLES = ("yp", "yq")  # the load-free balance of each own bus (private objectives only)
+DCLINE_VARIABLES = ("p_dc_fr", "p_dc_to", "q_dc_fr", "q_dc_to")  # powers entering each HVDC line at its ends
 Objective = str  # a name in powerdp.opf.objectives.OBJECTIVES
 FlowMode = Literal["variables", "expressions"]
 
@@ -77,6 +82,15 @@ def _zone_elements(net: Network, own: np.ndarray):
     return buses, branches, pairs, gens
 
 
+def zone_dclines(net: Network, own_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """HVDC lines of a model owning the buses of ``own_mask`` (docs/formulation.md): those with an end
+    among them (p_dc_fr, p_dc_to and the loss relation), those whose from end (q_dc_fr, the line's
+    cost) and whose to end (q_dc_to) is among them."""
+    dc = net.dcline
+    fr, to = own_mask[dc.f_bus], own_mask[dc.t_bus]
+    return np.flatnonzero(fr | to), np.flatnonzero(fr), np.flatnonzero(to)
+
+
 def build_model(
     net: Network,
     own_buses: Iterable[int] | None = None,
@@ -104,6 +118,9 @@ def build_model(
     if own.min() < 0 or own.max() >= net.n_bus:
         raise ModelError(f"bus index out of range 0..{net.n_bus - 1} in own_buses")
     buses, branches, pairs, gens = _zone_elements(net, own)
+    own_mask = np.zeros(net.n_bus, dtype=bool)
+    own_mask[own] = True
+    dclines, dclines_fr, dclines_to = zone_dclines(net, own_mask)
     pm = net.convention == "powermodels"
 
     m = pyo.ConcreteModel(name=name or net.name)
@@ -112,6 +129,9 @@ def build_model(
     m.BRANCH = pyo.Set(initialize=branches.tolist(), ordered=True)
     m.PAIR = pyo.Set(initialize=pairs.tolist(), ordered=True)
     m.GEN = pyo.Set(initialize=gens.tolist(), ordered=True)
+    m.DCLINE = pyo.Set(initialize=dclines.tolist(), ordered=True)
+    m.DCLINE_FR = pyo.Set(initialize=dclines_fr.tolist(), ordered=True)
+    m.DCLINE_TO = pyo.Set(initialize=dclines_to.tolist(), ordered=True)
 
     # ---- variables
     vmin2, vmax2 = net.vmin**2, net.vmax**2
@@ -126,6 +146,21 @@ def build_model(
         m.wi = pyo.Var(m.PAIR, initialize=0.0)
     m.pg = pyo.Var(m.GEN, bounds=lambda _, g: (net.pmin[g], net.pmax[g]), initialize=lambda _, g: 0.5 * (net.pmin[g] + net.pmax[g]))
     m.qg = pyo.Var(m.GEN, bounds=lambda _, g: (net.qmin[g], net.qmax[g]), initialize=lambda _, g: 0.5 * (net.qmin[g] + net.qmax[g]))
+
+    # ---- HVDC lines (docs/formulation.md; PowerModels' variable_dcline_power, constraint_dcline_power_losses):
+    # powers entering the line at each end, (1 - loss1) p_fr + p_to = loss0
+    dc = net.dcline
+
+    def dc_var(index, lo, hi):  # bounded, started at 0 moved inside the bounds
+        return pyo.Var(index, bounds=lambda _, l: (lo[l], hi[l]), initialize=lambda _, l: float(np.clip(0.0, lo[l], hi[l])))
+
+    m.p_dc_fr = dc_var(m.DCLINE, dc.pminf, dc.pmaxf)
+    m.p_dc_to = dc_var(m.DCLINE, dc.pmint, dc.pmaxt)
+    m.q_dc_fr = dc_var(m.DCLINE_FR, dc.qminf, dc.qmaxf)
+    m.q_dc_to = dc_var(m.DCLINE_TO, dc.qmint, dc.qmaxt)
+    m.dcline_loss = pyo.Constraint(
+        m.DCLINE, rule=lambda _, l: (1.0 - dc.loss1[l]) * m.p_dc_fr[l] + m.p_dc_to[l] == dc.loss0[l]
+    )
 
     # ---- branch flows (docs/formulation.md), wr/wi oriented from the branch's f to its t bus
     cf = branch_flow_coefficients(net)
@@ -197,18 +232,25 @@ def build_model(
         entering[int(tb[l])].append(l)
     for g in gens.tolist():
         at_bus[int(net.gen_bus[g])].append(g)
+    dc_fr_at, dc_to_at = defaultdict(list), defaultdict(list)  # HVDC line ends at own buses
+    for l in dclines_fr.tolist():
+        dc_fr_at[int(dc.f_bus[l])].append(l)
+    for l in dclines_to.tolist():
+        dc_to_at[int(dc.t_bus[l])].append(l)
     m.pd = pyo.Param(m.OWN, initialize=lambda _, i: float(net.pd[i]), mutable=True)
     m.qd = pyo.Param(m.OWN, initialize=lambda _, i: float(net.qd[i]), mutable=True)
 
     def injection_p(i):  # the load-free part of the active balance at bus i (docs/formulation.md)
         return (
             sum(m.pf[l] for l in leaving[i]) + sum(m.pt[l] for l in entering[i])
+            + sum(m.p_dc_fr[l] for l in dc_fr_at[i]) + sum(m.p_dc_to[l] for l in dc_to_at[i])
             - sum(m.pg[g] for g in at_bus[i]) + float(net.gs[i]) * m.w[i]
         )
 
     def injection_q(i):
         return (
             sum(m.qf[l] for l in leaving[i]) + sum(m.qt[l] for l in entering[i])
+            + sum(m.q_dc_fr[l] for l in dc_fr_at[i]) + sum(m.q_dc_to[l] for l in dc_to_at[i])
             - sum(m.qg[g] for g in at_bus[i]) - float(net.bs[i]) * m.w[i]
         )
 
@@ -239,5 +281,6 @@ def build_model(
         "branches": branches,
         "pairs": pairs,
         "gens": gens,
+        "dclines": dclines,
     }
     return m

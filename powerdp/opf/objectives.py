@@ -94,10 +94,34 @@ def _cost_terms(m: pyo.ConcreteModel, net) -> None:
     m.pwl_convex = pyo.Constraint(m.PWL_GEN, rule=lambda _, g: sum(m.pwl_lambda[k] for k in rows_of[g]) == 1.0)
     m.pwl_mw = pyo.Constraint(m.PWL_GEN, rule=lambda _, g: sum(net.pwl_mw[k] * m.pwl_lambda[k] for k in rows_of[g]) == m.pg[g])
     poly = [g for g in gens if g not in rows_of]
-    m.obj = pyo.Objective(
-        expr=sum(net.cost_c2[g] * m.pg[g] ** 2 + net.cost_c1[g] * m.pg[g] + net.cost_c0[g] for g in poly)
-        + sum(net.pwl_cost[k] * m.pwl_lambda[k] for k in pwl_rows),
-        sense=pyo.minimize,
+    expr = sum(net.cost_c2[g] * m.pg[g] ** 2 + net.cost_c1[g] * m.pg[g] + net.cost_c0[g] for g in poly) + sum(
+        net.pwl_cost[k] * m.pwl_lambda[k] for k in pwl_rows
+    )
+    if len(m.DCLINE_FR):
+        expr = expr + _dcline_cost(m, net)
+    m.obj = pyo.Objective(expr=expr, sense=pyo.minimize)
+
+
+def _dcline_cost(m: pyo.ConcreteModel, net):
+    """HVDC line costs on the power entering at the from end (PowerModels' objective_variable_dc_cost),
+    counted by the model that owns the from bus; piecewise-linear ones in the same lambda form."""
+    dc = net.dcline
+    lines = list(m.DCLINE_FR)
+    line_set = set(lines)
+    pwl_rows = [k for k in range(len(dc.pwl_line)) if int(dc.pwl_line[k]) in line_set]
+    rows_of = defaultdict(list)
+    for k in pwl_rows:
+        rows_of[int(dc.pwl_line[k])].append(k)
+    m.PWL_DC = pyo.Set(initialize=pwl_rows, ordered=True)
+    m.PWL_DCLINE = pyo.Set(initialize=sorted(rows_of), ordered=True)
+    m.pwl_dc_lambda = pyo.Var(m.PWL_DC, bounds=(0.0, 1.0), initialize=0.0)
+    m.pwl_dc_convex = pyo.Constraint(m.PWL_DCLINE, rule=lambda _, l: sum(m.pwl_dc_lambda[k] for k in rows_of[l]) == 1.0)
+    m.pwl_dc_mw = pyo.Constraint(
+        m.PWL_DCLINE, rule=lambda _, l: sum(dc.pwl_mw[k] * m.pwl_dc_lambda[k] for k in rows_of[l]) == m.p_dc_fr[l]
+    )
+    poly = [l for l in lines if l not in rows_of]
+    return sum(dc.cost_c2[l] * m.p_dc_fr[l] ** 2 + dc.cost_c1[l] * m.p_dc_fr[l] + dc.cost_c0[l] for l in poly) + sum(
+        dc.pwl_cost[k] * m.pwl_dc_lambda[k] for k in pwl_rows
     )
 
 
