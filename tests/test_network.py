@@ -151,3 +151,80 @@ def test_named_check_and_correct_passes():
     for correct in nw.CORRECTIONS:
         correct(t)
     assert t.angmin[0] == -np.inf and t.angmax[0] == np.inf
+
+
+# ---------------------------------------------------------------------------- HVDC lines
+
+
+def test_dcline_arrays_per_unit(hvdc_case):
+    net = load_case(hvdc_case)
+    dc = net.dcline
+    assert net.n_dcline == dc.n == 1 and "dclines=1" in repr(net) and net.summary()["n_dclines"] == 1
+    assert net.bus_ids[dc.f_bus].tolist() == [1] and net.bus_ids[dc.t_bus].tolist() == [4]
+    # PMIN = 0, PMAX = 80 MW, LOSS0 = 1 MW, LOSS1 = 0.02: p_fr in [0, 0.8], p_to = loss0 - (1 - loss1) p_fr
+    np.testing.assert_allclose([dc.pminf[0], dc.pmaxf[0]], [0.0, 0.8])
+    np.testing.assert_allclose([dc.pmint[0], dc.pmaxt[0]], [0.01 - 0.98 * 0.8, 0.01])
+    np.testing.assert_allclose([dc.qminf[0], dc.qmaxf[0], dc.qmint[0], dc.qmaxt[0]], [-0.3, 0.3, -0.2, 0.25])
+    np.testing.assert_allclose([dc.loss0[0], dc.loss1[0]], [0.01, 0.02])
+    # 0.5 $/MWh on p_fr -> 50 $/h per p.u.
+    np.testing.assert_allclose([dc.cost_c2[0], dc.cost_c1[0], dc.cost_c0[0]], [0.0, 50.0, 0.0])
+
+
+def test_dcline_end_limits_follow_powermodels():
+    from powerdp.grid.network import dcline_end_limits
+
+    # PowerModels' _mp2pm_dcline! cases, loss0 = 2, loss1 = 0.1 (g = 0.9)
+    pmin = np.array([10.0, 10.0, -30.0, -30.0])
+    pmax = np.array([50.0, -5.0, 50.0, -5.0])
+    pminf, pmaxf, pmint, pmaxt = dcline_end_limits(pmin, pmax, np.full(4, 2.0), np.full(4, 0.1))
+    np.testing.assert_allclose(pminf, [10.0, 10.0, (-30 + 2) / 0.9, (-30 + 2) / 0.9])
+    np.testing.assert_allclose(pmaxf, [50.0, (5 + 2) / 0.9, 50.0, (5 + 2) / 0.9])
+    np.testing.assert_allclose(pmint, [2 - 50 * 0.9, -5.0, 2 - 50 * 0.9, -5.0])
+    np.testing.assert_allclose(pmaxt, [2 - 10 * 0.9, 2 - 10 * 0.9, 30.0, 30.0])
+
+
+def test_dcline_out_of_service_dropped_and_zero_costs(tmp_path):
+    from .conftest import HVDC_CASE
+
+    off = HVDC_CASE.replace("\t1\t4\t1\t0\t0", "\t1\t4\t0\t0\t0")
+    assert off != HVDC_CASE
+    assert load_case(write(tmp_path, off)).n_dcline == 0
+    # no mpc.dclinecost: the line costs nothing (as PowerModels adds zero costs)
+    free = HVDC_CASE.split("mpc.dclinecost")[0]
+    dc = load_case(write(tmp_path, free, "free.m")).dcline
+    assert dc.n == 1 and dc.cost_c1[0] == 0.0 and dc.cost_c2[0] == 0.0 and dc.pwl_line.size == 0
+
+
+def test_dcline_loss_corrections_as_powermodels(tmp_path, caplog):
+    from .conftest import HVDC_CASE
+
+    text = HVDC_CASE.replace("-20\t25\t1\t0.02;", "-20\t25\t-3\t1.5;")
+    with caplog.at_level("WARNING"):
+        dc = load_case(write(tmp_path, text)).dcline
+    assert dc.loss0[0] == 0.0 and dc.loss1[0] == 0.0
+    assert "dcline 1: negative LOSS0" in caplog.text and "dcline 1: LOSS1 outside [0, 1)" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "old,new,match",
+    [
+        ("\t1\t4\t1\t0\t0", "\t1\t9\t1\t0\t0", "dcline 1 has T_BUS 9, which is not a bus in mpc.bus"),
+        ("\t1\t4\t1\t0\t0", "\t4\t4\t1\t0\t0", "dcline 1 connects bus 4 to itself"),
+        ("\t1\t4\t1\t0\t0", "\t1\t4\t2\t0\t0", "dcline 1 has BR_STATUS 2; it must be 1"),
+        ("\t0\t80\t-30", "\t0\tnan\t-30", r"dcline 1 \(row 1\) has nan in field PMAX"),
+        ("\t0\t80\t-30", "\t90\t80\t-30", "dcline 1 has PMIN/PMAX = 90/80"),
+        ("-20\t25\t1", "30\t25\t1", "dcline 1 has QMINT/QMAXT = 30/25"),
+        ("\t1\t0.02;", "\t1;", "mpc.dcline has 16 columns; MATPOWER needs at least 17"),
+        # LOSS1 = 1 breaks the end limits when PMIN or PMAX is negative
+        ("\t0\t80\t-30\t30\t-20\t25\t1\t0.02;", "\t-10\t80\t-30\t30\t-20\t25\t1\t1;", "dcline 1 has LOSS1 1"),
+        ("2\t0\t0\t2\t0.5\t0;", "3\t0\t0\t2\t0.5\t0;", "dcline 1 has cost model 3"),
+    ],
+)
+def test_bad_dcline_data_names_line_and_field(tmp_path, old, new, match):
+    from .conftest import HVDC_CASE
+
+    assert old in HVDC_CASE
+    path = write(tmp_path, HVDC_CASE.replace(old, new, 1), "broken.m")
+    with pytest.raises(CaseDataError, match=match) as info:
+        load_case(path)
+    assert "broken.m" in str(info.value)

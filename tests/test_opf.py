@@ -21,14 +21,14 @@ import pytest
 
 from powerdp.opf.centralized import OPFResult, solve_opf
 
-from .conftest import shared_case
+from .conftest import HVDC_CASE, shared_case
 
 CASE14_SOC = 8075.12
 
 # PowerModels.jl test/opf.jl, SOCWR objective values ($/h), checked there with atol 1.0.
-# case3 is left out on purpose: it has an HVDC line (mpc.dcline), which powerdp does not
-# model (it ignores mpc.dcline), so its value is not comparable.
+# case3, case5_pwlc and case5_db have an HVDC line (mpc.dcline); without it case3 gives 5736.17.
 POWERMODELS_SOCWR = {
+    "case3": 5746.7,
     "case5": 15051.0,
     "case5_asym": 14999.0,
     "case5_gap": -28237.3,
@@ -140,3 +140,73 @@ def test_result_tables(case14_result, case14):
     assert res.generators["pg"].sum() >= case14.pd.sum() - 1e-6
     # cost objective: power balance holds at every bus
     assert np.abs(res.buses["sp"]).max() < 1e-6
+
+
+# ---------------------------------------------------------------------------- HVDC lines
+
+
+def _generation_cost(res, net):
+    pg = res.generators["pg"].to_numpy()
+    return float(np.sum(net.cost_c2 * pg**2 + net.cost_c1 * pg + net.cost_c0))
+
+
+def test_hvdc_line_loss_relation_limits_and_cost(hvdc_case):
+    from powerdp.grid.network import load_case
+
+    net = load_case(hvdc_case)
+    res = solve_opf(net)
+    assert res.success, res.status_name
+    row = res.dclines.iloc[0]
+    assert (row["dcline"], row["f_bus"], row["t_bus"]) == (1, 1, 4)
+    dc = net.dcline
+    # the cheap generation at bus 1 pushes the line to its PMAX of 80 MW
+    assert row["p_dc_fr"] == pytest.approx(0.8, abs=1e-6)
+    # (1 - loss1) p_fr + p_to = loss0 (PowerModels' constraint_dcline_power_losses), p.u.
+    assert 0.98 * row["p_dc_fr"] + row["p_dc_to"] == pytest.approx(0.01, abs=1e-8)
+    for kind, lo, hi in (
+        ("p_dc_fr", dc.pminf, dc.pmaxf), ("p_dc_to", dc.pmint, dc.pmaxt),
+        ("q_dc_fr", dc.qminf, dc.qmaxf), ("q_dc_to", dc.qmint, dc.qmaxt),
+    ):  # fmt: skip
+        assert lo[0] - 1e-8 <= row[kind] <= hi[0] + 1e-8, kind
+    # objective = generation cost + 0.5 $/MWh on the power entering at the from end
+    assert res.objective == pytest.approx(_generation_cost(res, net) + 50.0 * row["p_dc_fr"], abs=1e-5)
+    # the line's powers are withdrawals at its ends (PowerModels' "- sum(p_dc)" in the balance):
+    # bus 1 (no load): pg = pf(1-2) + p_fr; bus 4: pg - pd = pt(3-4) + p_to, with p_to < 0 (power arrives)
+    pg, br = res.generators["pg"].to_numpy(), res.branches
+    assert pg[0] == pytest.approx(br["pf"].iloc[0] + row["p_dc_fr"], abs=1e-6)
+    assert pg[1] - 1.5 == pytest.approx(br["pt"].iloc[2] + row["p_dc_to"], abs=1e-6)
+
+
+def test_hvdc_line_is_worth_its_cost(tmp_path, hvdc_case):
+    with_line = solve_opf(hvdc_case)
+    off = tmp_path / "off.m"
+    off.write_text(HVDC_CASE.replace("\t1\t4\t1\t0\t0", "\t1\t4\t0\t0\t0"))
+    without = solve_opf(off)
+    assert with_line.success and without.success
+    assert without.objective > with_line.objective + 1000.0
+    assert without.dclines.empty
+
+
+def test_hvdc_piecewise_linear_cost(tmp_path):
+    from powerdp.grid.network import load_case
+
+    # (0 MW, 0 $/h), (40, 10), (80, 60): 60 $/h at the line's PMAX
+    path = tmp_path / "pwl.m"
+    path.write_text(HVDC_CASE.replace("2\t0\t0\t2\t0.5\t0;", "1\t0\t0\t3\t0\t0\t40\t10\t80\t60;"))
+    net = load_case(path)
+    np.testing.assert_allclose(net.dcline.pwl_mw, [0.0, 0.4, 0.8])
+    np.testing.assert_allclose(net.dcline.pwl_cost, [0.0, 10.0, 60.0])
+    res = solve_opf(net)
+    assert res.success, res.status_name
+    p = res.dclines["p_dc_fr"].iloc[0]
+    dc_cost = np.interp(p, [0.0, 0.4, 0.8], [0.0, 10.0, 60.0])
+    assert res.objective == pytest.approx(_generation_cost(res, net) + dc_cost, abs=1e-4)
+
+
+def test_hvdc_line_in_shedding_balance(hvdc_case):
+    res = solve_opf(hvdc_case, objective="shedding")
+    assert res.success, res.status_name
+    assert res.objective <= 1e-8
+    assert np.abs(res.buses["sp"]).max() < 1e-4 and np.abs(res.buses["sq"]).max() < 1e-4
+    row = res.dclines.iloc[0]
+    assert 0.98 * row["p_dc_fr"] + row["p_dc_to"] == pytest.approx(0.01, abs=1e-8)

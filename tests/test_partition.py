@@ -22,7 +22,7 @@ import pytest
 
 from powerdp.errors import PartitionError
 from powerdp.grid.network import load_case
-from powerdp.grid.partition import METHODS, Partition, bundled_partition, partition
+from powerdp.grid.partition import DCLINE_KINDS, METHODS, VARIABLE_KINDS, Partition, bundled_partition, partition
 
 from .conftest import shared_case
 
@@ -456,3 +456,50 @@ def test_modularity_fixes_the_community_count(case118, monkeypatch, n):
         assert_connected_zones(part)
         again = partition(case118, zones=n, method="modularity")
         np.testing.assert_array_equal(part.zone_of_bus, again.zone_of_bus)
+
+
+# ---------------------------------------------------------------------------
+# HVDC lines
+# ---------------------------------------------------------------------------
+
+
+def _model_holders(net, part, flows):
+    import pyomo.environ as pyo
+
+    from powerdp.opf.formulation import build_model
+
+    holders = defaultdict(set)
+    for z in range(part.n_zones):
+        m = build_model(net, part.own_buses(z), flows=flows)
+        for var in m.component_data_objects(pyo.Var, descend_into=True):
+            name = var.parent_component().local_name
+            if name in VARIABLE_KINDS:
+                holders[(name, int(var.index()))].add(z)
+    return holders
+
+
+@pytest.mark.parametrize("flows", ["variables", "expressions"])
+def test_hvdc_line_between_zones_is_shared(hvdc_case, flows):
+    net = load_case(hvdc_case)
+    part = partition(net, "area")  # {1, 2} and {3, 4}: the line 1 -> 4 crosses
+    assert part.tie_dclines().tolist() == [0]
+    assert part.dclines(0).tolist() == [0] and part.dclines(1).tolist() == [0]
+    assert "1 HVDC tie-lines" in str(part)
+    shared = part.shared_keys(flows)
+    # active powers are held by both end zones (the loss relation couples them), reactive by their own end
+    assert ("p_dc_fr", 0) in shared and ("p_dc_to", 0) in shared
+    assert ("q_dc_fr", 0) not in shared and ("q_dc_to", 0) not in shared
+    assert part.zones_sharing(("q_dc_fr", 0)) == [0] and part.zones_sharing(("q_dc_to", 0)) == [1]
+    holders = _model_holders(net, part, flows)
+    assert shared == sorted(k for k, zs in holders.items() if len(zs) > 1)
+    assert holders[("q_dc_fr", 0)] == {0} and holders[("q_dc_to", 0)] == {1}
+
+
+def test_hvdc_line_inside_a_zone_is_not_shared(hvdc_case):
+    net = load_case(hvdc_case)
+    part = partition(net, {1: "A", 4: "A", 2: "B", 3: "B"}, allow_disconnected=True)
+    assert part.tie_dclines().size == 0
+    assert part.dclines(0).tolist() == [0] and part.dclines(1).size == 0
+    assert not any(k[0] in DCLINE_KINDS for k in part.shared_keys())
+    holders = _model_holders(net, part, "variables")
+    assert {k: zs for k, zs in holders.items() if k[0] in DCLINE_KINDS} == {(k, 0): {0} for k in DCLINE_KINDS}

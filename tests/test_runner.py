@@ -230,3 +230,35 @@ def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, coo
     assert set(own) == {0, 1, 2}
     for z in own:
         assert own[z] == evaluated.zone_solutions[z]
+
+
+# ---------------------------------------------------------------------------- HVDC lines
+
+
+def test_exact_admm_with_hvdc_line_between_zones(hvdc_case):
+    # the area partition cuts the AC tie 2-3 and the HVDC line 1 -> 4
+    cfg = RunConfig(case=str(hvdc_case), partition="area", zones=None, algorithm="exact", objective="cost", rounds=100)
+    res = run_distributed(cfg)
+    s = res.summary
+    assert ("p_dc_fr", 0) in res.shared_keys and ("p_dc_to", 0) in res.shared_keys
+    assert s["centralized_objective"] == pytest.approx(5928.848, abs=0.01)
+    assert abs(s["relative_gap_to_centralized"]) <= 1e-6
+    assert s["final_feasibility"] <= 1e-6
+    # both zones agree on the line's flows, which obey the loss relation
+    p_fr = [res.zone_solutions[z][("p_dc_fr", 0)] for z in (0, 1)]
+    p_to = [res.zone_solutions[z][("p_dc_to", 0)] for z in (0, 1)]
+    assert p_fr[0] == pytest.approx(p_fr[1], abs=1e-6) == pytest.approx(0.8, abs=1e-5)
+    assert 0.98 * p_fr[1] + p_to[1] == pytest.approx(0.01, abs=1e-8)
+
+
+@pytest.mark.parametrize("algorithm,rounds", [("nonprivate", 30), ("objg", 4)])
+def test_shedding_runs_with_hvdc_line(hvdc_case, algorithm, rounds):
+    cfg = RunConfig(case=str(hvdc_case), partition="area", zones=None, algorithm=algorithm, rounds=rounds)
+    res = run_distributed(cfg, reference=False)
+    h = res.history
+    assert (h["max_violation"] <= 1e-6).all()
+    if algorithm == "nonprivate":
+        assert h["objective"].iloc[-1] < 1e-3 * h["objective"].iloc[0]
+        assert h["feasibility"].iloc[-1] < 1e-3 * h["feasibility"].iloc[0]
+    else:
+        assert (h["noise_magnitude"] > 0).all() and h["epsilon_spent"].iloc[-1] > 0

@@ -638,11 +638,13 @@ def correct_dclines(t: _Tables) -> None:
     bad1 = (loss1 < 0) | (loss1 >= 1)
     fix(bad1, "LOSS1 outside [0, 1)", loss1, "")
     loss1 = np.where(bad1, 0.0, loss1)
-    both_ways = (pmint < 0) & (loss1 > 0)
+    # PowerModels warns on pmint < 0, which every forward-flowing lossy line has; a line that can run
+    # backwards (PMIN < 0) is what makes the losses loss0 + loss1 p_fr negative
+    both_ways = (pminf < 0) & (loss1 > 0)
     if both_ways.any():
         log.warning(
-            "%s: dcline(s) %s can flow both ways with LOSS1 > 0: their losses can be negative (PowerModels warns too)",
-            t.src, _list_ids(ids[both_ways]),
+            "%s: dcline(s) %s can flow both ways (PMIN < 0) with LOSS1 > 0: the loss model is meant for one "
+            "direction, so losses can come out negative; set LOSS1 = 0 to avoid this", t.src, _list_ids(ids[both_ways]),
         )
     t.dc_limits = {
         "pminf": pminf, "pmaxf": pmaxf, "pmint": pmint, "pmaxt": pmaxt,
