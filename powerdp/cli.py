@@ -131,9 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="split a case into zones and print the per-zone summary",
         description=textwrap.dedent(
             """\
-            Split a network into connected zones and print, per zone: own buses, copied
-            neighbour buses, generators, load, tie-lines and shared variables (docs/formulation.md). Zones come from an automatic method on the network graph, from
-            the bus area/zone column (--from area|zone), or from a bus,zone CSV file.
+            Split a network into zones and print, per zone: own buses, copied
+            neighbour buses, generators, load, tie-lines and shared variables (docs/formulation.md). Zones come from an automatic method on the network graph
+            (always connected), from the bus area/zone column (--from area|zone, e.g. a case's native areas), or from a
+            bus,zone CSV file. Given zones made of several islands are accepted with a warning naming them and their
+            number of pieces (--no-allow-disconnected makes them an error).
             """
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -151,6 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
         "zones, else modularity; as powerdp run)",
     )
     pp.add_argument("--seed", type=int, default=0, help="seed of randomized methods (default: 0)")
+    pp.add_argument(
+        "--allow-disconnected",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="accept given zones (--from) made of several islands, with a warning (default); "
+        "--no-allow-disconnected makes them an error",
+    )
     pp.add_argument("--out", metavar="FILE", type=Path, help="write the partition as a bus,zone CSV")
     pp.set_defaults(func=cmd_partition)
 
@@ -233,7 +242,7 @@ def cmd_partition(args: argparse.Namespace) -> int:
             method = "modularity" if args.method == "auto" else args.method
             part = partition(net, zones=args.zones, method=method, seed=args.seed)
     else:
-        part = partition(net, args.from_)
+        part = partition(net, args.from_, allow_disconnected=args.allow_disconnected)
     if not args.quiet:
         print(part)
     if args.out:
@@ -382,7 +391,15 @@ RUN_DESCRIPTION = textwrap.dedent(
     The bundled cases come with bundled partitions (case14 into 3 zones, case118
     into its 3 published areas): with a bundled case, --zones 3 and no --method,
     that partition is used; any other case, zone count or an explicit --method
-    gives an automatic partition. config.json and partition.csv record the zones used.
+    gives an automatic partition (its zones are connected). --partition area (or zone)
+    uses the case's own bus area (zone) column, e.g. the native areas of a utility
+    grid; given zones made of several islands, as real areas often are, are accepted
+    with a warning naming them and their number of pieces (--no-allow-disconnected
+    refuses them). Each zone is one agent on its own buses, whatever its shape.
+    config.json and partition.csv record the zones used.
+
+    HVDC lines (mpc.dcline) are modelled as PowerModels does; a line between two
+    zones couples them like a tie-line (its active powers are shared).
 
     The run prints its setup stages, one line per round (or a progress bar) and a
     summary; --out DIR keeps the history, the final point, the privacy report and
@@ -418,7 +435,13 @@ def add_run_parser(sub) -> None:
     zones = p.add_mutually_exclusive_group()
     zones.add_argument("--zones", type=int, metavar="N", help="number of zones (default 3)")
     zones.add_argument("--partition", metavar="FILE", help="a bus,zone CSV file, or 'area' / 'zone' (bus columns)")
-    p.add_argument("--allow-disconnected", action="store_true", help="accept given zones made of several islands (e.g. a case's native areas)")
+    p.add_argument(
+        "--allow-disconnected",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="accept given zones (--partition) made of several islands, as a case's native areas often are, with a "
+        "warning naming them and their pieces (default); --no-allow-disconnected makes them an error",
+    )
     p.add_argument(
         "--method",
         default="auto",

@@ -116,6 +116,28 @@ def test_partition_from_bundled_file(capsys):
     assert "3 zones" in out and "8 tie-lines" in out
 
 
+def _disconnected_case14_partition(tmp_path) -> Path:
+    path = tmp_path / "native.csv"  # zone A = buses 1 and 8, which no branch joins
+    path.write_text("bus,zone\n" + "".join(f"{b},{'A' if b in (1, 8) else 'B' if b <= 5 else 'C'}\n" for b in range(1, 15)))
+    return path
+
+
+def test_disconnected_given_zones_accepted_with_a_note(tmp_path, capsys):
+    path = _disconnected_case14_partition(tmp_path)
+    assert main(["partition", "case14", "--from", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "1 of 3 zones is not connected: zone 'A' (2 pieces)" in captured.err
+    assert "3 zones" in captured.out
+    assert main(["partition", "case14", "--from", str(path), "--no-allow-disconnected"]) == 2
+    assert "zone 'A' is not connected" in capsys.readouterr().err
+    out = tmp_path / "run"
+    args = ["run", "case14", "--partition", str(path), "--algorithm", "nonprivate", "--rounds", "3", "--no-reference"]
+    assert main([*args, "--out", str(out), "-q"]) == 0
+    assert json.loads((out / "config.json").read_text())["allow_disconnected"] is True
+    assert main([*args, "--no-allow-disconnected"]) == 2
+    assert "zone 'A' is not connected" in capsys.readouterr().err
+
+
 def test_partition_bad_file_is_a_clear_error(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("bus,zone\n1,1\n999,2\n")

@@ -300,6 +300,23 @@ def test_disconnected_zone(case14):
     assert part.zone_sizes().tolist() == [2, 12]
 
 
+def test_disconnected_zone_accepted_with_a_note(case14, caplog):
+    # zone 'A' = {1, 8}: two pieces; zone 'B' = {2, 3, 4, 5}: one; zone 'C' = {6, 7, 9..14} minus nothing: one
+    zones = {b: ("A" if b in (1, 8) else "B" if b <= 5 else "C") for b in range(1, 15)}
+    with caplog.at_level("WARNING", logger="powerdp.grid.partition"):
+        part = partition(case14, zones, allow_disconnected=True)
+    assert part.pieces().tolist() == [2, 1, 1]
+    assert "partition dict: 1 of 3 zones is not connected: zone 'A' (2 pieces)" in caplog.text
+    assert part.disconnected_note() in caplog.text
+    assert partition(case14, CASE14_2ZONES).disconnected_note() is None
+    # the zone's model is built on its own buses, both pieces with their neighbours
+    from powerdp.opf.formulation import build_model
+
+    m = build_model(case14, part.own_buses(0), objective="shedding")
+    assert sorted(case14.bus_ids[list(m.OWN)].tolist()) == [1, 8]
+    assert sorted(case14.bus_ids[list(m.BUS)].tolist()) == [1, 2, 5, 7, 8]
+
+
 def test_partition_is_read_only(case14):
     part = partition(case14, CASE14_2ZONES)
     with pytest.raises(ValueError):

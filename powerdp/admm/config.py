@@ -42,7 +42,7 @@ class RunConfig:
     zones: int | None = 3
     partition: str | None = None  # a bus,zone CSV, or "area"/"zone"; overrides zones
     partition_method: str = "auto"  # auto: a bundled case's bundled partition for `zones` if there is one, else modularity
-    allow_disconnected: bool = False  # accept given zones made of several islands (e.g. native areas)
+    allow_disconnected: bool = True  # accept given zones made of several islands (e.g. native areas), with a warning
     algorithm: str = "objl"
     objective: str = "shedding"
     epsilon: float = 0.1

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -41,7 +42,9 @@ from scipy.sparse.csgraph import connected_components
 from ..errors import PartitionError
 from .network import Network
 
-__all__ = ["Partition", "partition", "bundled_partition", "METHODS", "VARIABLE_KINDS"]
+__all__ = ["Partition", "partition", "bundled_partition", "METHODS", "VARIABLE_KINDS", "DCLINE_KINDS"]
+
+log = logging.getLogger(__name__)
 
 METHODS = ("modularity", "kernighan_lin", "spectral")
 FLOW_MODES = ("variables", "expressions")
@@ -288,7 +291,8 @@ class Partition:
         )
         raise PartitionError(
             f"{where}: zone {_fmt_label(self.labels[z])} is not connected: its {own.size} buses form "
-            f"{int(per_zone[z])} islands, e.g. buses {_fmt_ids(groups[0])} and {_fmt_ids(groups[1])}{others}"
+            f"{int(per_zone[z])} islands, e.g. buses {_fmt_ids(groups[0])} and {_fmt_ids(groups[1])}{others} "
+            "(allow_disconnected=True, the CLI's default, accepts such zones)"
         )
 
     def _build_elements(self) -> None:
@@ -391,6 +395,34 @@ class Partition:
         """HVDC lines whose two ends lie in different zones (they couple those zones)."""
         dc = self.network.dcline
         return np.flatnonzero(self.zone_of_bus[dc.f_bus] != self.zone_of_bus[dc.t_bus])
+
+    def pieces(self) -> np.ndarray:
+        """Number of connected pieces of every zone's own buses in the bus graph (1 for a connected zone).
+
+        Native areas of real grids are often not connected; a zone of several pieces still works
+        (its model is built on its own buses, as one agent), but its pieces only meet through
+        other zones.
+        """
+        net = self.network
+        u, v = _edges(net)
+        island = _zone_islands(net.n_bus, u, v, self.zone_of_bus)
+        isl_zone = np.zeros(island.max() + 1 if net.n_bus else 0, dtype=np.int64)
+        isl_zone[island] = self.zone_of_bus
+        return np.bincount(isl_zone, minlength=self.n_zones)
+
+    def disconnected_note(self) -> str | None:
+        """A one-line note naming the zones made of several pieces (None when every zone is connected)."""
+        pieces = self.pieces()
+        bad = np.flatnonzero(pieces > 1)
+        if bad.size == 0:
+            return None
+        shown = ", ".join(f"{_fmt_label(self.labels[z])} ({int(pieces[z])} pieces)" for z in bad[:_MAX_LISTED])
+        more = f" and {bad.size - _MAX_LISTED} more" if bad.size > _MAX_LISTED else ""
+        return (
+            f"{self.source or 'partition'}: {bad.size} of {self.n_zones} zones {'is' if bad.size == 1 else 'are'} "
+            f"not connected: zone{'s' if bad.size > 1 else ''} "
+            f"{shown}{more}; each still runs as one agent on its own buses"
+        )
 
     def tie_lines(self) -> np.ndarray:
         """Branches whose two ends lie in different zones."""
@@ -836,8 +868,9 @@ def partition(
         ``zones``), ``"kernighan_lin"`` (recursive Kernighan–Lin bisection of the largest
         zone) or ``"spectral"`` (recursive Fiedler-vector bisection at the median).
     seed: seed of the randomized methods; the result is deterministic for a given seed.
-    allow_disconnected: accept given zones whose own buses are not connected
-        (an error by default). Automatic zones are always connected.
+    allow_disconnected: accept given zones whose own buses are not connected, with a
+        logged warning naming them and their number of pieces (an error by default; the
+        CLI accepts them). Automatic zones are always connected.
 
     A single zone is allowed (a centralized run) but warns.
     """
@@ -849,6 +882,10 @@ def partition(
         part = _given(network, source, allow_disconnected)
         if zones is not None and part.n_zones != zones:
             raise PartitionError(f"{part.source}: has {part.n_zones} zones, not the requested {zones}")
+        if allow_disconnected:
+            note = part.disconnected_note()
+            if note:
+                log.warning("%s", note)
     if part.n_zones == 1:
         warnings.warn(
             f"partition of network {network.name} has a single zone: the distributed run is centralized",
