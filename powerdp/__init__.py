@@ -36,7 +36,7 @@ from .errors import (
     SolverError,
 )
 from .grid.matpower import MatpowerData, read_matpower
-from .grid.network import Network, bundled_cases, load_case
+from .grid.network import DCLines, Network, bundled_cases, load_case
 from .grid.partition import Partition, bundled_partition, partition
 from .opf.centralized import OPFResult, solve_opf
 from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
@@ -47,6 +47,7 @@ from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger
 __all__ = [
     "__version__",
     "Network",
+    "DCLines",
     "load_case",
     "bundled_cases",
     "read_matpower",

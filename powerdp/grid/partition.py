@@ -533,7 +533,7 @@ class Partition:
             f"{'s' if self.n_zones != 1 else ''} (method: {self.method}{src}); "
             f"{len(self.tie_lines())} tie-lines, "
             + (f"{len(self.tie_dclines())} HVDC tie-lines, " if self.network.n_dcline else "")
-            + f"{len(self.shared_keys('expressions'))} shared W-variables, "
+            + f"{len(self.shared_keys('expressions'))} shared W-{'and HVDC ' if self.network.n_dcline else ''}variables, "
             f"{len(self.shared_keys('variables'))} with flow variables"
         )
         return head + "\n" + self.summary().to_string(index=False, float_format=lambda x: f"{x:.1f}")
