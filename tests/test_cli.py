@@ -59,6 +59,20 @@ def test_solve_shedding_and_solution_tables(tmp_path, capsys):
         assert {"pf", "qf", "pt", "qt"} <= set(next(csv.DictReader(fh)))
 
 
+def test_solve_case_with_hvdc_line_writes_its_table(hvdc_case, tmp_path, capsys):
+    out = tmp_path / "sol"
+    assert main(["solve", str(hvdc_case), "--solution", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "1 HVDC lines" in stdout and "objective   cost = 5928.84" in stdout
+    with open(out / "dclines.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 1 and (rows[0]["f_bus"], rows[0]["t_bus"]) == ("1", "4")
+    assert float(rows[0]["p_dc_fr"]) == pytest.approx(0.8, abs=1e-6)
+    # a case without HVDC lines writes no dclines.csv
+    assert main(["solve", "case14", "-q", "--solution", str(tmp_path / "c14")]) == 0
+    assert not (tmp_path / "c14" / "dclines.csv").exists()
+
+
 def test_solve_quiet_prints_nothing(capsys):
     assert main(["-q", "solve", "case14"]) == 0
     assert capsys.readouterr().out == ""
