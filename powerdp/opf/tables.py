@@ -39,6 +39,7 @@ __all__ = [
     "ResultTables",
     "dispatch_from_solution",
     "dispatch_from_zones",
+    "dispatch_from_tables",
     "physical_tables",
     "generation_cost",
     "TABLE_NAMES",
@@ -307,3 +308,31 @@ def physical_tables(
         "q_export_mvar": per_zone(d.qf * ~inside, zf) + per_zone(d.qt * ~inside, zt),
     })
     return ResultTables(generators=generators, buses=buses, branches=branches, zones=zones)
+
+
+def dispatch_from_tables(net: Network, tables: ResultTables, where: str = "tables") -> Dispatch:
+    """The per-unit :class:`Dispatch` back from saved physical tables (generators by ``gen``, buses by ``bus``,
+    branches by ``branch`` id); an element of ``net`` missing from a table is a ModelError naming it."""
+    S = net.base_mva
+
+    def column(frame: pd.DataFrame, id_col: str, ids: np.ndarray, col: str, what: str) -> np.ndarray:
+        if id_col not in frame or col not in frame:
+            raise ModelError(f"{where}: the {what} table has no {id_col if id_col not in frame else col} column")
+        series = pd.Series(frame[col].to_numpy(float), index=frame[id_col].to_numpy())
+        if series.index.has_duplicates:
+            raise ModelError(f"{where}: {what} {series.index[series.index.duplicated()][0]} appears twice")
+        missing = ~np.isin(ids, series.index.to_numpy())
+        if missing.any():
+            raise ModelError(f"{where}: no row for {what} {ids[missing][0]} of {net.name} in the {what} table")
+        return series.reindex(ids).to_numpy(float)
+
+    g, b, br = tables.generators, tables.buses, tables.branches
+    return Dispatch(
+        w=column(b, "bus", net.bus_ids, "vm_pu", "bus") ** 2,
+        pg=column(g, "gen", net.gen_ids, "p_mw", "generator") / S,
+        qg=column(g, "gen", net.gen_ids, "q_mvar", "generator") / S,
+        pf=column(br, "branch", net.branch_ids, "p_from_mw", "branch") / S,
+        qf=column(br, "branch", net.branch_ids, "q_from_mvar", "branch") / S,
+        pt=column(br, "branch", net.branch_ids, "p_to_mw", "branch") / S,
+        qt=column(br, "branch", net.branch_ids, "q_to_mvar", "branch") / S,
+    )
