@@ -56,7 +56,7 @@ def test_solve_shedding_and_solution_tables(tmp_path, capsys):
             rows = list(csv.DictReader(fh))
         assert rows, name
     with open(tmp_path / "branches.csv", newline="") as fh:
-        assert {"pf", "qf", "pt", "qt"} <= set(next(csv.DictReader(fh)))
+        assert {"p_from_mw", "q_from_mvar", "p_to_mw", "q_to_mvar", "loading_percent"} <= set(next(csv.DictReader(fh)))
 
 
 def test_solve_quiet_prints_nothing(capsys):

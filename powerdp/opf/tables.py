@@ -207,8 +207,9 @@ def physical_tables(
 ) -> ResultTables:
     """Generator, bus, branch and zone tables of ``d`` in MW, Mvar, kV, $/h and % (module docstring).
 
-    ``zone_of_bus``: zone index (0..Z-1) of every bus, e.g. a run's partition; default the
-    case's bus areas. ``zone_labels``: the label of each zone index (default the indices).
+    ``zone_of_bus``: zone index (0..Z-1) of every bus, e.g. a run's partition (the ``zone`` columns,
+    as the run's zone files and privacy report number them); default the case's bus areas.
+    ``zone_labels``: the label of each zone index (the zones table's ``label``; default the indices).
     """
     S = net.base_mva
     nb = net.n_bus
@@ -224,7 +225,7 @@ def physical_tables(
     generators = pd.DataFrame({
         "gen": net.gen_ids,
         "bus": net.bus_ids[net.gen_bus],
-        "zone": np.asarray(zone_labels, dtype=object)[zone_of_bus[net.gen_bus]] if net.n_gen else [],
+        "zone": zone_of_bus[net.gen_bus],
         "p_mw": d.pg * S,
         "q_mvar": d.qg * S,
         "cost_per_h": cost,
@@ -248,7 +249,7 @@ def physical_tables(
     base_kv = net.base_kv if net.base_kv is not None else np.full(nb, np.nan)
     buses = pd.DataFrame({
         "bus": net.bus_ids,
-        "zone": np.asarray(zone_labels, dtype=object)[zone_of_bus],
+        "zone": zone_of_bus,
         "vm_pu": vm,
         "vm_kv": vm * base_kv,
         "vn_kv": base_kv,
@@ -291,7 +292,8 @@ def physical_tables(
         return np.bincount(where, weights=values, minlength=n_zones) * S
 
     zones = pd.DataFrame({
-        "zone": zone_labels,
+        "zone": np.arange(n_zones),
+        "label": zone_labels,
         "n_buses": np.bincount(zone_of_bus, minlength=n_zones),
         "n_gens": np.bincount(zone_of_bus[net.gen_bus], minlength=n_zones),
         "p_mw": per_zone(d.pg, zone_of_bus[net.gen_bus]),
