@@ -51,6 +51,7 @@ RUNPP_OPTIONS: dict[str, Any] = {
 }
 MISSING_KV = 100.0  # nominal voltage given to buses of a case without baseKV (the per-unit results do not depend on it)
 GEN_ELEMENTS = ("ext_grid", "gen", "sgen")
+VOLTAGE_TOL = 1e-6  # p.u.; a voltage this close to its limit is not a violation (the solver's own tolerance)
 
 
 @dataclass
@@ -295,7 +296,8 @@ def ac_check(net: Network, d: Dispatch, **options: Any) -> ACCheck:
         hi = pd.Series(net.vmax, index=pdd.buses).reindex(bus.index)
     viol = np.fmax(np.fmax(lo - vm_ac, vm_ac - hi).to_numpy(dtype=float), 0.0)
     viol = np.where(bus["in_service"].to_numpy(bool) & np.isfinite(vm_ac.to_numpy(float)), viol, 0.0)
-    bad = np.flatnonzero(viol > 1e-6)
+    viol = np.where(viol > VOLTAGE_TOL, viol, 0.0)
+    bad = np.flatnonzero(viol)
     violations = [
         {"bus": int(bus.index[i]), "vm_pu": float(vm_ac.iloc[i]), "min_vm_pu": float(lo.iloc[i]), "max_vm_pu": float(hi.iloc[i])}
         for i in bad[np.argsort(-viol[bad])]

@@ -171,8 +171,11 @@ def generation_cost(net: Network, pg: np.ndarray) -> np.ndarray:
         line = c[seg] + slope * (pg[gs] - mw[seg])
         pwl = np.full(net.n_gen, -np.inf)
         np.maximum.at(pwl, gs, line)
-        has = np.isin(np.arange(net.n_gen), gs)
-        cost = np.where(has, pwl, cost)
+        # a generator whose points all sit at one MW value (no segment) costs its cheapest point there
+        flat = np.full(net.n_gen, np.inf)
+        np.minimum.at(flat, g, c)
+        has_seg = np.isin(np.arange(net.n_gen), gs)
+        cost = np.where(has_seg, pwl, np.where(np.isin(np.arange(net.n_gen), g), flat, cost))
     return cost if net.has_costs else np.full(net.n_gen, np.nan)
 
 
