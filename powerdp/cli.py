@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
             Read the final point of a run directory (powerdp run --out DIR) or of a solve
             directory (powerdp solve --out DIR) and write it into a pandapower network:
             generator active-power set-points and voltage set-points sqrt(w) at generator
-            buses (docs/results.md). A case read from MATPOWER is converted with
+            buses (docs/operating_point.md). A case read from MATPOWER is converted with
             pandapower's from_ppc (pandapower bus index = MATPOWER bus number, the first
             generator at the reference bus is the ext_grid); a case read from pandapower
             gives a copy of that network with the set-points written in. Load the file

@@ -264,7 +264,7 @@ def run_distributed(
     overwrite: replace the run already in ``out``.
     status: called with a short message as each setup stage starts (loading, reference solve...).
     ac_check: run pandapower's AC power flow at the final point (``result.ac_check``,
-        ``summary["ac_check"]``; docs/results.md). Needs ``config.evaluate``.
+        ``summary["ac_check"]``; docs/operating_point.md). Needs ``config.evaluate``.
 
     With ``config.evaluate`` the result holds the final point in physical units
     (``result.generators``, ``.buses``, ``.branches``, ``.zones``), saved as CSVs in ``out``;

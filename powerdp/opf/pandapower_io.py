@@ -1,7 +1,7 @@
 """A dispatch as a pandapower network, and the AC check: how far the relaxed solution is from an AC operating point.
 
 The SOC relaxation's optimum is not an AC operating point in general. The check a grid
-engineer runs next (docs/results.md): write the dispatch into a pandapower network
+engineer runs next (docs/operating_point.md): write the dispatch into a pandapower network
 (generator active-power set-points, voltage set-points √w at generator buses) and run
 pandapower's Newton-Raphson power flow. :func:`ac_check` reports whether it converges, how
 much the slack (the ``ext_grid``) has to produce beyond its dispatched output (the power

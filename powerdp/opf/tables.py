@@ -1,4 +1,4 @@
-"""A solution in physical units: per-generator, per-bus, per-branch and per-zone tables (docs/results.md).
+"""A solution in physical units: per-generator, per-bus, per-branch and per-zone tables (docs/operating_point.md).
 
 A solution of the SOC relaxation is a vector over the model's variables, in per unit on the
 case's ``base_mva``. :class:`Dispatch` holds the network-wide per-unit arrays (``w``, ``pg``,
