@@ -85,7 +85,12 @@ def budget_table(args: argparse.Namespace) -> None:
     runs = pd.concat(parts, ignore_index=True)
     rows = []
     for (alg, delta, te), g in runs.groupby(["algorithm", "delta", "target_epsilon"], sort=False):
-        floor = float(utility_floor(g["load_values"].iloc[0], g["beta"].iloc[0], te))
+        n = g["load_values"].iloc[0]
+        if not n == n:  # runs made before summaries recorded it
+            from powerdp.grid.network import load_case
+
+            n = 2 * load_case(args.case).n_bus
+        floor = float(utility_floor(n, g["beta"].iloc[0], te))
         rows.append({
             "algorithm": alg, "delta": delta, "total_epsilon": te, "floor": floor,
             "median_objective": float(g["final_objective"].median()),

@@ -41,7 +41,9 @@ from .grid.partition import Partition, bundled_partition, partition
 from .opf.centralized import OPFResult, solve_opf
 from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
 from .opf.formulation import build_model
+from .opf.pandapower_io import ACCheck, ac_check, to_pandapower
 from .opf.solvers import IpoptSolver, SolveResult, load_ipopt_profile
+from .opf.tables import Dispatch, ResultTables, physical_tables
 from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger
 
 __all__ = [
@@ -62,6 +64,12 @@ __all__ = [
     "load_ipopt_profile",
     "solve_opf",
     "OPFResult",
+    "Dispatch",
+    "ResultTables",
+    "physical_tables",
+    "ACCheck",
+    "ac_check",
+    "to_pandapower",
     "Partition",
     "partition",
     "bundled_partition",

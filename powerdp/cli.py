@@ -122,8 +122,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ps.add_argument("--profile", default="default", help="Ipopt option profile: a bundled name or a .opt file")
     ps.add_argument("--json", metavar="PATH", type=Path, help="also write the result summary as JSON")
-    ps.add_argument("--solution", metavar="DIR", type=Path, help="write bus, generator and branch tables (and dclines.csv for a case with HVDC lines) as CSV")
+    ps.add_argument(
+        "--out", metavar="DIR", type=Path,
+        help="write result.json and the solution in physical units (generators.csv, buses.csv, branches.csv, zones.csv) "
+        "to DIR; powerdp export DIR --pandapower FILE.json reads it",
+    )
+    ps.add_argument("--solution", metavar="DIR", type=Path, help="write the four CSV tables only (as --out, without result.json; and dclines.csv for a case with HVDC lines)")
+    ps.add_argument("--ac-check", action="store_true", help="run pandapower's AC power flow at the solution: generator P set-points and voltage set-points √w at generator buses, loads as in the case; reports convergence, the slack's mismatch against the dispatch (MW), voltages outside [vmin, vmax] and branches above 100 %% of their rating (also in --json as ac_check)")
     ps.set_defaults(func=cmd_solve)
+
+    # ---- export
+    pe = sub.add_parser(
+        "export",
+        help="write the dispatch of a run or solve directory into a pandapower network",
+        description=textwrap.dedent(
+            """\
+            Read the final point of a run directory (powerdp run --out DIR) or of a solve
+            directory (powerdp solve --out DIR) and write it into a pandapower network:
+            generator active-power set-points and voltage set-points sqrt(w) at generator
+            buses (docs/operating_point.md). A case read from MATPOWER is converted with
+            pandapower's from_ppc (pandapower bus index = MATPOWER bus number, the first
+            generator at the reference bus is the ext_grid); a case read from pandapower
+            gives a copy of that network with the set-points written in. Load the file
+            with pandapower.from_json.
+            """
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_verbosity(pe)
+    pe.add_argument("directory", metavar="DIR", type=Path, help="a run (--out of powerdp run) or solve (--out of powerdp solve) directory")
+    pe.add_argument("--pandapower", metavar="FILE", type=Path, required=True, help="the pandapower JSON file to write")
+    pe.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    pe.add_argument("--ac-check", action="store_true", help="also run the AC power flow (its results are saved in FILE)")
+    pe.set_defaults(func=cmd_export)
 
     # ---- partition
     pp = sub.add_parser(
@@ -177,10 +208,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from .opf.centralized import solve_opf
 
     _check_output_file(args.json, "--json")
-    if args.solution is not None and args.solution.exists() and not args.solution.is_dir():
-        from .errors import ConfigError
-
-        raise ConfigError(f"--solution {args.solution} is an existing file; it names a directory for the CSV tables")
+    for flag, path in (("--solution", args.solution), ("--out", args.out)):
+        if path is not None and path.exists() and not path.is_dir():
+            raise ConfigError(f"{flag} {path} is an existing file; it names a directory for the CSV tables")
     res = solve_opf(args.case, objective=args.objective, convention=args.convention, flows=args.flows, profile=args.profile)
     unit = OBJECTIVES[args.objective].unit
     if not args.quiet:
@@ -198,19 +228,82 @@ def cmd_solve(args: argparse.Namespace) -> int:
             f"time        build {res.build_time_s:.3f} s, compile {res.compile_time_s:.3f} s, "
             f"solve {res.solve_time_s:.3f} s (callbacks {res.callback_time_s:.3f} s)"
         )
+    if args.ac_check:
+        if res.success:
+            res.check_ac()
+            if not args.quiet:
+                print("\n".join(res.ac_check.lines()))
+        else:
+            log.warning("no AC check: the solve did not succeed, so there is no solution to check")
     if args.json:
         data = res.to_dict()
         args.json.write_text(json.dumps(data, indent=2) + "\n")
     if args.solution:
         ensure_dir(args.solution, "--solution directory")
-        res.buses.to_csv(args.solution / "buses.csv", index=False)
-        res.generators.to_csv(args.solution / "generators.csv", index=False)
-        res.branches.to_csv(args.solution / "branches.csv", index=False)
+        res.tables().save(args.solution)
         if len(res.dclines):
             res.dclines.to_csv(args.solution / "dclines.csv", index=False)
+    if args.out:
+        ensure_dir(args.out, "--out directory")
+        res.save(args.out)
     if not res.success:
         print(f"powerdp: the solve did not succeed: Ipopt status {res.status_name}", file=sys.stderr)
     return EXIT_OK if res.success else EXIT_FAILED
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    import pandapower as pp
+
+    from .grid.network import load_case
+    from .opf.pandapower_io import ac_check, to_pandapower
+    from .opf.tables import ResultTables, dispatch_from_tables
+
+    d, target = args.directory, args.pandapower
+    if not d.is_dir():
+        raise ConfigError(f"{d} is not a directory (give a powerdp run or solve output directory)")
+    if target.exists() and not args.force:
+        raise ConfigError(f"--pandapower {target} exists; give --force to replace it")
+    _check_output_file(target, "--pandapower")
+    if (d / "config.json").is_file():  # a run
+        from .admm.results import RunResult
+
+        run = RunResult.load(d)
+        net = load_case(run.config.case, convention=run.config.convention)
+        if run.tables is not None:
+            dispatch = dispatch_from_tables(net, run.tables, where=str(d))
+        else:  # a run saved before the tables existed: assemble from the zones' solutions
+            from .grid.partition import partition
+            from .opf.tables import dispatch_from_zones
+
+            if not run.zone_solutions or not (d / "partition.csv").is_file():
+                raise ConfigError(f"{d} holds no final point (no generators.csv ..., no zone solutions with partition.csv)")
+            part = partition(net, str(d / "partition.csv"), allow_disconnected=True)
+            dispatch = dispatch_from_zones(net, part.zone_of_bus, run.zone_solutions)
+    elif (d / "result.json").is_file():  # a solve
+        try:
+            info = json.loads((d / "result.json").read_text())
+            source, convention = info["source"], info["convention"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{d / 'result.json'} is not a powerdp solve result ({type(exc).__name__}: {exc})") from None
+        tables = ResultTables.load(d)
+        if tables is None:
+            raise ConfigError(f"{d} has result.json but not all of generators.csv, buses.csv, branches.csv, zones.csv")
+        net = load_case(source, convention=convention)
+        dispatch = dispatch_from_tables(net, tables, where=str(d))
+    else:
+        raise ConfigError(f"{d} is neither a run directory (config.json) nor a solve directory (result.json)")
+    if args.ac_check:
+        check = ac_check(net, dispatch)
+        pp_net = check.pandapower.net
+        if not args.quiet:
+            print("\n".join(check.lines()))
+    else:
+        pp_net = to_pandapower(net, dispatch).net
+    pp.to_json(pp_net, str(target))
+    if not args.quiet:
+        counts = ", ".join(f"{len(pp_net[e])} {e}" for e in ("bus", "ext_grid", "gen", "sgen", "load", "line", "trafo") if len(pp_net[e]))
+        print(f"wrote {target} (pandapower network of {net.name}: {counts})")
+    return EXIT_OK
 
 
 def _check_output_file(path: Path | None, flag: str) -> None:
@@ -529,6 +622,12 @@ def add_run_parser(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON")
+    p.add_argument(
+        "--ac-check", action="store_true",
+        help="at the final point, run pandapower's AC power flow (generator P and voltage set-points √w, loads as in the "
+        "case) and report convergence, the slack's mismatch (MW), voltage and loading violations (summary.json and "
+        "--json: ac_check)",
+    )
     p.add_argument("--config", metavar="FILE", type=Path, help="read the run from a TOML file ([run] table of RunConfig keys); flags given explicitly override it")
     p.set_defaults(func=cmd_run)
 
@@ -584,7 +683,9 @@ FLAG_TO_FIELD = {
     "tol": ("tol_primal", "tol_dual"), "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
 }
 # flags that --resume accepts: they cannot change the results of the run
-RESUME_FLAGS = {"rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "resume", "json", "no_reference", "quiet", "verbose"}
+RESUME_FLAGS = {
+    "rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "resume", "json", "no_reference", "quiet", "verbose", "ac_check",
+}
 
 
 def _flag(dest: str) -> str:
@@ -873,7 +974,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         reference = not args.no_reference and cfg.evaluate  # without evaluation there is no objective to compare
         result = run_distributed(
             cfg, out=out, resume=args.resume is not None, progress=progress, reference=reference,
-            overwrite=args.overwrite, status=_status_printer(args),
+            overwrite=args.overwrite, status=_status_printer(args), ac_check=args.ac_check,
         )
     finally:
         if bar is not None:
@@ -888,6 +989,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"--rounds N with N > {s['rounds']} extends it"
             )
         _print_summary(s, cfg, out, result.privacy)
+        if result.ac_check is not None:
+            print("\n".join(result.ac_check.lines()))
     if args.json:
         result.to_json(args.json)
     return 0

@@ -56,7 +56,7 @@ def test_solve_shedding_and_solution_tables(tmp_path, capsys):
             rows = list(csv.DictReader(fh))
         assert rows, name
     with open(tmp_path / "branches.csv", newline="") as fh:
-        assert {"pf", "qf", "pt", "qt"} <= set(next(csv.DictReader(fh)))
+        assert {"p_from_mw", "q_from_mvar", "p_to_mw", "q_to_mvar", "loading_percent"} <= set(next(csv.DictReader(fh)))
 
 
 def test_solve_case_with_hvdc_line_writes_its_table(hvdc_case, tmp_path, capsys):
@@ -250,3 +250,88 @@ def test_run_without_evaluation_from_a_config_file(tmp_path, capsys):
     history = pd.read_csv(out / "history.csv")
     assert history["objective"].isna().all() and history["feasibility"].notna().all()
     assert sorted(p.name for p in (out / "zones").glob("zone_*.csv")) == ["zone_0.csv", "zone_1.csv", "zone_2.csv"]
+
+
+# ------------------------------------------------------- AC check and export
+
+
+def test_solve_ac_check_and_out(tmp_path, capsys):
+    out, js = tmp_path / "solve", tmp_path / "solve.json"
+    assert main(["solve", "case14", "--ac-check", "--out", str(out), "--json", str(js)]) == 0
+    stdout = capsys.readouterr().out
+    assert "AC check    pandapower.runpp converged" in stdout and "mismatch +0.17" in stdout
+    ac = json.loads(js.read_text())["ac_check"]
+    assert ac["converged"] is True
+    assert ac["slack_mismatch_mw"] == pytest.approx(0.172, abs=0.02)
+    assert ac["max_voltage_violation_pu"] == 0.0 and ac["max_loading_percent"] is None
+    assert sorted(p.name for p in out.iterdir()) == ["branches.csv", "buses.csv", "generators.csv", "result.json", "zones.csv"]
+    result = json.loads((out / "result.json").read_text())
+    assert result["source"].endswith("case14.m") and result["ac_check"]["converged"] is True
+    with open(out / "generators.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sum(float(r["p_mw"]) for r in rows) == pytest.approx(259.0 + 9.178, abs=0.01)
+    assert sum(float(r["cost_per_h"]) for r in rows) == pytest.approx(CASE14_SOC, abs=0.01)
+
+
+def test_export_a_solve_directory(tmp_path, capsys):
+    import pandapower as pp
+
+    out = tmp_path / "solve"
+    assert main(["-q", "solve", "case14", "--out", str(out)]) == 0
+    target = tmp_path / "net.json"
+    assert main(["export", str(out), "--pandapower", str(target), "--ac-check"]) == 0
+    stdout = capsys.readouterr().out
+    assert "wrote" in stdout and "1 ext_grid, 4 gen" in stdout and "converged" in stdout
+    net = pp.from_json(str(target))
+    assert len(net.bus) == 14 and len(net.gen) == 4 and len(net.res_bus) == 14  # with the power flow's results
+    with open(out / "generators.csv", newline="") as fh:
+        p = {int(r["bus"]): float(r["p_mw"]) for r in csv.DictReader(fh)}
+    for bus, pg in zip(net.gen["bus"], net.gen["p_mw"]):
+        assert pg == pytest.approx(p[int(bus)], abs=1e-9)
+    # an existing file is kept unless --force
+    assert main(["export", str(out), "--pandapower", str(target)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["-q", "export", str(out), "--pandapower", str(target), "--force"]) == 0
+
+
+@pytest.mark.parametrize("setup, message", [
+    ("missing", "is not a directory"),
+    ("empty", "neither a run directory"),
+    ("no_tables", "not all of generators.csv"),
+])
+def test_export_bad_directory_is_a_clear_error(tmp_path, capsys, setup, message):
+    d = tmp_path / "d"
+    if setup != "missing":
+        d.mkdir()
+    if setup == "no_tables":
+        (d / "result.json").write_text(json.dumps({"source": "case14", "convention": "powermodels"}))
+    assert main(["export", str(d), "--pandapower", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("powerdp: error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_run_ac_check_and_export(tmp_path, capsys):
+    out, js = tmp_path / "run", tmp_path / "run.json"
+    assert main(["-q", "run", "case14", "--rounds", "3", "--epsilon", "1", "--no-reference", "--ac-check", "--out", str(out), "--json", str(js)]) == 0
+    ac = json.loads(js.read_text())["ac_check"]
+    assert ac["converged"] is True and set(ac) >= {"slack_mismatch_mw", "max_voltage_violation_pu", "max_loading_percent"}
+    saved = json.loads((out / "summary.json").read_text())["summary"]
+    assert saved["ac_check"] == ac
+    for name in ("generators.csv", "buses.csv", "branches.csv", "zones.csv"):
+        assert (out / name).is_file(), name
+    assert main(["-q", "export", str(out), "--pandapower", str(tmp_path / "run_net.json")]) == 0
+    # without evaluation there is no final point to check
+    assert main(["-q", "run", "case14", "--rounds", "2", "--no-evaluation", "--ac-check"]) == 2
+    assert "--no-evaluation" in capsys.readouterr().err
+
+
+def test_run_on_a_pandapower_case_writes_its_dispatch_back(tmp_path):
+    import pandapower as pp
+
+    out = tmp_path / "run"
+    assert main(["-q", "run", "pandapower:case14", "--rounds", "2", "--epsilon", "1", "--no-reference", "--out", str(out)]) == 0
+    net = pp.from_json(str(out / "pandapower.json"))
+    with open(out / "generators.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    gen_p = sorted(float(r["p_mw"]) for r in rows if int(r["bus"]) in {2, 3, 6, 8})
+    assert sorted(net.gen["p_mw"]) == pytest.approx(gen_p, abs=1e-9)

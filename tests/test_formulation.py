@@ -206,9 +206,9 @@ def test_flow_modes_give_the_same_centralized_optimum():
     # eliminating the flows makes the problem smaller, and shares the W-variables only
     assert by_mode["expressions"].n_variables < by_mode["variables"].n_variables
     # the branch flows reported by both modes agree too
-    for kind in ("pf", "qf", "pt", "qt"):
+    for kind in ("p_from_mw", "q_from_mvar", "p_to_mw", "q_to_mvar"):
         np.testing.assert_allclose(
-            by_mode["expressions"].branches[kind], by_mode["variables"].branches[kind], atol=1e-5
+            by_mode["expressions"].branches[kind], by_mode["variables"].branches[kind], atol=1e-3
         )
 
 

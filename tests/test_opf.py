@@ -100,7 +100,7 @@ def test_shedding_objective_is_zero_on_feasible_cases(case):
     assert res.objective_name == "shedding"
     assert res.objective <= 1e-8
     # every bus balances at the optimum
-    assert np.abs(res.buses["sp"]).max() < 1e-4 and np.abs(res.buses["sq"]).max() < 1e-4
+    assert np.abs(res.buses["p_shed_mw"]).max() < 1e-2 and np.abs(res.buses["q_shed_mvar"]).max() < 1e-2
 
 
 def test_result_to_dict_and_json(case14_result, tmp_path):
@@ -134,19 +134,19 @@ def test_result_tables(case14_result, case14):
     assert list(res.buses["bus"]) == case14.bus_ids.tolist()
     assert len(res.generators) == 5 and len(res.branches) == 20
     assert res.x.shape == (res.n_variables,)
-    vm = res.buses["vm"].to_numpy()
+    vm = res.buses["vm_pu"].to_numpy()
     assert np.all(vm >= case14.vmin - 1e-6) and np.all(vm <= case14.vmax + 1e-6)
     # total generation covers load plus losses (losses are nonnegative in the relaxation)
-    assert res.generators["pg"].sum() >= case14.pd.sum() - 1e-6
-    # cost objective: power balance holds at every bus
-    assert np.abs(res.buses["sp"]).max() < 1e-6
+    assert res.generators["p_mw"].sum() >= case14.pd.sum() * case14.base_mva - 1e-4
+    # cost objective: power balance holds at every bus, nothing is shed
+    assert np.abs(res.buses["p_shed_mw"]).max() < 1e-4
 
 
 # ---------------------------------------------------------------------------- HVDC lines
 
 
 def _generation_cost(res, net):
-    pg = res.generators["pg"].to_numpy()
+    pg = res.dispatch.pg
     return float(np.sum(net.cost_c2 * pg**2 + net.cost_c1 * pg + net.cost_c0))
 
 
@@ -172,9 +172,11 @@ def test_hvdc_line_loss_relation_limits_and_cost(hvdc_case):
     assert res.objective == pytest.approx(_generation_cost(res, net) + 50.0 * row["p_dc_fr"], abs=1e-5)
     # the line's powers are withdrawals at its ends (PowerModels' "- sum(p_dc)" in the balance):
     # bus 1 (no load): pg = pf(1-2) + p_fr; bus 4: pg - pd = pt(3-4) + p_to, with p_to < 0 (power arrives)
-    pg, br = res.generators["pg"].to_numpy(), res.branches
-    assert pg[0] == pytest.approx(br["pf"].iloc[0] + row["p_dc_fr"], abs=1e-6)
-    assert pg[1] - 1.5 == pytest.approx(br["pt"].iloc[2] + row["p_dc_to"], abs=1e-6)
+    pg, d = res.dispatch.pg, res.dispatch
+    assert pg[0] == pytest.approx(d.pf[0] + row["p_dc_fr"], abs=1e-6)
+    assert pg[1] - 1.5 == pytest.approx(d.pt[2] + row["p_dc_to"], abs=1e-6)
+    # the physical-unit tables count the line's powers in the bus balances: nothing is shed
+    assert np.abs(res.buses["p_shed_mw"]).max() < 1e-4 and np.abs(res.buses["q_shed_mvar"]).max() < 1e-4
 
 
 def test_hvdc_line_is_worth_its_cost(tmp_path, hvdc_case):
@@ -207,6 +209,6 @@ def test_hvdc_line_in_shedding_balance(hvdc_case):
     res = solve_opf(hvdc_case, objective="shedding")
     assert res.success, res.status_name
     assert res.objective <= 1e-8
-    assert np.abs(res.buses["sp"]).max() < 1e-4 and np.abs(res.buses["sq"]).max() < 1e-4
+    assert np.abs(res.buses["p_shed_mw"]).max() < 1e-2 and np.abs(res.buses["q_shed_mvar"]).max() < 1e-2
     row = res.dclines.iloc[0]
     assert 0.98 * row["p_dc_fr"] + row["p_dc_to"] == pytest.approx(0.01, abs=1e-8)

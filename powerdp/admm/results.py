@@ -7,6 +7,9 @@ A :class:`RunResult` saves to a directory::
     DIR/summary.json      final figures, privacy report per zone, setup times
     DIR/consensus.csv     the final consensus vector (variable, index, value)
     DIR/zones/zone_P.csv  each zone's final released solution (variable, index, value)
+    DIR/generators.csv, buses.csv, branches.csv, zones.csv
+                          the final point in physical units (powerdp.opf.tables), when the
+                          zones' solutions were evaluated
 
 and :meth:`RunResult.load` reads it back.
 """
@@ -24,6 +27,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..jsonutil import jsonable
+from ..opf.tables import Dispatch, ResultTables
 from .config import RunConfig
 
 __all__ = ["RunResult", "HISTORY_COLUMNS"]
@@ -58,7 +62,10 @@ class RunResult:
     ``consensus`` is the final consensus vector ``w`` with ``shared_keys``;
     ``zone_solutions`` maps zone → {variable key: value} (the released z_p);
     ``privacy`` maps zone → the ledger's report; ``summary`` holds the final
-    figures (see :meth:`summary_dict`).
+    figures (see :meth:`summary_dict`). ``tables`` holds the final point in physical
+    units (``generators``, ``buses``, ``branches``, ``zones``; None without evaluation),
+    ``dispatch`` its per-unit arrays (after a run, not after :meth:`load`), ``ac_check``
+    the AC check once :meth:`check_ac` has run (``summary["ac_check"]``).
     """
 
     config: RunConfig
@@ -68,10 +75,74 @@ class RunResult:
     zone_solutions: dict[int, dict[Hashable, float]] = field(repr=False)
     privacy: dict[int, Any]
     summary: dict[str, Any]
+    tables: ResultTables | None = field(default=None, repr=False)
+    dispatch: Dispatch | None = field(default=None, repr=False)
+    ac_check: Any = field(default=None, repr=False)
 
     @property
     def final(self) -> pd.Series:
         return self.history.iloc[-1]
+
+    def _table(self, name: str) -> pd.DataFrame:
+        if self.tables is None:
+            raise ConfigError("this run has no physical-unit tables (its zones' solutions were not evaluated)")
+        return getattr(self.tables, name)
+
+    @property
+    def generators(self) -> pd.DataFrame:
+        """Per generator: ``p_mw``, ``q_mvar``, ``cost_per_h`` ($/h) (powerdp.opf.tables)."""
+        return self._table("generators")
+
+    @property
+    def buses(self) -> pd.DataFrame:
+        """Per bus: ``vm_pu``, ``vm_kv``, load and shedding in MW and Mvar (powerdp.opf.tables)."""
+        return self._table("buses")
+
+    @property
+    def branches(self) -> pd.DataFrame:
+        """Per branch: MW and Mvar at both ends, losses, ``loading_percent`` (powerdp.opf.tables)."""
+        return self._table("branches")
+
+    @property
+    def zones(self) -> pd.DataFrame:
+        """Per zone: totals of generation, cost, load, shedding, losses and export (powerdp.opf.tables)."""
+        return self._table("zones")
+
+    def final_dispatch(self, network=None) -> Dispatch:
+        """The run's final point as a :class:`Dispatch` (from the tables, else assembled from the zones' solutions)."""
+        if self.dispatch is not None:
+            return self.dispatch
+        from ..opf.tables import dispatch_from_tables
+
+        net = network if network is not None else self.network()
+        if self.tables is None:
+            raise ConfigError("this run has no final point: its zones' solutions were not evaluated (--no-evaluation)")
+        return dispatch_from_tables(net, self.tables, where="run tables")
+
+    def network(self):
+        """The run's network, loaded again from its configuration."""
+        from ..grid.network import load_case
+
+        return load_case(self.config.case, convention=self.config.convention)
+
+    def check_ac(self, network=None, **options: Any):
+        """pandapower's AC power flow at the run's final point (:func:`powerdp.opf.pandapower_io.ac_check`).
+
+        Also recorded in ``summary["ac_check"]`` (and so in ``summary.json`` on the next save).
+        """
+        from ..opf.pandapower_io import ac_check
+
+        net = network if network is not None else self.network()
+        self.ac_check = ac_check(net, self.final_dispatch(net), **options)
+        self.summary["ac_check"] = self.ac_check.to_dict()
+        return self.ac_check
+
+    def to_pandapower(self, network=None):
+        """A pandapower network holding the run's final dispatch (a copy of the source net for pandapower cases)."""
+        from ..opf.pandapower_io import to_pandapower
+
+        net = network if network is not None else self.network()
+        return to_pandapower(net, self.final_dispatch(net)).net
 
     def summary_dict(self) -> dict[str, Any]:
         return dict(self.summary)
@@ -93,6 +164,8 @@ class RunResult:
         for zone, sol in self.zone_solutions.items():
             keys = list(sol)
             _key_frame(keys, [sol[k] for k in keys]).to_csv(d / "zones" / f"zone_{zone}.csv", index=False)
+        if self.tables is not None:
+            self.tables.save(d)
         return d
 
     @classmethod
@@ -123,6 +196,7 @@ class RunResult:
             zone_solutions=sols,
             privacy=privacy,
             summary=data["summary"],
+            tables=_read(d, ResultTables.load, []),  # None for runs saved before the tables existed
         )
 
 

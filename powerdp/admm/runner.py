@@ -243,6 +243,7 @@ def run_distributed(
     reference: bool = True,
     overwrite: bool = False,
     status: Callable[[str], None] | None = None,
+    ac_check: bool = False,
 ) -> RunResult | None:
     """Run the (private) distributed ADMM of docs/algorithm.md and return its :class:`RunResult`.
 
@@ -262,17 +263,31 @@ def run_distributed(
     reference: also solve the centralized problem to report the gap to it.
     overwrite: replace the run already in ``out``.
     status: called with a short message as each setup stage starts (loading, reference solve...).
+    ac_check: run pandapower's AC power flow at the final point (``result.ac_check``,
+        ``summary["ac_check"]``; docs/operating_point.md). Needs ``config.evaluate``.
+
+    With ``config.evaluate`` the result holds the final point in physical units
+    (``result.generators``, ``.buses``, ``.branches``, ``.zones``), saved as CSVs in ``out``;
+    a run on a pandapower network also writes its dispatch into a copy of that network
+    (``out/pandapower.json``).
     """
     config.validate()
+    if ac_check and not config.evaluate:
+        raise ConfigError(
+            "the AC check needs the run's final point, which is not evaluated without evaluation "
+            "(--no-evaluation keeps each zone's solution with the zone)"
+        )
     # the backend decides how the run starts (under MPI only rank 0 coordinates; docs/contributing.md)
-    return launch(config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status))
+    return launch(
+        config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check)
+    )
 
 
-def _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status) -> RunResult:
+def _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check=False) -> RunResult:
     if out is None:
         if resume:
             raise ConfigError("resume needs the output directory of the run")
-        return _run(config, network, partition, None, False, progress, reference, status)
+        return _run(config, network, partition, None, False, progress, reference, status, ac_check)
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"output directory {out_dir} is an existing file, not a directory")
@@ -281,10 +296,10 @@ def _locked_run(config, network, partition, out, resume, progress, reference, ov
     ensure_dir(out_dir)
     with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(config, network, partition, out_dir, resume, progress, reference, status)
+        return _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check)
 
 
-def _run(config, network, partition, out_dir, resume, progress, reference, status) -> RunResult:
+def _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check=False) -> RunResult:
     say = status or (lambda msg: None)
     t_setup = time.perf_counter()
     if resume:
@@ -410,9 +425,28 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
             backend.save_solutions(str(out_dir / "zones"))  # each zone's host writes its own solution
     finally:
         backend.close()
+    _final_point(result, net, part, out_dir, ac_check, say)
     if out_dir is not None:
         result.save(out_dir)
     return result
+
+
+def _final_point(result: RunResult, net: Network, part: Partition, out_dir: Path | None, ac_check: bool, say) -> None:
+    """The final point in physical units, the AC check, and the dispatch in a copy of a pandapower source net."""
+    from ..opf.tables import dispatch_from_zones, physical_tables
+
+    if not result.config.evaluate or not result.zone_solutions:
+        return
+    result.dispatch = dispatch_from_zones(net, part.zone_of_bus, result.zone_solutions)
+    result.tables = physical_tables(net, result.dispatch, part.zone_of_bus, part.labels)
+    if ac_check:
+        say("AC check: pandapower power flow at the final point")
+        result.check_ac(net)
+    if out_dir is not None and net.pandapower_net is not None:
+        import pandapower as pp
+
+        pp_net = result.ac_check.pandapower.net if result.ac_check is not None else result.to_pandapower(net)
+        pp.to_json(pp_net, str(out_dir / "pandapower.json"))
 
 
 def _start_files(out_dir: Path, config: RunConfig, part: Partition, history: list[dict]) -> None:

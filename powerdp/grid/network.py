@@ -12,16 +12,19 @@ import logging
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ..errors import CaseDataError
 from .matpower import MatpowerData, read_matpower
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 log = logging.getLogger(__name__)
 
-__all__ = ["Network", "DCLines", "load_case", "bundled_cases", "network_from_matpower", "CONVENTIONS", "missing_costs_message"]
+__all__ = ["Network", "DCLines", "load_case", "bundled_cases", "network_from_matpower", "CONVENTIONS", "missing_costs_message", "pandapower_gen_map"]
 
 Convention = Literal["powermodels", "matpower"]
 CONVENTIONS = ("powermodels", "matpower")
@@ -151,6 +154,11 @@ class Network:
     has_costs: bool = True
     source: str = ""
     dcline: DCLines = field(default_factory=DCLines.empty)
+    base_kv: np.ndarray | None = None  # bus base voltage (kV, MATPOWER baseKV); None: unknown
+    # a network read from pandapower: the source net and, per row of its MATPOWER export, the pandapower
+    # element each generator came from (powerdp.opf.pandapower_io writes a dispatch back into a copy)
+    pandapower_net: Any = field(default=None, repr=False)
+    pandapower_gens: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._build_pairs()
@@ -298,15 +306,12 @@ def load_case(
     if isinstance(source, MatpowerData):
         return network_from_matpower(source, convention, fill_thermal_limits)
     if _is_pandapower_net(source):
-        return network_from_matpower(_pandapower_to_matpower(source), convention, fill_thermal_limits)
+        return _network_from_pandapower(source, convention, fill_thermal_limits)
     if isinstance(source, (str, Path)):
         text = str(source)
         if text.startswith("pandapower:"):
-            return network_from_matpower(
-                _pandapower_to_matpower(_pandapower_builtin(text.split(":", 1)[1]), name=text.split(":", 1)[1]),
-                convention,
-                fill_thermal_limits,
-            )
+            name = text.split(":", 1)[1]
+            return _network_from_pandapower(_pandapower_builtin(name), convention, fill_thermal_limits, name=name)
         path = Path(text)
         if not path.exists() and path.suffix == "" and bundled_path(text) is not None:
             path = bundled_path(text)
@@ -328,6 +333,38 @@ def _pandapower_builtin(name: str):
     if fn is None or not callable(fn):
         raise CaseDataError(f"pandapower.networks has no network {name!r}")
     return fn()
+
+
+def pandapower_gen_map(pp_net) -> pd.DataFrame:
+    """Per generator row of pandapower's MATPOWER export (``to_mpc``), the element it came from.
+
+    Call it right after ``to_mpc(pp_net)``: pandapower then holds the order in which it wrote
+    ``ext_grid``, ``gen`` and other rows (``net._gen_order``, ``net._is_elements``).
+    """
+    import pandas as pd
+
+    order = getattr(pp_net, "_gen_order", None) or {}
+    is_el = pp_net.get("_is_elements", {}) or {}
+    rows = []
+    for element, (f, t) in sorted(order.items(), key=lambda kv: kv[1][0]):
+        base = element.removesuffix("_controllable")
+        mask = np.asarray(is_el.get(element, np.zeros(0, bool)), dtype=bool)
+        idx = pp_net[base].index[mask] if base in pp_net and len(mask) == len(pp_net[base]) else []
+        if len(idx) != int(t) - int(f):
+            idx = [-1] * (int(t) - int(f))
+        rows += [(base, int(i)) for i in idx]
+    return pd.DataFrame(rows, columns=["element_type", "element"])
+
+
+def _network_from_pandapower(pp_net, convention: str, fill_thermal_limits: bool, name: str | None = None) -> Network:
+    """A :class:`Network` of a pandapower net, keeping the net and its generator map for writing a dispatch back."""
+    import copy
+
+    source = copy.deepcopy(pp_net)
+    net = network_from_matpower(_pandapower_to_matpower(pp_net, name=name), convention, fill_thermal_limits)
+    net.pandapower_net = source
+    net.pandapower_gens = pandapower_gen_map(pp_net)
+    return net
 
 
 def _pandapower_to_matpower(net, name: str | None = None) -> MatpowerData:
@@ -835,6 +872,7 @@ def network_from_matpower(
         has_costs=data.gencost is not None,
         source=src,
         dcline=dcline,
+        base_kv=bus[keep_bus, 9].astype(float),
     )
     if fill_thermal_limits:
         _fill_thermal_limits(net)

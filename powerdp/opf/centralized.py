@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from ..grid.network import Network, load_case
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
 from .solvers import IpoptSolver
+from .tables import Dispatch, ResultTables, dispatch_from_solution, physical_tables
 
 __all__ = ["OPFResult", "solve_opf", "solution_tables", "dcline_table"]
 
@@ -30,8 +31,11 @@ class OPFResult:
     """The outcome of a centralized solve.
 
     ``objective`` is in $/h for ``cost`` and in p.u.² for ``shedding``.
-    ``buses``, ``generators``, ``branches`` and ``dclines`` (HVDC lines: the powers
-    entering each line at its ends) are DataFrames of the solution (per unit, with external ids).
+    ``generators``, ``buses``, ``branches`` and ``zones`` (the case's bus areas) are
+    DataFrames of the solution in physical units, named as pandapower's result tables
+    (:mod:`powerdp.opf.tables`); ``dclines`` (HVDC lines: the powers entering each line at
+    its ends, per unit) another; ``dispatch`` holds the per-unit arrays, ``network`` the
+    network solved.
     """
 
     case: str
@@ -57,6 +61,10 @@ class OPFResult:
     buses: pd.DataFrame = field(repr=False)
     generators: pd.DataFrame = field(repr=False)
     branches: pd.DataFrame = field(repr=False)
+    zones: pd.DataFrame = field(repr=False)
+    dispatch: Dispatch = field(repr=False)
+    network: Network = field(repr=False)
+    ac_check: Any = field(default=None, repr=False)  # an ACCheck once check_ac() has run
     dclines: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
 
     @property
@@ -65,49 +73,41 @@ class OPFResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (no arrays)."""
-        skip = {"x", "buses", "generators", "branches", "dclines"}
-        out = {k: v for k, v in asdict(self).items() if k not in skip}
+        skip = {"x", "buses", "generators", "branches", "zones", "dispatch", "network", "ac_check", "dclines"}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         out["success"] = self.success
+        if self.ac_check is not None:
+            out["ac_check"] = self.ac_check.to_dict()
         return out
+
+    def tables(self) -> ResultTables:
+        return ResultTables(self.generators, self.buses, self.branches, self.zones)
+
+    def check_ac(self, **options: Any):
+        """Run pandapower's AC power flow at this dispatch (:func:`powerdp.opf.pandapower_io.ac_check`)."""
+        from .pandapower_io import ac_check
+
+        self.ac_check = ac_check(self.network, self.dispatch, **options)
+        return self.ac_check
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``result.json`` and the tables (``generators.csv`` ...) into ``directory``."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        data = self.to_dict()
+        data["source"] = self.network.source or self.case
+        (d / "result.json").write_text(json.dumps(data, indent=2) + "\n")
+        self.tables().save(d)
+        return d
 
     def to_json(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
 
-def solution_tables(net: Network, prob: CompiledProblem, x: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Bus, generator and branch DataFrames of a solution vector of a whole-network problem."""
-    vals = dict(zip(prob.var_keys, x))
-
-    def col(name: str, idx: np.ndarray) -> np.ndarray:
-        return np.array([vals.get((name, int(i)), np.nan) for i in idx])
-
-    bus_idx = np.arange(net.n_bus)
-    w = col("w", bus_idx)
-    buses = pd.DataFrame({"bus": net.bus_ids, "w": w, "vm": np.sqrt(np.maximum(w, 0.0)), "pd": net.pd, "qd": net.qd})
-    for name in ("sp", "sq"):
-        if name in prob.expressions:
-            lm = prob.expressions[name]
-            series = pd.Series(lm(x), index=lm.keys)
-            buses[name] = series.reindex(bus_idx).to_numpy()
-    gen_idx = np.arange(net.n_gen)
-    generators = pd.DataFrame(
-        {"gen": net.gen_ids, "bus": net.bus_ids[net.gen_bus], "pg": col("pg", gen_idx), "qg": col("qg", gen_idx)}
-    )
-    br = np.arange(net.n_branch)
-    branches = pd.DataFrame({"branch": net.branch_ids, "f_bus": net.bus_ids[net.f_bus], "t_bus": net.bus_ids[net.t_bus]})
-    if ("pf", 0) in vals or net.n_branch == 0:
-        for kind in ("pf", "qf", "pt", "qt"):
-            branches[kind] = col(kind, br)
-    else:
-        from .formulation import branch_flow_coefficients
-
-        cf = branch_flow_coefficients(net)
-        wr = col("wr", net.branch_pair)
-        wi = col("wi", net.branch_pair) * net.branch_pair_sign
-        for kind in ("pf", "qf", "pt", "qt"):
-            end = net.f_bus if kind[1] == "f" else net.t_bus
-            branches[kind] = cf[kind + "_w"] * w[end] + cf[kind + "_wr"] * wr + cf[kind + "_wi"] * wi
-    return buses, generators, branches
+def solution_tables(net: Network, prob: CompiledProblem, x: np.ndarray) -> tuple[Dispatch, ResultTables]:
+    """The :class:`Dispatch` of a whole-network solution vector and its physical-unit tables (opf/tables.py)."""
+    dispatch = dispatch_from_solution(net, prob.var_keys, x)
+    return dispatch, physical_tables(net, dispatch)
 
 
 def dcline_table(net: Network, prob: CompiledProblem, x: np.ndarray) -> pd.DataFrame:
@@ -148,7 +148,7 @@ def solve_opf(
     gc.collect()  # free the Pyomo model now, not during Ipopt's callbacks
     t2 = time.perf_counter()
     res = IpoptSolver(prob, profile=profile, options=options).solve()
-    buses, gens, branches = solution_tables(net, prob, res.x)
+    dispatch, tables = solution_tables(net, prob, res.x)
     return OPFResult(
         case=net.name,
         objective_name=objective,
@@ -170,8 +170,11 @@ def solve_opf(
         n_constraints=prob.m,
         max_violation=prob.max_violation(res.x),
         x=res.x,
-        buses=buses,
-        generators=gens,
-        branches=branches,
+        buses=tables.buses,
+        generators=tables.generators,
+        branches=tables.branches,
+        zones=tables.zones,
+        dispatch=dispatch,
+        network=net,
         dclines=dcline_table(net, prob, res.x),
     )
