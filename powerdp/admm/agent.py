@@ -66,7 +66,7 @@ def lipschitz_constant(objective: QuadraticObjective, n: int) -> float:
 
 #: the curvature 2ω·s of the shedding penalty Ipopt should see: with ω ~ 1e9 $/h per p.u.² (auto ω) a
 #: warm-started local solve otherwise fails (Ipopt scales the objective only from a cold start's gradient)
-PENALTY_CURVATURE_TARGET = 1e2
+PENALTY_CURVATURE_TARGET = 1e4
 
 
 def objective_scaling(shedding_weight: float | None) -> dict[str, float]:

@@ -103,7 +103,7 @@ def default_rho(config: RunConfig, net: Network) -> float:
     """The ADMM penalty when ``config.rho`` is None.
 
     100 (the paper's) for the linearized algorithms, whose objectives are in p.u.².
-    Exact ADMM on an objective in $/h (``cost``, ``cost+shedding``) works in $/h, where ρ must be on the scale
+    Exact ADMM on ``cost``, and every update on ``cost+shedding``, work in $/h, where ρ must be on the scale
     of the marginal costs: ρ = 0.25 × the median over generators of the marginal
     cost at mid-range output ($/h per p.u.; for piecewise-linear costs the median
     segment slope). Measured (``benchmarks/exact.py``, README): case14, case118 and
@@ -111,7 +111,8 @@ def default_rho(config: RunConfig, net: Network) -> float:
     """
     if config.rho is not None:
         return float(config.rho)
-    if config.update != "exact" or OBJECTIVES[config.objective].unit != "$/h":
+    unit = OBJECTIVES[config.objective]
+    if not (unit.weighted or (config.update == "exact" and unit.unit == "$/h")):
         return DEFAULT_RHO
     mc = median_marginal_cost(net)
     if mc is None:

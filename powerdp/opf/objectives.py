@@ -178,17 +178,17 @@ def median_marginal_cost(net) -> float | None:
 
 
 def auto_shedding_weight(net) -> float:
-    """ω = n_bus · mc / SHEDDING_TOLERANCE ($/h per p.u.², docs/formulation.md), mc the median marginal cost.
+    """ω = n_bus · mc / (2 · SHEDDING_TOLERANCE) ($/h per p.u.², docs/formulation.md), mc the median marginal cost.
 
-    At the optimum bus i sheds s_i with 2ω·s_i = λ_i, its marginal price. With prices near the typical
-    marginal cost mc, Σ_i |s_i| ≈ n_bus · mc / (2ω) = SHEDDING_TOLERANCE / 2: a factor 2 of margin for
-    prices above mc. (A bound through the largest marginal cost would give an ω ~10× larger, whose
-    local problems Ipopt fails to solve reliably on case118.)
+    At the optimum bus i sheds s_i with 2ω·s_i = λ_i, its marginal price; with prices near the typical
+    marginal cost mc, Σ_i |s_i| ≈ n_bus · mc / (2ω) = SHEDDING_TOLERANCE (measured on case118: 0.97e-3 p.u.).
+    A bound through the largest marginal cost instead would give an ω ~13× larger, whose linearized local
+    problems Ipopt fails to solve on case118 (as it does at 2× this ω).
     """
     mc = median_marginal_cost(net)
     if mc is None:
         raise ModelError(f"{net.name}: no generator has a positive marginal cost, so ω cannot be scaled to the costs; give --shedding-weight")
-    return float(net.n_bus * mc / SHEDDING_TOLERANCE)
+    return float(net.n_bus * mc / (2.0 * SHEDDING_TOLERANCE))
 
 
 def resolve_shedding_weight(objective: str, weight: Any, net) -> float | None:
