@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
               cost      generation cost ($/h), power balance as constraints (reference OPF)
               shedding  sum over buses of squared active and reactive imbalance (p.u.^2);
                         0 at the optimum of a feasible case
+              cost+shedding
+                        generation cost + ω x the shedding sum ($/h): a dispatch with soft
+                        balance (--shedding-weight ω); prints the generation cost and the
+                        active imbalance in MW too
             """
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -114,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_case_args(ps)
     add_verbosity(ps)
     ps.add_argument("--objective", choices=list(OBJECTIVES), default="cost", help="objective (default: cost)")
+    ps.add_argument("--shedding-weight", metavar="OMEGA", type=_weight, default=None, help="shedding weight ω of --objective cost+shedding, in $/h per p.u.^2, or auto (the default): n_bus x the median generator marginal cost / (2 x 1e-3 p.u.), so that the shedding at the optimum, where 2ω·s_i equals bus i's marginal price, totals about 1e-3 p.u. (docs/formulation.md) It must exceed the marginal costs: a smaller ω buys load shedding instead of generation. Refused with any other objective")
     ps.add_argument(
         "--flows",
         choices=["variables", "expressions"],
@@ -211,7 +216,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
     for flag, path in (("--solution", args.solution), ("--out", args.out)):
         if path is not None and path.exists() and not path.is_dir():
             raise ConfigError(f"{flag} {path} is an existing file; it names a directory for the CSV tables")
-    res = solve_opf(args.case, objective=args.objective, convention=args.convention, flows=args.flows, profile=args.profile)
+    if args.shedding_weight is not None and not OBJECTIVES[args.objective].weighted:
+        raise ConfigError(f"--shedding-weight: objective {args.objective!r} has no shedding penalty to weight; use --objective cost+shedding")
+    res = solve_opf(
+        args.case, objective=args.objective, convention=args.convention, flows=args.flows, profile=args.profile,
+        shedding_weight=args.shedding_weight,
+    )
     unit = OBJECTIVES[args.objective].unit
     if not args.quiet:
         hvdc = f", {len(res.dclines)} HVDC lines" if len(res.dclines) else ""
@@ -222,6 +232,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
             print(f"objective   {res.objective_name} = {res.objective:.6f} {unit}")
         else:  # Ipopt's last iterate is no optimum: its objective means nothing
             print(f"objective   none: no solution ({res.objective_name} of the last iterate {res.objective:.6g} {unit})")
+        if OBJECTIVES[args.objective].weighted:
+            print(f"dispatch    generation cost {res.generation_cost:.6f} $/h, shedding {res.total_shedding_mw:.4g} MW (ω {res.shedding_weight:.4g})")
         print(f"status      {res.status_name} ({res.iterations} Ipopt iterations)")
         print(f"max viol.   {res.max_violation:.2e}")
         print(
@@ -516,6 +528,16 @@ RUN_DESCRIPTION = textwrap.dedent(
 )
 
 
+def _weight(text: str) -> float | str:
+    """--shedding-weight: "auto" or a number (its sign is checked with the objective)."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number ($/h per p.u.^2) nor auto") from None
+
+
 def add_run_parser(sub) -> None:
     p = sub.add_parser(
         "run",
@@ -545,7 +567,21 @@ def add_run_parser(sub) -> None:
     p.add_argument("--update", choices=list(UPDATES), help="replace the algorithm's update rule (e.g. --algorithm objg --update trust-region)")
     p.add_argument("--perturbation", choices=list(PERTURBATIONS), help="replace the algorithm's perturbation")
     p.add_argument("--mechanism", choices=list(MECHANISMS), help="replace the algorithm's noise mechanism")
-    p.add_argument("--objective", choices=list(OBJECTIVES), default="shedding", help="local objective (default: shedding; cost only for non-private runs)")
+    p.add_argument(
+        "--objective",
+        choices=list(OBJECTIVES),
+        default="shedding",
+        help="local objective (default: shedding; cost only for non-private runs; cost+shedding for a private dispatch)",
+    )
+    p.add_argument("--shedding-weight", metavar="OMEGA", type=_weight, default=None, help="shedding weight ω of --objective cost+shedding, in $/h per p.u.^2, or auto (the default): n_bus x the median generator marginal cost / (2 x 1e-3 p.u.), so that the shedding at the optimum, where 2ω·s_i equals bus i's marginal price, totals about 1e-3 p.u. (docs/formulation.md) It must exceed the marginal costs: a smaller ω buys load shedding instead of generation. Refused with any other objective")
+    p.add_argument(
+        "--linearize",
+        choices=["private", "all"],
+        default="private",
+        help="linearized and trust-region updates: linearize only the part of the objective that holds loads and keep "
+        "its data-free part (the generation cost of cost+shedding) exact, with the proximal term on the balance "
+        "variables only (private, the default), or linearize all of it as the paper does (all). Same for shedding",
+    )
     p.add_argument(
         "--epsilon", type=float, default=0.1, help="privacy budget per local step (inpl/inpg: of the one release of the loads) (default: 0.1)"
     )
@@ -674,7 +710,7 @@ def add_run_parser(sub) -> None:
 
 FLAG_TO_FIELD = {
     "zones": "zones", "partition": "partition", "method": "partition_method", "algorithm": "algorithm",
-    "objective": "objective", "epsilon": "epsilon", "delta": "delta", "beta": "beta", "sensitivity": "sensitivity",
+    "objective": "objective", "shedding_weight": "shedding_weight", "linearize": "linearize", "epsilon": "epsilon", "delta": "delta", "beta": "beta", "sensitivity": "sensitivity",
     "adjacency": "adjacency", "noise_on": "noise_on", "target_epsilon": "target_epsilon", "target_delta": "target_delta",
     "rounds": "rounds", "local_updates": "local_updates", "rho": "rho", "rho_schedule": "rho_schedule", "eta": "eta",
     "seed": "seed", "backend": "backend", "workers": "workers", "rank_timeout": "rank_timeout", "flows": "flows", "convention": "convention",
@@ -753,6 +789,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
         allow_disconnected=args.allow_disconnected,
         algorithm=_algorithm(args),
         objective=args.objective,
+        shedding_weight=args.shedding_weight,
+        linearize=args.linearize,
         epsilon=args.epsilon,
         delta=args.delta,
         beta=args.beta,
@@ -829,6 +867,7 @@ def _ipopt_options(items: list[str]) -> dict:
 
 ROUND_LEGEND = {
     "shedding": "objective Σ_p f_p = shedding Σ(p.u.²)",
+    "cost+shedding": "objective Σ_p f_p = generation cost + ω·shedding ($/h)",
     "cost": "objective Σ_p f_p = generation cost ($/h)",
 }
 
@@ -997,8 +1036,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
-    unit = "$/h" if cfg.objective == "cost" else "Σ(p.u.²)"
-    what = "generation cost" if cfg.objective == "cost" else "shedding"
+    unit = "Σ(p.u.²)" if cfg.objective == "shedding" else "$/h"
+    what = {"cost": "generation cost", "shedding": "shedding"}.get(cfg.objective, cfg.objective)
     print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
     print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({s['stopped']})")
     if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:

@@ -110,6 +110,7 @@ def test_result_to_dict_and_json(case14_result, tmp_path):
         "case", "objective_name", "convention", "flows", "objective", "status", "status_name", "message",
         "iterations", "build_time_s", "compile_time_s", "solve_time_s", "callback_time_s", "n_buses",
         "n_branches", "n_gens", "n_variables", "n_constraints", "max_violation", "success",
+        "shedding_weight", "generation_cost", "total_shedding_mw",
     }  # fmt: skip
     assert set(d) == expected
     assert d["case"] == "case14"

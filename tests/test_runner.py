@@ -262,3 +262,46 @@ def test_shedding_runs_with_hvdc_line(hvdc_case, algorithm, rounds):
         assert h["feasibility"].iloc[-1] < 1e-3 * h["feasibility"].iloc[0]
     else:
         assert (h["noise_magnitude"] > 0).all() and h["epsilon_spent"].iloc[-1] > 0
+
+
+def test_exact_cost_shedding_converges_and_reports_the_dispatch(case14):
+    """Issue 12: exact ADMM on cost+shedding approaches the centralized optimum of the same objective;
+    final_cost and total_shedding_mw are the released dispatch's (checked against the zone solutions)."""
+    from powerdp.opf.objectives import generation_cost
+
+    cfg = RunConfig(case="case14", zones=3, algorithm="exact", objective="cost+shedding", rounds=40, checkpoint_every=0)
+    res = run_distributed(cfg, network=case14)
+    s = res.summary
+    assert s["shedding_weight"] == pytest.approx(14 * 4100.0 / 2e-3) and res.config.rho == pytest.approx(1025.0)
+    assert abs(s["relative_gap_to_centralized"]) < 1e-3 and s["final_feasibility"] < 1e-2
+    sol = {k: v for z in res.zone_solutions.values() for k, v in z.items()}
+    pg = np.array([sol[("pg", g)] for g in range(case14.n_gen)])
+    assert s["final_cost"] == pytest.approx(generation_cost(case14, pg), rel=1e-12)
+    shed = sum(abs(sol[("yp", i)] + case14.pd[i]) for i in range(case14.n_bus)) * case14.base_mva
+    assert s["total_shedding_mw"] == pytest.approx(shed, rel=1e-9)
+    assert s["final_cost"] == pytest.approx(8075.12, rel=2e-3) and s["total_shedding_mw"] < 1.0
+
+
+def test_private_dispatch_keeps_the_cost_exact(case14):
+    """objl on cost+shedding: only the penalty is linearized (L = 2ω, proximal term on y), noise 2ωβ/ε."""
+    from powerdp.admm.agent import ZoneAgent
+    from powerdp.grid.partition import partition
+
+    cfg = RunConfig(case="case14", zones=3, algorithm="objl", objective="cost+shedding", epsilon=1.0, shedding_weight=1e7)
+    part = partition(case14, zones=3)
+    p = 0
+    agent = ZoneAgent(case14, p, part.own_buses(p), part.shared_by_zone(cfg.flows)[p], cfg)
+    y = np.array([k[0] in ("yp", "yq") for k in agent.problem.var_keys])
+    assert agent.lipschitz == pytest.approx(2e7) and np.array_equal(agent.prox_mask.astype(bool), y)
+    assert agent.grad_sensitivity.l1 == pytest.approx(2 * 1e7 * 0.01)
+    all_cfg = cfg.replace(linearize="all")
+    whole = ZoneAgent(case14, p, part.own_buses(p), part.shared_by_zone(cfg.flows)[p], all_cfg)
+    assert whole.prox_mask.all() and whole.lipschitz == pytest.approx(2e7)  # max(2ω, 2 c2) with 2ω larger
+    agent.initialize()
+    z = agent.z_released
+    # the linearized part's gradient is the penalty's alone; the full one adds the cost gradient on pg
+    pg = np.array([k[0] == "pg" for k in agent.problem.var_keys])
+    assert np.all(agent.gradient(z)[pg] == 0) and np.any(whole.gradient(z)[pg] != 0)
+    np.testing.assert_allclose(agent.gradient(z)[y], whole.gradient(z)[y])
+    res = run_distributed(cfg.replace(rounds=10, checkpoint_every=0), network=case14, reference=False)
+    assert np.isfinite(res.summary["final_cost"]) and res.summary["total_shedding_mw"] >= 0

@@ -11,12 +11,12 @@ import pytest
 from powerdp import RunConfig, run_distributed, solve_opf
 from powerdp.errors import ModelError
 from powerdp.grid.partition import partition
+from powerdp.opf.objectives import generation_cost, generator_costs
 from powerdp.opf.tables import (
     Dispatch,
     ResultTables,
     dispatch_from_tables,
     dispatch_from_zones,
-    generation_cost,
     physical_tables,
 )
 
@@ -118,10 +118,11 @@ def test_piecewise_linear_cost(case14):
         pwl_gen=np.array([0, 0, 0]), pwl_mw=np.array([0.0, 1.0, 3.0]), pwl_cost=np.array([0.0, 10.0, 50.0]),
     )
     pg = np.array([0.5, 0.2, 0.2, 0.0, 0.0])
-    cost = generation_cost(net, pg)
+    cost = generator_costs(net, pg)
+    assert generation_cost(net, pg) == pytest.approx(cost.sum())
     assert cost[0] == pytest.approx(5.0)
     pg[0] = 2.0
-    assert generation_cost(net, pg)[0] == pytest.approx(30.0)
+    assert generator_costs(net, pg)[0] == pytest.approx(30.0)
     # the other generators keep their polynomial costs
     np.testing.assert_allclose(cost[1:], (case14.cost_c2 * pg**2 + case14.cost_c1 * pg + case14.cost_c0)[1:])
 

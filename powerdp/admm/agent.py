@@ -28,7 +28,7 @@ from ..errors import ConfigError
 from ..grid.network import Network
 from ..opf.compiled import CompiledProblem, QuadraticObjective, compile_model
 from ..opf.formulation import BALANCE_VARIABLES, build_model
-from ..opf.objectives import OBJECTIVES
+from ..opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
 from ..opf.reduction import eliminate
 from ..opf.solvers import IpoptSolver, load_ipopt_profile
 from ..privacy import PrivacyLedger, zone_rng
@@ -64,6 +64,21 @@ def lipschitz_constant(objective: QuadraticObjective, n: int) -> float:
     return float(max(val[0], 0.0))
 
 
+#: the curvature 2ω·s of the shedding penalty Ipopt should see: with ω ~ 1e9 $/h per p.u.² (auto ω) a
+#: warm-started local solve otherwise fails (Ipopt scales the objective only from a cold start's gradient)
+PENALTY_CURVATURE_TARGET = 1e4
+
+
+def objective_scaling(shedding_weight: float | None) -> dict[str, float]:
+    """Ipopt's obj_scaling_factor for a weighted objective: 2ω·s = PENALTY_CURVATURE_TARGET (s ≤ 1); {} otherwise.
+
+    Scaling the objective does not move its minimiser; a user's own obj_scaling_factor wins.
+    """
+    if not shedding_weight:
+        return {}
+    return {"obj_scaling_factor": min(1.0, PENALTY_CURVATURE_TARGET / (2.0 * float(shedding_weight)))}
+
+
 @dataclass(frozen=True)
 class ZoneDiagnostics:
     """Evaluation-only figures of a zone (experiments and plots; never sent to the coordinator)."""
@@ -74,6 +89,8 @@ class ZoneDiagnostics:
     epsilon_spent: float
     privacy: dict[str, Any] | None
     solution: dict[Hashable, float] | None = None
+    cost: float = math.nan  # generation cost of the released dispatch ($/h; NaN without costs)
+    shedding_mw: float = math.nan  # Σ over own buses of |yp + pd| at the released point, MW
 
 
 class ZoneAgent:
@@ -99,7 +116,10 @@ class ZoneAgent:
         self.zone = int(zone)
         self.config = config
         t0 = time.perf_counter()
-        model = build_model(net, own_buses, objective=config.objective, flows=config.flows, name=f"{net.name}/zone{zone}")
+        model = build_model(
+            net, own_buses, objective=config.objective, flows=config.flows, name=f"{net.name}/zone{zone}",
+            shedding_weight=config.shedding_weight,
+        )
         t1 = time.perf_counter()
         self.problem: CompiledProblem = compile_model(model)
         del model
@@ -108,34 +128,62 @@ class ZoneAgent:
         prob = self.problem
         self.n = prob.n
         self._f = prob.objective  # the private local objective (holds the loads)
+        self.shedding_weight = prob.meta.get("shedding_weight")  # ω of a weighted objective, else None
         self.shared_cols = prob.index_of(list(shared_keys))
         self.n_shared = len(self.shared_cols)
         self._shared_mask = np.zeros(self.n)
         self._shared_mask[self.shared_cols] = 1.0
-        self.lipschitz = lipschitz_constant(self._f, self.n)
+        # the balance variables y: the only entries of z through which the loads enter f_p
+        y_cols = np.flatnonzero([key[0] in BALANCE_VARIABLES for key in prob.var_keys])
+        # what the linearized and trust-region rules linearize (docs/algorithm.md): all of f_p, or with
+        # linearize "private" only the terms on y; the rest (e.g. the generation cost) holds no load and
+        # is kept exact in every local problem, and the proximal term covers only what is linearized
+        self._f_lin, free = self._f, None
+        if config.linearize == "private" and y_cols.size:
+            private, rest = self._f.split(y_cols)
+            if not rest.is_zero:
+                self._f_lin, free = private, rest
+        self._prox_mask = np.ones(self.n)
+        if free is not None:
+            self._prox_mask = np.zeros(self.n)
+            self._prox_mask[self._f_lin.support()] = 1.0
+        self.lipschitz = lipschitz_constant(self._f_lin, self.n)
+        self._gen_cols = prob.index_of([("pg", int(g)) for g in prob.meta["gens"]])
+        self._gens = np.asarray(prob.meta["gens"], dtype=np.int64)
+        self._net = net
         # the algorithm works in z (flows included in "variables" mode, as in the paper);
         # Ipopt solves the smaller problem in r with the flows and balance variables eliminated (z = P r)
         self.reduction = eliminate(prob)
         red = self.reduction
         self._f_r = red.reduced.objective  # f_p in r coordinates (exact ADMM)
+        self._free_r = red.pull_objective(free) if free is not None else None  # the data-free part, kept exact
         # the update rule decides what the solver is built for (docs/algorithm.md)
         self.update: LocalUpdate = UPDATES[config.update](config)
         local, pattern = self.update.local_problem(red, self._f_r)
-        self.solver = IpoptSolver(local, profile=config.ipopt_profile, options=config.ipopt_options, objective_pattern=pattern)
-        self._warm_options = {**load_ipopt_profile(config.ipopt_warm_profile), **config.ipopt_options} if config.warm_start else {}
+        if self._free_r is not None:
+            pattern = QuadraticObjective(
+                c=pattern.c,
+                qi=np.concatenate([pattern.qi, self._free_r.qi]),
+                qj=np.concatenate([pattern.qj, self._free_r.qj]),
+                qv=np.concatenate([pattern.qv, np.zeros(len(self._free_r.qv))]),
+            )
+        options = {**objective_scaling(self.shedding_weight), **config.ipopt_options}
+        self.solver = IpoptSolver(local, profile=config.ipopt_profile, options=options, objective_pattern=pattern)
+        self._warm_options = {**load_ipopt_profile(config.ipopt_warm_profile), **options} if config.warm_start else {}
         self._z_flat = prob.x0.copy()  # data-independent flat start (docs/algorithm.md)
         self._r_flat = red.reduced.x0.copy()
         self.rng = zone_rng(config.seed, self.zone)
         self.grad_sensitivity = None
         # where ObjPert's noise goes: the balance variables y, the only entries of ∇f_p that hold
         # loads (noise_on "data"), or every entry of z as the paper draws it ("all")
-        y_cols = np.flatnonzero([key[0] in BALANCE_VARIABLES for key in prob.var_keys])
         self.noise_cols = y_cols if config.noise_support == "data" else np.arange(self.n)
         if config.private:
             if y_cols.size == 0:
                 raise ConfigError(f"zone {self.zone}: objective {config.objective!r} has no balance variables; DP needs them")
-            # the objective unit's own rule (docs/privacy.md): 2β on y for the shedding objective
-            self.grad_sensitivity = OBJECTIVES[config.objective].gradient_sensitivity(config.beta, config.sensitivity, config.adjacency)
+            # the objective unit's own rule (docs/privacy.md): 2β on y for shedding, 2ωβ for cost+shedding
+            self.grad_sensitivity = OBJECTIVES[config.objective].gradient_sensitivity(
+                config.beta, config.sensitivity, config.adjacency, weight=self.shedding_weight
+            )
         self.perturbation: Perturbation = PERTURBATIONS[config.spec.perturbation](
             config,
             gradient_sensitivity=self.grad_sensitivity,
@@ -171,9 +219,15 @@ class ZoneAgent:
         ctx = f"zone {self.zone}, round {self.round}"
         return ctx + (f", local step {step}" if step is not None else "")
 
+    @property
+    def prox_mask(self) -> np.ndarray:
+        """1 on the entries of z the linearized part of f_p depends on (all of z when all of f_p is linearized)."""
+        return self._prox_mask
+
     def gradient(self, z: np.ndarray) -> np.ndarray:
-        """∇f_p(z): 2(y + d) on the balance variables, 0 elsewhere (holds the loads; stays here)."""
-        return self._f.gradient(z)
+        """∇ of the linearized part of f_p at z: 2(y + d) on the balance variables for ``shedding``,
+        2ω(y + d) for ``cost+shedding`` (plus the cost gradient with linearize "all"); holds the loads, stays here."""
+        return self._f_lin.gradient(z)
 
     def solve(
         self,
@@ -193,8 +247,9 @@ class ZoneAgent:
         return self._solve(c, diag, step, exact)
 
     def _solve(self, c: np.ndarray, diag: np.ndarray, step: int | None, exact: bool = False):
-        """Solve min_{z ∈ W_p} c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``); returns (z, SolveResult)."""
-        objective = self.reduction.pull(c, diag, base=self._f_r if exact else None)
+        """Solve min_{z ∈ W_p} c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``, else + its data-free part if it is
+        kept exact); returns (z, SolveResult)."""
+        objective = self.reduction.pull(c, diag, base=self._f_r if exact else self._free_r)
         if self._warm is not None:
             # primal-dual warm start from the previous local solve (benchmarks/warmstart.py)
             x_prev, mult_g, zl, zu = self._warm
@@ -268,6 +323,8 @@ class ZoneAgent:
             zone=self.zone,
             objective=self._f.value(z) if evaluate else math.nan,
             max_violation=self.problem.max_violation(z) if evaluate else math.nan,
+            cost=generation_cost(self._net, z[self._gen_cols], self._gens) if evaluate else math.nan,
+            shedding_mw=total_shedding_mw(self.problem.expressions["sp"](z), self._net.base_mva) if evaluate else math.nan,
             epsilon_spent=self.ledger.epsilon_spent() if self.ledger is not None else 0.0,
             privacy=self.ledger.report() if self.ledger is not None else None,
             solution=solution,

@@ -18,11 +18,12 @@ from .algorithms import ALIASES, Algorithm, resolve
 from .perturbations import PERTURBATIONS
 from .updates import ETA_SCHEDULES, UPDATES
 
-__all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS"]
+__all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS", "LINEARIZE"]
 
 ALGORITHMS = tuple(ALIASES)  # the named combinations; any UPDATE/PERTURBATION/MECHANISM is accepted too
 ADJACENCIES = ("value", "bus")
 NOISE_SUPPORTS = ("data", "all")
+LINEARIZE = ("private", "all")
 BACKENDS = ("serial", "process", "mpi")
 
 
@@ -45,6 +46,12 @@ class RunConfig:
     allow_disconnected: bool = True  # accept given zones made of several islands (e.g. native areas), with a warning
     algorithm: str = "objl"
     objective: str = "shedding"
+    # ω of the cost+shedding objective ($/h per p.u.²); None or "auto": scaled to the network's costs
+    # (powerdp.opf.objectives.auto_shedding_weight; the run records the number it used)
+    shedding_weight: float | str | None = None
+    # what the linearized and trust-region updates linearize: "private" (only the part of f_p that holds
+    # loads; a data-free part such as the generation cost stays exact) or "all" (all of f_p, the paper's)
+    linearize: str = "private"
     epsilon: float = 0.1
     delta: float = 1e-2
     # budget-first runs: a total (ε, δ) per zone for the whole run (rounds × local_updates steps); the
@@ -97,6 +104,9 @@ class RunConfig:
         UPDATES[spec.update].check_config(self)
         if self.objective not in OBJECTIVES:
             raise bad("objective", f"choose one of {', '.join(OBJECTIVES)}")
+        self._check_weight(bad)
+        if self.linearize not in LINEARIZE:
+            raise bad("linearize", f"choose one of {', '.join(LINEARIZE)}")
         if spec.private and not OBJECTIVES[self.objective].dp_eligible:
             raise ConfigError(
                 f"algorithm {self.algorithm!r} is differentially private, but {OBJECTIVES[self.objective].dp_refusal()}"
@@ -117,6 +127,12 @@ class RunConfig:
             raise bad("adjacency", "the paper defines one-value adjacency only, so 'bus' has no paper sensitivity; use sensitivity 'sound'")
         if self.noise_on is not None and self.noise_on not in NOISE_SUPPORTS:
             raise bad("noise_on", f"choose one of {', '.join(NOISE_SUPPORTS)}")
+        if spec.perturbation == "output" and self.linearize == "private" and OBJECTIVES[self.objective].data_free_terms:
+            raise bad(
+                "linearize",
+                f"output perturbation's sensitivity needs the proximal term on all of z, but with objective {self.objective!r} "
+                "the data-free part is kept exact and the proximal term covers y only; use linearize 'all' or objective perturbation",
+            )
         if self.noise_on == "data" and spec.perturbation == "output":
             raise bad(
                 "noise_on",
@@ -165,6 +181,20 @@ class RunConfig:
         self.rounds = int(self.rounds)
         self.local_updates = int(self.local_updates)
         return self
+
+    def _check_weight(self, bad) -> None:
+        """ω only for a weighted objective (never silently ignored), and then "auto" or a positive number."""
+        w = self.shedding_weight
+        if w is None:
+            return
+        unit = OBJECTIVES[self.objective]
+        if not unit.weighted:
+            users = ", ".join(repr(n) for n, u in OBJECTIVES.items() if u.weighted)
+            raise bad("shedding_weight", f"objective {self.objective!r} has no shedding penalty to weight; ω is used only by {users}")
+        if w == "auto":
+            return
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not (math.isfinite(w) and w > 0):
+            raise bad("shedding_weight", "the shedding weight ω must be a positive number ($/h per p.u.²) or 'auto'")
 
     def _check_budget(self, spec: Algorithm, bad) -> None:
         """A total budget: a private algorithm, ε > 0, a δ that fits the mechanism, noise within bounds."""
@@ -221,9 +251,9 @@ class RunConfig:
         if self.spec.perturbation not in ("objective", "input"):
             return None
         unit = OBJECTIVES[self.objective]
-        if not unit.dp_eligible:
+        if not unit.dp_eligible or unit.sensitivity is None:
             return None
-        return unit.gradient_sensitivity(self.beta, self.sensitivity, self.adjacency).coordinates
+        return unit.sensitivity(self.beta, self.sensitivity, self.adjacency).coordinates  # ω scales, not moves, entries
 
     @property
     def spec(self) -> Algorithm:

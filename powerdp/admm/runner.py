@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, Interrupted, PowerDPError
+from ..errors import ConfigError, Interrupted, ModelError, PowerDPError
 from ..grid.network import Network, load_case
 from ..grid.partition import Partition, bundled_csv
 from ..grid.partition import partition as make_partition
 from ..jsonutil import jsonable
+from ..opf.objectives import OBJECTIVES, median_marginal_cost, resolve_shedding_weight
 from .backends import AgentSpec, launch, make_backend
 from .config import RunConfig
 from .configfile import read_config_json
@@ -102,7 +103,7 @@ def default_rho(config: RunConfig, net: Network) -> float:
     """The ADMM penalty when ``config.rho`` is None.
 
     100 (the paper's) for the linearized algorithms, whose objectives are in p.u.².
-    Exact ADMM on the ``cost`` objective works in $/h, where ρ must be on the scale
+    Exact ADMM on ``cost``, and every update on ``cost+shedding``, work in $/h, where ρ must be on the scale
     of the marginal costs: ρ = 0.25 × the median over generators of the marginal
     cost at mid-range output ($/h per p.u.; for piecewise-linear costs the median
     segment slope). Measured (``benchmarks/exact.py``, README): case14, case118 and
@@ -110,32 +111,25 @@ def default_rho(config: RunConfig, net: Network) -> float:
     """
     if config.rho is not None:
         return float(config.rho)
-    if config.update != "exact" or config.objective != "cost":
+    unit = OBJECTIVES[config.objective]
+    if not (unit.weighted or (config.update == "exact" and unit.unit == "$/h")):
         return DEFAULT_RHO
-    slopes = []
-    if net.n_gen:
-        mid = (net.pmin + net.pmax) / 2
-        poly = np.ones(net.n_gen, dtype=bool)
-        poly[np.unique(net.pwl_gen)] = False
-        slopes.extend((net.cost_c1 + 2 * net.cost_c2 * mid)[poly].tolist())
-    for g in np.unique(net.pwl_gen):
-        k = net.pwl_gen == g
-        dmw, dc = np.diff(net.pwl_mw[k]), np.diff(net.pwl_cost[k])
-        ok = dmw > 0
-        if ok.any():
-            slopes.append(float(np.median(dc[ok] / dmw[ok])))
-    slopes = np.abs(np.asarray(slopes, dtype=float))
-    slopes = slopes[np.isfinite(slopes) & (slopes > 0)]
-    if not len(slopes):
+    mc = median_marginal_cost(net)
+    if mc is None:
         return DEFAULT_RHO
-    return float(EXACT_COST_RHO_FACTOR * np.median(slopes))
+    return float(EXACT_COST_RHO_FACTOR * mc)
 
 
 def resolve_config(config: RunConfig, net: Network | None = None) -> RunConfig:
-    """``config`` with its automatic choices made explicit (partition; ρ when ``net`` is given)."""
+    """``config`` with its automatic choices made explicit (partition; ρ and ω when ``net`` is given)."""
     config = resolve_partition_choice(config)
     if config.rho is None and net is not None:
         config = config.replace(rho=default_rho(config, net))
+    if net is not None and OBJECTIVES[config.objective].weighted and (config.shedding_weight in (None, "auto")):
+        try:
+            config = config.replace(shedding_weight=resolve_shedding_weight(config.objective, config.shedding_weight, net))
+        except ModelError as exc:
+            raise ConfigError(str(exc)) from None
     return config
 
 
@@ -172,7 +166,9 @@ def _centralized_reference(net: Network, config: RunConfig) -> float | None:
     from ..opf.centralized import solve_opf
 
     try:
-        res = solve_opf(net, objective=config.objective, convention=config.convention, flows=config.flows)
+        res = solve_opf(
+            net, objective=config.objective, convention=config.convention, flows=config.flows, shedding_weight=config.shedding_weight
+        )
     except PowerDPError as exc:
         log.warning("centralized reference solve failed: %s", exc)
         return None
@@ -480,10 +476,18 @@ def _interrupted_message(t: int, config: RunConfig, out_dir: Path | None) -> str
 
 
 def _check_costs(net: Network, config: RunConfig) -> None:
-    if config.objective == "cost" and not net.has_costs:
+    if OBJECTIVES[config.objective].unit == "$/h" and not net.has_costs:
         from ..grid.network import missing_costs_message
 
         raise ConfigError(missing_costs_message(net))
+
+
+def _finite_sum(values: list[float]) -> float | None:
+    """The sum, or None when a value is missing (not evaluated, no costs) or there are none."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals or len(vals) != len(values) or not all(np.isfinite(vals)):
+        return None
+    return float(sum(vals))
 
 
 def _result(
@@ -501,6 +505,9 @@ def _result(
         diags, host_mb = sorted((last_diags or {}).values(), key=lambda d: d.zone), []
     privacy = {d.zone: d.privacy for d in diags if d.privacy is not None}
     final_obj = float(frame["objective"].iloc[-1]) if len(frame) else None
+    # the released dispatch, from the zones' evaluation diagnostics (None when not evaluated)
+    final_cost = _finite_sum([d.cost for d in diags]) if len(frame) else None
+    shedding_mw = _finite_sum([d.shedding_mw for d in diags]) if len(frame) else None
     summary: dict[str, Any] = {
         "case": net.name,
         "algorithm": config.algorithm,
@@ -511,6 +518,9 @@ def _result(
         "rounds": int(len(frame)),
         "stopped": stopped,
         "final_objective": final_obj,
+        "shedding_weight": config.shedding_weight,
+        "final_cost": final_cost,  # Σ_g cost_g(pg) at the released dispatch, $/h
+        "total_shedding_mw": shedding_mw,  # Σ_i |yp_i + pd_i| · baseMVA at the released point, MW
         "final_feasibility": float(frame["feasibility"].iloc[-1]) if len(frame) else None,
         "final_dual_residual": float(frame["dual_residual"].iloc[-1]) if len(frame) else None,
         "max_violation": float(frame["max_violation"].max()) if len(frame) else None,

@@ -20,6 +20,7 @@ import pandas as pd
 from ..grid.network import Network, load_case
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
+from .objectives import generation_cost, total_shedding_mw
 from .solvers import IpoptSolver
 from .tables import Dispatch, ResultTables, dispatch_from_solution, physical_tables
 
@@ -30,7 +31,9 @@ __all__ = ["OPFResult", "solve_opf", "solution_tables", "dcline_table"]
 class OPFResult:
     """The outcome of a centralized solve.
 
-    ``objective`` is in $/h for ``cost`` and in p.u.² for ``shedding``.
+    ``objective`` is in $/h for ``cost`` and ``cost+shedding`` and in p.u.² for ``shedding``.
+    ``generation_cost`` ($/h) is Σ_g cost_g(pg) of the solution (NaN without costs) and
+    ``total_shedding_mw`` Σ_i |sp_i|·baseMVA, the active power imbalance (0 for ``cost``).
     ``generators``, ``buses``, ``branches`` and ``zones`` (the case's bus areas) are
     DataFrames of the solution in physical units, named as pandapower's result tables
     (:mod:`powerdp.opf.tables`); ``dclines`` (HVDC lines: the powers entering each line at
@@ -57,6 +60,9 @@ class OPFResult:
     n_variables: int
     n_constraints: int
     max_violation: float
+    shedding_weight: float | None
+    generation_cost: float
+    total_shedding_mw: float
     x: np.ndarray = field(repr=False)
     buses: pd.DataFrame = field(repr=False)
     generators: pd.DataFrame = field(repr=False)
@@ -128,10 +134,12 @@ def solve_opf(
     flows: FlowMode = "variables",
     profile: str = "default",
     options: dict[str, Any] | None = None,
+    shedding_weight: float | str | None = None,
 ) -> OPFResult:
     """Build, compile and solve the SOC relaxation of the whole network (docs/formulation.md).
 
-    ``case`` is anything :func:`~powerdp.grid.network.load_case` accepts. A failed
+    ``case`` is anything :func:`~powerdp.grid.network.load_case` accepts. ``shedding_weight`` is the ω of
+    ``cost+shedding`` (None: scaled to the costs; refused for other objectives). A failed
     solve is returned with its Ipopt status (``result.success`` is False), not raised.
     """
     net = load_case(case, convention=convention)
@@ -141,7 +149,7 @@ def solve_opf(
 
         raise ModelError(missing_costs_message(net))
     t0 = time.perf_counter()
-    model = build_model(net, objective=objective, flows=flows)
+    model = build_model(net, objective=objective, flows=flows, shedding_weight=shedding_weight)
     t1 = time.perf_counter()
     prob = compile_model(model)
     del model
@@ -149,6 +157,7 @@ def solve_opf(
     t2 = time.perf_counter()
     res = IpoptSolver(prob, profile=profile, options=options).solve()
     dispatch, tables = solution_tables(net, prob, res.x)
+    sp = prob.expressions["sp"](res.x) if "sp" in prob.expressions else np.zeros(0)
     return OPFResult(
         case=net.name,
         objective_name=objective,
@@ -169,6 +178,9 @@ def solve_opf(
         n_variables=prob.n,
         n_constraints=prob.m,
         max_violation=prob.max_violation(res.x),
+        shedding_weight=prob.meta.get("shedding_weight"),
+        generation_cost=generation_cost(net, dispatch.pg),
+        total_shedding_mw=total_shedding_mw(sp, net.base_mva),
         x=res.x,
         buses=tables.buses,
         generators=tables.generators,

@@ -67,6 +67,39 @@ class QuadraticObjective:
             g = g + self.diag * x
         return g
 
+    def split(self, cols: np.ndarray) -> tuple[QuadraticObjective, QuadraticObjective]:
+        """(the terms that touch a column in ``cols``, the rest): their sum is this objective.
+
+        The constant goes with the first part. Used to keep the data-free part of a private
+        objective (the terms on no balance variable, docs/algorithm.md) exact.
+        """
+        mask = np.zeros(len(self.c), dtype=bool)
+        mask[np.asarray(cols, dtype=np.int64)] = True
+        on_q = mask[self.qi] | mask[self.qj]
+        on_c = np.where(mask, self.c, 0.0)
+        diag = self.diag
+        on = QuadraticObjective(
+            c=on_c, const=self.const, qi=self.qi[on_q], qj=self.qj[on_q], qv=self.qv[on_q],
+            diag=None if diag is None else np.where(mask, diag, 0.0),
+        )
+        rest = QuadraticObjective(
+            c=self.c - on_c, qi=self.qi[~on_q], qj=self.qj[~on_q], qv=self.qv[~on_q],
+            diag=None if diag is None else np.where(mask, 0.0, diag),
+        )
+        return on, rest
+
+    @property
+    def is_zero(self) -> bool:
+        """No term depends on x (a constant at most)."""
+        return not np.any(self.c) and not np.any(self.qv) and (self.diag is None or not np.any(self.diag))
+
+    def support(self) -> np.ndarray:
+        """The columns some term of the objective depends on."""
+        cols = [np.flatnonzero(self.c), self.qi[self.qv != 0], self.qj[self.qv != 0]]
+        if self.diag is not None:
+            cols.append(np.flatnonzero(self.diag))
+        return np.unique(np.concatenate(cols)).astype(np.int64)
+
     def hessian_matrix(self, n: int) -> sp.csr_matrix:
         """The full symmetric Hessian as a sparse matrix."""
         off = self.qi != self.qj

@@ -13,9 +13,10 @@ A zone holds the active powers of every HVDC line with an end among its own buse
 ends' zones hold them, so a line between zones couples them like a tie-line) and the
 reactive power of each end it owns.
 
-Objectives: ``cost`` (generation cost, power balance as constraints) and
-``shedding`` (Σ (yp_i + pd_i)² + (yq_i + qd_i)² over own buses). For
-``shedding`` the model holds the paper's balance variables ``("yp", bus)``,
+Objectives: ``cost`` (generation cost, power balance as constraints),
+``shedding`` (Σ (yp_i + pd_i)² + (yq_i + qd_i)² over own buses) and
+``cost+shedding`` (generation cost + ω times the shedding sum). For
+``shedding`` and ``cost+shedding`` the model holds the paper's balance variables ``("yp", bus)``,
 ``("yq", bus)`` (its eq. 71–72): the load-free part of each own bus's balance,
 defined by equality rows ``balance_def`` that hold no load. Balance is not
 constrained, so the feasible set does not depend on the loads, and the loads
@@ -33,7 +34,7 @@ import pyomo.environ as pyo
 
 from ..errors import ModelError
 from ..grid.network import Network, voltage_product_bounds
-from .objectives import objective_unit
+from .objectives import objective_unit, resolve_shedding_weight
 
 __all__ = ["build_model", "FLOW_MODES", "BALANCE_VARIABLES", "DCLINE_VARIABLES", "branch_flow_coefficients", "zone_dclines"]
 
@@ -97,6 +98,7 @@ def build_model(
     objective: Objective = "cost",
     flows: FlowMode = "variables",
     name: str | None = None,
+    shedding_weight: float | str | None = None,
 ) -> pyo.ConcreteModel:
     """Build the SOC relaxation (docs/formulation.md) for the whole network or one zone (docs/formulation.md).
 
@@ -107,11 +109,15 @@ def build_model(
     objective: a registered objective (``powerdp.opf.objectives.OBJECTIVES``: ``"cost"``, ``"shedding"``).
     flows: ``"variables"`` (flows are variables linked by equalities, as in the paper and
         PowerModels) or ``"expressions"`` (flows eliminated, docs/formulation.md; same optimum, smaller problem).
+    shedding_weight: ω of a weighted objective (``"cost+shedding"``), $/h per p.u.²; None or ``"auto"``
+        scales it to the network's costs (``powerdp.opf.objectives.auto_shedding_weight``). Refused for
+        an objective without a shedding penalty.
     """
     unit = objective_unit(objective)
     if flows not in FLOW_MODES:
         raise ModelError(f"unknown flow mode {flows!r}; choose one of {', '.join(FLOW_MODES)}")
     unit.check(net)
+    weight = resolve_shedding_weight(objective, shedding_weight, net)
     own = np.arange(net.n_bus) if own_buses is None else np.unique(np.asarray(list(own_buses), dtype=np.int64))
     if own.size == 0:
         raise ModelError("a model needs at least one bus")
@@ -271,10 +277,11 @@ def build_model(
         m.sq = pyo.Expression(m.OWN, rule=lambda _, i: m.yq[i] + m.qd[i])
 
     # ---- objective (a registered unit, powerdp/objectives.py)
-    unit.add_terms(m, net)
+    unit.add_terms(m, net, weight)
     m._powerdp_meta = {
         "network": net.name,
         "objective": objective,
+        "shedding_weight": weight,
         "flows": flows,
         "own": own,
         "buses": buses,

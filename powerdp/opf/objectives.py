@@ -8,7 +8,8 @@ about an objective:
 * where the private data (the loads) enter: only the objective, through the
   balance variables y (``private_data="objective"``: DP algorithms may use
   it), or the constraints (``"constraints"``: DP algorithms refuse it);
-* its gradient-sensitivity rule, for objective perturbation.
+* its gradient-sensitivity rule, for objective perturbation;
+* whether it takes the shedding weight ω (``weighted``), and how ω defaults.
 
 Config validation, the CLI's choices and the DP eligibility check all read
 :data:`OBJECTIVES`.
@@ -21,13 +22,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import ModelError
 from ..grid.network import missing_costs_message
 from ..privacy import Sensitivity, gradient_sensitivity
 
-__all__ = ["ObjectiveUnit", "OBJECTIVES", "objective_unit"]
+__all__ = [
+    "ObjectiveUnit", "OBJECTIVES", "objective_unit", "auto_shedding_weight", "resolve_shedding_weight",
+    "generation_cost", "generator_costs", "total_shedding_mw", "SHEDDING_TOLERANCE",
+]
+
+#: the total shedding (p.u., Σ over buses of |yp + pd| + |yq + qd|) that ``auto`` ω allows at the optimum
+SHEDDING_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -38,12 +46,18 @@ class ObjectiveUnit:
     #: "objective": the loads enter only the objective, through y (DP may be used);
     #: "constraints": the loads sit in the constraints (no DP guarantee)
     private_data: str
-    #: add the objective (and any constraint it needs) to a model whose balance terms sp/sq exist
-    add_terms: Callable[[pyo.ConcreteModel, Any], None]
-    #: (beta, rule, adjacency) -> sensitivity of ∇f_p; None when DP is impossible
+    #: add the objective (and any constraint it needs) to a model whose balance terms sp/sq exist;
+    #: called as add_terms(model, net, weight) with weight the shedding weight ω (None if not ``weighted``)
+    add_terms: Callable[[pyo.ConcreteModel, Any, float | None], None]
+    #: (beta, rule, adjacency) -> sensitivity of ∇f_p for ω = 1; None when DP is impossible
     sensitivity: Callable[[float, str, str], Sensitivity] | None = None
     #: refuse a network this objective cannot be built for (raise ModelError)
     check: Callable[[Any], None] = lambda net: None
+    #: the objective takes the shedding weight ω (its shedding term is ω·Σ (y + d)²)
+    weighted: bool = False
+    #: besides the terms on y it has terms that hold no load (the generation cost), which the
+    #: linearized updates may keep exact (RunConfig.linearize = "private")
+    data_free_terms: bool = False
 
     @property
     def dp_eligible(self) -> bool:
@@ -54,17 +68,26 @@ class ObjectiveUnit:
         """Whether the model holds the balance variables y (the loads then enter only through y)."""
         return self.private_data == "objective"
 
-    def gradient_sensitivity(self, beta: float, rule: str, adjacency: str) -> Sensitivity:
+    def gradient_sensitivity(self, beta: float, rule: str, adjacency: str, weight: float | None = None) -> Sensitivity:
+        """Sensitivity of ∇f_p; a weighted objective's is ω times the unit rule's (∇ of ω(y + d)² is 2ω(y + d))."""
         if self.sensitivity is None:
             raise ModelError(f"objective {self.name!r} has no gradient-sensitivity rule: {self.dp_refusal()}")
-        return self.sensitivity(beta, rule, adjacency)
+        sens = self.sensitivity(beta, rule, adjacency)
+        if not self.weighted:
+            return sens
+        w = _check_weight(weight, self.name)
+        return Sensitivity(
+            l1=w * sens.l1, l2=w * sens.l2, rule=sens.rule, beta=sens.beta, note=f"{sens.note}; times ω = {w:g}", coordinates=sens.coordinates
+        )
 
     def dp_refusal(self) -> str:
         """Why a DP algorithm cannot use this objective, and what to use instead."""
-        alternatives = ", ".join(repr(n) for n, u in OBJECTIVES.items() if u.dp_eligible)
+        alternatives = " or ".join(repr(n) for n, u in OBJECTIVES.items() if u.dp_eligible)
+        dispatch = [repr(n) for n, u in OBJECTIVES.items() if u.dp_eligible and u.weighted]
+        hint = f" (for a private generation-cost dispatch: {' or '.join(dispatch)})" if dispatch else ""
         return (
             f"the {self.name!r} objective keeps the loads in the power-balance constraints, so the feasible set depends on "
-            f"private data and no DP guarantee holds (docs/privacy.md); use objective {alternatives}"
+            f"private data and no DP guarantee holds (docs/privacy.md); use objective {alternatives}{hint}"
         )
 
 
@@ -76,10 +99,15 @@ def _cost_check(net) -> None:
         raise ModelError(missing_costs_message(net))
 
 
-def _cost_terms(m: pyo.ConcreteModel, net) -> None:
+def _cost_terms(m: pyo.ConcreteModel, net, weight: float | None = None) -> None:
     """Generation cost, with the power balance as constraints (docs/formulation.md)."""
     m.balance_p = pyo.Constraint(m.OWN, rule=lambda _, i: m.sp[i] == 0)
     m.balance_q = pyo.Constraint(m.OWN, rule=lambda _, i: m.sq[i] == 0)
+    m.obj = pyo.Objective(expr=_generation_cost(m, net), sense=pyo.minimize)
+
+
+def _generation_cost(m: pyo.ConcreteModel, net):
+    """Σ_g cost_g(pg_g) of the model's generators ($/h); adds the piecewise-linear cost rows it needs."""
     gens = list(m.GEN)
     gen_set = set(gens)
     pwl_rows = [k for k in range(len(net.pwl_gen)) if int(net.pwl_gen[k]) in gen_set]
@@ -99,7 +127,7 @@ def _cost_terms(m: pyo.ConcreteModel, net) -> None:
     )
     if len(m.DCLINE_FR):
         expr = expr + _dcline_cost(m, net)
-    m.obj = pyo.Objective(expr=expr, sense=pyo.minimize)
+    return expr
 
 
 def _dcline_cost(m: pyo.ConcreteModel, net):
@@ -128,9 +156,117 @@ def _dcline_cost(m: pyo.ConcreteModel, net):
 # ----------------------------------------------------------------------------- shedding
 
 
-def _shedding_terms(m: pyo.ConcreteModel, net) -> None:
+def _shedding_sum(m: pyo.ConcreteModel):
+    return sum(m.sp[i] ** 2 + m.sq[i] ** 2 for i in m.OWN)
+
+
+def _shedding_terms(m: pyo.ConcreteModel, net, weight: float | None = None) -> None:
     """Σ_i (yp_i + pd_i)² + (yq_i + qd_i)² over own buses (the paper's f_p)."""
-    m.obj = pyo.Objective(expr=sum(m.sp[i] ** 2 + m.sq[i] ** 2 for i in m.OWN), sense=pyo.minimize)
+    m.obj = pyo.Objective(expr=_shedding_sum(m), sense=pyo.minimize)
+
+
+# ----------------------------------------------------------------------------- cost+shedding
+
+
+def _cost_shedding_terms(m: pyo.ConcreteModel, net, weight: float | None) -> None:
+    """Σ_g cost_g(pg) + ω Σ_i (yp_i + pd_i)² + (yq_i + qd_i)² (docs/formulation.md, "Private dispatch").
+
+    Balance is not constrained (a soft balance): the loads enter only the shedding
+    penalty, through y, exactly as in ``shedding``; the cost term holds no load.
+    """
+    m.obj = pyo.Objective(expr=_generation_cost(m, net) + float(weight) * _shedding_sum(m), sense=pyo.minimize)
+
+
+def _check_weight(weight: Any, objective: str) -> float:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float, np.floating, np.integer)) or not (
+        np.isfinite(weight) and weight > 0
+    ):
+        raise ModelError(f"shedding_weight = {weight!r}: the {objective!r} objective needs a positive, finite ω ($/h per p.u.²)")
+    return float(weight)
+
+
+def median_marginal_cost(net) -> float | None:
+    """The median over generators of the marginal cost at mid-range output ($/h per p.u.; for a
+    piecewise-linear cost the median segment slope); None when no generator has a positive one."""
+    slopes = []
+    if net.n_gen:
+        mid = (net.pmin + net.pmax) / 2
+        poly = np.ones(net.n_gen, dtype=bool)
+        poly[np.unique(net.pwl_gen)] = False
+        slopes.extend((net.cost_c1 + 2 * net.cost_c2 * mid)[poly].tolist())
+    for g in np.unique(net.pwl_gen):
+        k = net.pwl_gen == g
+        dmw, dc = np.diff(net.pwl_mw[k]), np.diff(net.pwl_cost[k])
+        ok = dmw > 0
+        if ok.any():
+            slopes.append(float(np.median(dc[ok] / dmw[ok])))
+    slopes = np.abs(np.asarray(slopes, dtype=float))
+    slopes = slopes[np.isfinite(slopes) & (slopes > 0)]
+    return float(np.median(slopes)) if len(slopes) else None
+
+
+def auto_shedding_weight(net) -> float:
+    """ω = n_bus · mc / (2 · SHEDDING_TOLERANCE) ($/h per p.u.², docs/formulation.md), mc the median marginal cost.
+
+    At the optimum bus i sheds s_i with 2ω·s_i = λ_i, its marginal price; with prices near the typical
+    marginal cost mc, Σ_i |s_i| ≈ n_bus · mc / (2ω) = SHEDDING_TOLERANCE (measured on case118: 0.97e-3 p.u.).
+    A bound through the largest marginal cost instead would give an ω ~13× larger, whose linearized local
+    problems Ipopt fails to solve on case118 (as it does at 2× this ω).
+    """
+    mc = median_marginal_cost(net)
+    if mc is None:
+        raise ModelError(f"{net.name}: no generator has a positive marginal cost, so ω cannot be scaled to the costs; give --shedding-weight")
+    return float(net.n_bus * mc / (2.0 * SHEDDING_TOLERANCE))
+
+
+def resolve_shedding_weight(objective: str, weight: Any, net) -> float | None:
+    """The ω a model of ``objective`` is built with: None for an unweighted objective (a given ω is refused),
+    ``auto``/None → :func:`auto_shedding_weight`, else the positive number given."""
+    unit = objective_unit(objective)
+    if not unit.weighted:
+        if weight is not None:
+            raise ModelError(f"shedding_weight = {weight!r}: the {objective!r} objective has no shedding penalty to weight; "
+                             f"ω is used only by {', '.join(repr(n) for n, u in OBJECTIVES.items() if u.weighted)}")
+        return None
+    if weight is None or weight == "auto":
+        _cost_check(net)
+        return auto_shedding_weight(net)
+    return _check_weight(weight, objective)
+
+
+def generator_costs(net, pg: np.ndarray) -> np.ndarray:
+    """$/h per generator at output ``pg`` (p.u.): polynomial c2·pg² + c1·pg + c0, or piecewise linear.
+
+    A piecewise-linear cost is the largest of its segment lines at ``pg`` (MATPOWER's convex
+    epigraph form; equal to interpolating between the points of a convex cost).
+    """
+    pg = np.asarray(pg, float)
+    cost = net.cost_c2 * pg**2 + net.cost_c1 * pg + net.cost_c0
+    if len(net.pwl_gen):
+        g, mw, c = net.pwl_gen, net.pwl_mw, net.pwl_cost
+        seg = np.flatnonzero((g[1:] == g[:-1]) & (mw[1:] > mw[:-1]))  # consecutive points of one generator
+        gs = g[seg]
+        slope = (c[seg + 1] - c[seg]) / (mw[seg + 1] - mw[seg])
+        line = c[seg] + slope * (pg[gs] - mw[seg])
+        pwl = np.full(net.n_gen, -np.inf)
+        np.maximum.at(pwl, gs, line)
+        # a generator whose points all sit at one MW value (no segment) costs its cheapest point there
+        flat = np.full(net.n_gen, np.inf)
+        np.minimum.at(flat, g, c)
+        has_seg = np.isin(np.arange(net.n_gen), gs)
+        cost = np.where(has_seg, pwl, np.where(np.isin(np.arange(net.n_gen), g), flat, cost))
+    return cost if net.has_costs else np.full(net.n_gen, np.nan)
+
+
+def generation_cost(net, pg: np.ndarray, gens: np.ndarray | None = None) -> float:
+    """Σ_g cost_g(pg_g) ($/h) of generators ``gens`` (all when None) at outputs ``pg`` (p.u., same order);
+    NaN for a network without costs (:func:`generator_costs` per generator)."""
+    if not net.has_costs:
+        return float("nan")
+    gens = np.arange(net.n_gen) if gens is None else np.asarray(gens, dtype=np.int64)
+    full = np.zeros(net.n_gen)
+    full[gens] = np.asarray(pg, dtype=float)
+    return float(generator_costs(net, full)[gens].sum())
 
 
 #: objective name → unit; a new objective is one unit and one entry here
@@ -151,6 +287,17 @@ OBJECTIVES: dict[str, ObjectiveUnit] = {
         add_terms=_shedding_terms,
         sensitivity=gradient_sensitivity,
     ),
+    "cost+shedding": ObjectiveUnit(
+        name="cost+shedding",
+        summary="generation cost + ω·Σ (yp + pd)² + (yq + qd)²: a dispatch with soft balance, loads only in the penalty",
+        unit="$/h",
+        private_data="objective",
+        add_terms=_cost_shedding_terms,
+        sensitivity=gradient_sensitivity,
+        check=_cost_check,
+        weighted=True,
+        data_free_terms=True,
+    ),
 }
 
 
@@ -160,3 +307,8 @@ def objective_unit(name: str) -> ObjectiveUnit:
         return OBJECTIVES[name]
     except (KeyError, TypeError):
         raise ModelError(f"unknown objective {name!r}; choose one of {', '.join(OBJECTIVES)}") from None
+
+
+def total_shedding_mw(sp: np.ndarray, base_mva: float) -> float:
+    """Σ_i |sp_i| · baseMVA (MW): the active power imbalance yp + pd, shed load (sp > 0) and surplus (sp < 0) alike."""
+    return float(np.abs(np.asarray(sp, dtype=float)).sum() * base_mva)

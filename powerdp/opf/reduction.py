@@ -101,6 +101,10 @@ class Reduction:
         """The r part of a z point (its kept components)."""
         return z[self.kept]
 
+    def pull_objective(self, obj: QuadraticObjective) -> QuadraticObjective:
+        """Any z-space objective (without ``diag``) in r coordinates: its value at z = P r."""
+        return _substitute(obj, self.P)
+
     def pull(self, c: np.ndarray, diag: np.ndarray | None, const: float = 0.0, base: QuadraticObjective | None = None) -> QuadraticObjective:
         """The r-space form of ``const + c·z + ½ Σ_k diag_k z_k²`` (+ ``base``, already in r-space)."""
         c_r = self.P.T @ c
@@ -201,9 +205,7 @@ def _eliminate_one(problem: CompiledProblem, component: str) -> Reduction:
         cl = np.concatenate([cl, problem.lb[F[finite]]])
         cu = np.concatenate([cu, problem.ub[F[finite]]])
         con_keys += [("bounds of " + problem.var_keys[F[k]][0], problem.var_keys[F[k]][1]) for k in finite]
-    obj = problem.objective
-    o_rows, o_i, o_j, o_v = expand_quadratic(np.zeros(len(obj.qv), np.int64), obj.qi, obj.qj, obj.qv, P)
-    objective = QuadraticObjective(c=P.T @ obj.c, const=obj.const, qi=o_i, qj=o_j, qv=o_v)
+    objective = _substitute(problem.objective, P)
     expressions = {
         name: LinearMap(keys=lm.keys, M=(lm.M @ P).tocsr(), const=lm.const) for name, lm in problem.expressions.items()
     }
@@ -226,6 +228,14 @@ def _eliminate_one(problem: CompiledProblem, component: str) -> Reduction:
         meta=dict(problem.meta),
     )
     return Reduction(full=problem, reduced=reduced, P=P, kept=K)
+
+
+def _substitute(obj: QuadraticObjective, P: sp.csr_matrix) -> QuadraticObjective:
+    """The objective of z = P r as a function of r."""
+    if obj.diag is not None:
+        raise ModelError("an objective with a diagonal term cannot be substituted; give it as triplets")
+    _, o_i, o_j, o_v = expand_quadratic(np.zeros(len(obj.qv), np.int64), obj.qi, obj.qj, obj.qv, P)
+    return QuadraticObjective(c=P.T @ obj.c, const=obj.const, qi=o_i, qj=o_j, qv=o_v)
 
 
 def _identity(problem: CompiledProblem) -> Reduction:

@@ -33,6 +33,7 @@ import pandas as pd
 from ..errors import ModelError
 from ..grid.network import Network
 from .formulation import branch_flow_coefficients
+from .objectives import generator_costs
 
 __all__ = [
     "Dispatch",
@@ -41,7 +42,6 @@ __all__ = [
     "dispatch_from_zones",
     "dispatch_from_tables",
     "physical_tables",
-    "generation_cost",
     "TABLE_NAMES",
 ]
 
@@ -170,30 +170,6 @@ def dispatch_from_zones(
     return Dispatch(**out, dc=dc)
 
 
-def generation_cost(net: Network, pg: np.ndarray) -> np.ndarray:
-    """$/h per generator at output ``pg`` (p.u.): polynomial c2·pg² + c1·pg + c0, or piecewise linear.
-
-    A piecewise-linear cost is the largest of its segment lines at ``pg`` (MATPOWER's convex
-    epigraph form; equal to interpolating between the points of a convex cost).
-    """
-    pg = np.asarray(pg, float)
-    cost = net.cost_c2 * pg**2 + net.cost_c1 * pg + net.cost_c0
-    if len(net.pwl_gen):
-        g, mw, c = net.pwl_gen, net.pwl_mw, net.pwl_cost
-        seg = np.flatnonzero((g[1:] == g[:-1]) & (mw[1:] > mw[:-1]))  # consecutive points of one generator
-        gs = g[seg]
-        slope = (c[seg + 1] - c[seg]) / (mw[seg + 1] - mw[seg])
-        line = c[seg] + slope * (pg[gs] - mw[seg])
-        pwl = np.full(net.n_gen, -np.inf)
-        np.maximum.at(pwl, gs, line)
-        # a generator whose points all sit at one MW value (no segment) costs its cheapest point there
-        flat = np.full(net.n_gen, np.inf)
-        np.minimum.at(flat, g, c)
-        has_seg = np.isin(np.arange(net.n_gen), gs)
-        cost = np.where(has_seg, pwl, np.where(np.isin(np.arange(net.n_gen), g), flat, cost))
-    return cost if net.has_costs else np.full(net.n_gen, np.nan)
-
-
 @dataclass
 class ResultTables:
     """The four physical-unit tables of a solution (see the module docstring)."""
@@ -239,7 +215,7 @@ def physical_tables(
     zone_labels = list(range(n_zones)) if zone_labels is None else list(zone_labels)
 
     # ---- generators
-    cost = generation_cost(net, d.pg)
+    cost = generator_costs(net, d.pg)
     generators = pd.DataFrame({
         "gen": net.gen_ids,
         "bus": net.bus_ids[net.gen_bus],

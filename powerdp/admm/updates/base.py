@@ -38,11 +38,13 @@ class LocalProblem(Protocol):
     lipschitz: float
     z_last: np.ndarray
     shared_mask: np.ndarray  # 1 on the zone's shared entries of z, else 0
+    prox_mask: np.ndarray  # 1 on the entries the linearized part of f_p depends on (all of z, or y only)
     perturbation: Perturbation
     reduction: Reduction
 
     def gradient(self, z: np.ndarray) -> np.ndarray:
-        """∇f_p(z) (holds the zone's loads; never leaves the zone)."""
+        """∇ of the linearized part of f_p at z (all of f_p, or its private part when the data-free part is
+        kept exact; holds the zone's loads; never leaves the zone)."""
 
     def solve(
         self,
@@ -52,7 +54,8 @@ class LocalProblem(Protocol):
         exact: bool = False,
         bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, SolveResult]:
-        """min over W_p of c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``), optionally with the solver's
+        """min over W_p of c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``, else + f_p's data-free part when it is
+        kept exact), optionally with the solver's
         bounds (lb, ub, cl, cu) replaced; returns z and the solver's result."""
 
 
