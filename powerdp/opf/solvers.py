@@ -13,23 +13,33 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError, InfeasibleError, ModelError, SolverError
+from ..errors import ConfigError, ModelError
 from .compiled import CompiledProblem, QuadraticObjective
+from .solver_base import SolveResult
 
 log = logging.getLogger(__name__)
 
 __all__ = ["IpoptSolver", "SolveResult", "load_ipopt_profile", "ipopt_profiles"]
 
 # Ipopt ApplicationReturnStatus codes
-SUCCESS_STATUSES = {0, 1}  # Solve_Succeeded, Solved_To_Acceptable_Level
-INFEASIBLE_STATUSES = {2}  # Infeasible_Problem_Detected
+#: Ipopt's statuses as powerdp's (solver_base.OUTCOMES); the others are "failed"
+OUTCOMES = {
+    0: "solved",
+    1: "solved_inaccurate",
+    2: "infeasible",
+    -1: "iteration_limit",
+    -4: "time_limit",
+    -5: "time_limit",
+    3: "numerical_error",
+    -3: "numerical_error",
+    -13: "numerical_error",
+}
 STATUS_NAMES = {
     0: "Solve_Succeeded",
     1: "Solved_To_Acceptable_Level",
@@ -91,53 +101,6 @@ def option_value(text: str) -> Any:
         except ValueError:
             pass
     return text
-
-
-@dataclass
-class SolveResult:
-    """The outcome of one Ipopt solve."""
-
-    x: np.ndarray
-    objective: float
-    status: int
-    message: str
-    iterations: int
-    wall_s: float
-    callback_s: float
-    mult_g: np.ndarray = field(repr=False)
-    mult_x_lower: np.ndarray = field(repr=False)
-    mult_x_upper: np.ndarray = field(repr=False)
-
-    @property
-    def success(self) -> bool:
-        return self.status in SUCCESS_STATUSES
-
-    @property
-    def status_name(self) -> str:
-        return STATUS_NAMES.get(self.status, f"status {self.status}")
-
-    @property
-    def ipopt_s(self) -> float:
-        """Time inside Ipopt itself (wall time less our callbacks)."""
-        return max(self.wall_s - self.callback_s, 0.0)
-
-    def check(self, context: str = "") -> SolveResult:
-        """Raise :class:`InfeasibleError` / :class:`SolverError` unless the solve succeeded."""
-        if self.status in INFEASIBLE_STATUSES:
-            raise InfeasibleError(
-                f"Ipopt reports the problem locally infeasible ({self.status_name}) after {self.iterations} iterations",
-                self.status,
-                context,
-            )
-        if not self.success:
-            raise SolverError(
-                f"Ipopt failed with {self.status_name} ({self.message}) after {self.iterations} iterations",
-                self.status,
-                context,
-            )
-        if not np.all(np.isfinite(self.x)):
-            raise SolverError("Ipopt returned a solution with NaN or inf entries", self.status, context)
-        return self
 
 
 class _Callbacks:
@@ -252,7 +215,15 @@ class IpoptSolver:
         constraints' and the diagonal); default the problem's own objective. Pass a purely
         linear objective when every solve has a diagonal Hessian (linearized ADMM steps):
         Ipopt then factors a sparser KKT system.
+    warm_options: options switched on by :meth:`enable_warm_start` (the ``warm`` profile in runs).
+
+    One implementation of :class:`~powerdp.opf.solver_base.LocalSolver`.
     """
+
+    name: ClassVar[str] = "ipopt"
+    label: ClassVar[str] = "Ipopt"
+    wants_reduced: ClassVar[bool] = True  # a smaller NLP is cheaper for Ipopt (docs/formulation.md)
+    supports_warm_start: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -260,8 +231,10 @@ class IpoptSolver:
         profile: str | Path = "default",
         options: dict[str, Any] | None = None,
         objective_pattern: QuadraticObjective | None = None,
+        warm_options: dict[str, Any] | None = None,
     ):
         self.problem = problem
+        self._warm_options = dict(warm_options or {})
         self._default_objective = problem.objective if objective_pattern is None else objective_pattern
         self._cb = _Callbacks(problem, objective_pattern)
         self.bounds = (problem.lb, problem.ub, problem.cl, problem.cu)
@@ -270,6 +243,22 @@ class IpoptSolver:
         self.set_options(load_ipopt_profile(profile))
         if options:
             self.set_options(options)
+
+    @classmethod
+    def from_config(cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any) -> IpoptSolver:
+        """A zone's solver in a run: ``config.ipopt_profile`` and ``ipopt_options``; the warm profile
+        (``ipopt_warm_profile``) once solves are warm-started."""
+        warm = {**load_ipopt_profile(config.ipopt_warm_profile), **config.ipopt_options} if config.warm_start else {}
+        return cls(problem, profile=config.ipopt_profile, options=config.ipopt_options, objective_pattern=objective_pattern, warm_options=warm)
+
+    @classmethod
+    def check_config(cls, config: Any) -> None:
+        return None
+
+    def enable_warm_start(self) -> None:
+        """Apply the warm-start options (from now on every solve is warm-started)."""
+        if self._warm_options:
+            self.set_options(self._warm_options)
 
     def _make_nlp(self):
         import cyipopt
@@ -353,10 +342,11 @@ class IpoptSolver:
         msg = info["status_msg"]
         if isinstance(msg, bytes):
             msg = msg.decode(errors="replace")
+        status = int(info["status"])
         return SolveResult(
             x=np.asarray(x, dtype=float),
             objective=float(info["obj_val"]),
-            status=int(info["status"]),
+            status=status,
             message=str(msg),
             iterations=int(cb.iterations),
             wall_s=wall,
@@ -364,4 +354,7 @@ class IpoptSolver:
             mult_g=np.asarray(info["mult_g"], dtype=float),
             mult_x_lower=np.asarray(info["mult_x_L"], dtype=float),
             mult_x_upper=np.asarray(info["mult_x_U"], dtype=float),
+            status_name=STATUS_NAMES.get(status, f"status {status}"),
+            outcome=OUTCOMES.get(status, "failed"),
+            solver=self.label,
         )

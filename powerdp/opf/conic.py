@@ -1,0 +1,452 @@
+"""The conic form of a compiled problem, solved with Clarabel (an interior-point conic solver).
+
+Every model powerdp builds is a convex QCQP whose quadratic rows are second-order cones
+(docs/formulation.md): the W-space cone wr² + wi² ≤ w_f·w_t (a rotated SOC) and the thermal
+limits p² + q² ≤ s² (an SOC, also when the flows are linear expressions in W). Clarabel solves
+
+    min ½ xᵀPx + qᵀx   s.t.   A x + s = b,  s ∈ K = {0}ᵃ × ℝ₊ᵇ × SOC × … × SOC
+
+and :func:`conic_form` writes a :class:`~powerdp.opf.compiled.CompiledProblem` that way without
+knowing which model it came from:
+
+* linear rows: equalities in the zero cone, finite sides of ranges and one-sided rows in the
+  nonnegative cone; variable bounds likewise (bounds at or beyond ±1e19 are no bounds);
+* each quadratic row xᵀQx + aᵀx ≤ u (a ≥-row is negated first) is read through the eigen-
+  decomposition of its small dense Q (over the row's own variables):
+  Q ⪰ 0, a = 0, u ≥ 0 → ‖F x‖ ≤ √u with Q = FᵀF;
+  Q ⪰ 0 otherwise     → ‖(2F x, t − 1)‖ ≤ t + 1 with t = u − aᵀx (i.e. ‖Fx‖² ≤ t);
+  one negative eigenvalue λ₋ (eigenvector v₋), a = 0, u = 0, and v₋ᵀx ≥ 0 implied by the
+  bounds (v₋'s entries of one sign on variables with lb ≥ 0) → ‖F₊ x‖ ≤ √|λ₋| v₋ᵀx, exactly
+  the set xᵀQx ≤ 0 on that half-space. For the W cone this is the rotated SOC
+  ‖(2wr, 2wi, w_f − w_t)‖ ≤ w_f + w_t (halved). Anything else is a ModelError naming the row.
+
+:class:`ClarabelSolver` builds Clarabel's data once; a re-solve changes only q and the values of
+P (whose pattern holds the problem's objective, the pattern objective and the diagonal), and
+``set_bounds`` only b when the set of finite bounds stays the same (Clarabel's data updating,
+which needs its presolve off). Clarabel has no warm start: every solve starts from its own
+initial point.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ConfigError, ModelError
+from .compiled import CompiledProblem, QuadraticObjective
+from .solver_base import SolveResult
+
+__all__ = ["ConicForm", "conic_form", "ClarabelSolver", "CLARABEL_SETTINGS"]
+
+FINITE = 1e19  # |bound| >= 1e19 is no bound (as Ipopt reads it; compiled.INF = 1e20)
+EIG_TOL = 1e-9  # eigenvalues below EIG_TOL·max|λ| of their row count as zero
+
+#: Clarabel settings of every solve (tolerances as Ipopt's default profile reaches; no presolve, so
+#: the data can be updated between solves)
+CLARABEL_SETTINGS: dict[str, Any] = {
+    "verbose": False,
+    "presolve_enable": False,
+    "tol_gap_abs": 1e-8,
+    "tol_gap_rel": 1e-8,
+    "tol_feas": 1e-8,
+    "max_iter": 200,
+}
+
+# Clarabel's SolverStatus names → powerdp outcomes (solver_base.OUTCOMES); others are "failed"
+OUTCOMES = {
+    "Solved": "solved",
+    "AlmostSolved": "solved_inaccurate",
+    "PrimalInfeasible": "infeasible",
+    "AlmostPrimalInfeasible": "infeasible",
+    "DualInfeasible": "unbounded",
+    "AlmostDualInfeasible": "unbounded",
+    "MaxIterations": "iteration_limit",
+    "MaxTime": "time_limit",
+    "NumericalError": "numerical_error",
+    "InsufficientProgress": "numerical_error",
+}
+STATUS_CODES = (
+    "Unsolved", "Solved", "PrimalInfeasible", "DualInfeasible", "AlmostSolved", "AlmostPrimalInfeasible",
+    "AlmostDualInfeasible", "MaxIterations", "MaxTime", "NumericalError", "InsufficientProgress", "CallbackTerminated",
+)
+
+
+def _row_name(prob: CompiledProblem, row: int) -> str:
+    name, index = prob.con_keys[row]
+    return f"{name}[{index}]"
+
+
+@dataclass
+class _Cones:
+    """The second-order cones of the quadratic rows (fixed while their bounds are)."""
+
+    dims: list[int]  # one entry per cone, in row order
+    A: sp.csr_matrix  # sum(dims) × n
+    b: np.ndarray
+    rows: np.ndarray  # the compiled rows they come from
+    cl: np.ndarray  # those rows' bounds when built (a change rebuilds the cones)
+    cu: np.ndarray
+
+
+def second_order_cones(prob: CompiledProblem, cl: np.ndarray, cu: np.ndarray, lb: np.ndarray) -> _Cones:
+    """The SOC form of every quadratic row (module doc), batched by the rows' variable count."""
+    n, m = prob.n, prob.m
+    qrows = np.unique(prob.qrow)
+    nq = len(qrows)
+    empty = _Cones([], sp.csr_matrix((0, n)), np.zeros(0), qrows, cl[qrows].copy(), cu[qrows].copy())
+    if nq == 0:
+        return empty
+    pos = np.full(m, -1, dtype=np.int64)
+    pos[qrows] = np.arange(nq)
+    Aq = prob.A.tocsr()[qrows].tocoo()
+    # each row's own variables: the union of its quadratic and linear ones, numbered 0..k-1 in the row
+    pr = np.concatenate([pos[prob.qrow], pos[prob.qrow], Aq.row])
+    pv = np.concatenate([prob.qi, prob.qj, Aq.col])
+    key = pr * n + pv
+    ukey = np.unique(key)
+    urow, uvar = ukey // n, ukey % n
+    first = np.searchsorted(urow, np.arange(nq))
+    k = np.bincount(urow, minlength=nq)
+
+    def local(rows, cols):
+        return np.searchsorted(ukey, rows * n + cols) - first[rows]
+
+    qr = pos[prob.qrow]
+    li, lj = local(qr, prob.qi), local(qr, prob.qj)
+    la = local(Aq.row, Aq.col)
+    lo_fin, up_fin = cl[qrows] > -FINITE, cu[qrows] < FINITE
+    both = np.flatnonzero(lo_fin & up_fin)
+    if both.size:
+        r = qrows[both[0]]
+        raise ModelError(
+            f"constraint {_row_name(prob, r)}: a quadratic row bounded on both sides ({cl[r]:g} ≤ … ≤ {cu[r]:g}) is not convex"
+        )
+    sign = np.where(lo_fin, -1.0, 1.0)  # a ≥-row is negated into a ≤-row
+    rhs = np.where(lo_fin, -cl[qrows], cu[qrows])
+    active = lo_fin | up_fin
+
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # (row ids, dims, dense M (G,d,k), b (G,d))
+    for kk in np.unique(k[active]):
+        g_rows = np.flatnonzero(active & (k == kk))
+        gpos = np.full(nq, -1, dtype=np.int64)
+        gpos[g_rows] = np.arange(len(g_rows))
+        G = len(g_rows)
+        Q = np.zeros((G, kk, kk))
+        sel = gpos[qr] >= 0
+        half = 0.5 * prob.qv[sel] * sign[qr[sel]]
+        np.add.at(Q, (gpos[qr[sel]], li[sel], lj[sel]), half)  # v·x_i·x_j = ½v x_i x_j + ½v x_j x_i
+        np.add.at(Q, (gpos[qr[sel]], lj[sel], li[sel]), half)
+        a = np.zeros((G, kk))
+        sel_a = gpos[Aq.row] >= 0
+        np.add.at(a, (gpos[Aq.row[sel_a]], la[sel_a]), Aq.data[sel_a] * sign[Aq.row[sel_a]])
+        lam, V = np.linalg.eigh(Q)  # ascending eigenvalues
+        scale = np.abs(lam).max(axis=1, keepdims=True)
+        tol = EIG_TOL * np.maximum(scale, 1e-300)
+        npos = (lam > tol).sum(axis=1)
+        nneg = (lam < -tol).sum(axis=1)
+        has_lin = np.any(a != 0.0, axis=1)
+        u = rhs[g_rows]
+        norm = (nneg == 0) & ~has_lin & (u >= 0)
+        epi = (nneg == 0) & ~norm
+        rot = (nneg == 1) & ~has_lin & (u == 0)
+        bad = ~(norm | epi | rot)
+        if np.any(bad):
+            j = int(np.flatnonzero(bad)[0])
+            r = qrows[g_rows[j]]
+            why = (
+                f"{int(nneg[j])} negative eigenvalues" if nneg[j] > 1
+                else "a nonconvex quadratic with a linear term or a nonzero right-hand side"
+            )
+            raise ModelError(f"constraint {_row_name(prob, r)}: not a second-order cone ({why})")
+        if np.any(rot):
+            # v₋ᵀx ≥ 0 must follow from the bounds: v₋'s entries of one sign, on variables with lb ≥ 0
+            vneg = V[:, :, 0]
+            flip = np.where(vneg.sum(axis=1) < 0, -1.0, 1.0)
+            vneg = vneg * flip[:, None]
+            V[:, :, 0] = vneg
+            big = np.abs(vneg) > 1e-12
+            cols = uvar[first[g_rows][:, None] + np.arange(kk)[None, :]]
+            ok = ~np.any(big & ((vneg < 0) | (lb[cols] < 0)), axis=1)
+            wrong = rot & ~ok
+            if np.any(wrong):
+                r = qrows[g_rows[int(np.flatnonzero(wrong)[0])]]
+                raise ModelError(
+                    f"constraint {_row_name(prob, r)}: a hyperbolic (rotated-cone) row whose variables are not "
+                    "nonnegative by their bounds is not convex"
+                )
+        root = np.sqrt(np.abs(lam))
+        for kind, mask in (("norm", norm), ("epi", epi), ("rot", rot)):
+            for p in np.unique(npos[mask]):
+                sub = np.flatnonzero(mask & (npos == p))
+                S = len(sub)
+                # F rows: √λ v for the p largest (positive) eigenvalues
+                F = (root[sub][:, kk - p :, None] * np.transpose(V[sub][:, :, kk - p :], (0, 2, 1)))  # (S, p, k)
+                if kind == "norm":  # s = (√u, F x)
+                    M = np.concatenate([np.zeros((S, 1, kk)), -F], axis=1)
+                    b = np.concatenate([np.sqrt(u[sub])[:, None], np.zeros((S, p))], axis=1)
+                elif kind == "epi":  # s = (t + 1, t − 1, 2F x), t = u − aᵀx
+                    M = np.concatenate([a[sub][:, None, :], a[sub][:, None, :], -2.0 * F], axis=1)
+                    b = np.concatenate([(u[sub] + 1.0)[:, None], (u[sub] - 1.0)[:, None], np.zeros((S, p))], axis=1)
+                else:  # s = (√|λ₋| v₋ᵀx, F₊ x)
+                    head = root[sub][:, 0, None, None] * V[sub][:, :, 0][:, None, :]
+                    M = np.concatenate([-head, -F], axis=1)
+                    b = np.zeros((S, 1 + p))
+                blocks.append((g_rows[sub], np.full(S, M.shape[1]), M, b))
+    if not blocks:
+        return empty
+    # order the cones by compiled row, so the conic form reads like the problem
+    ids = np.concatenate([blk[0] for blk in blocks])
+    dims = np.concatenate([blk[1] for blk in blocks])
+    order = np.argsort(ids, kind="stable")
+    start = np.zeros(len(ids), dtype=np.int64)
+    start[order] = np.concatenate([[0], np.cumsum(dims[order])[:-1]])
+    rows_, cols_, vals_ = [], [], []
+    b_total = np.zeros(int(dims.sum()))
+    offset = 0
+    for g_ids, g_dims, M, b in blocks:
+        S, d, kk = M.shape
+        cone_start = start[offset : offset + S]
+        offset += S
+        r = cone_start[:, None, None] + np.arange(d)[None, :, None] + np.zeros((1, 1, kk), dtype=np.int64)
+        c = uvar[first[g_ids][:, None, None] + np.arange(kk)[None, None, :] + np.zeros((1, d, 1), dtype=np.int64)]
+        keep = M != 0.0
+        rows_.append(r[keep])
+        cols_.append(c[keep])
+        vals_.append(M[keep])
+        b_total[(cone_start[:, None] + np.arange(d)[None, :]).ravel()] = b.ravel()
+    A = sp.csr_matrix((np.concatenate(vals_), (np.concatenate(rows_), np.concatenate(cols_))), shape=(len(b_total), n))
+    return _Cones(dims[order].tolist(), A, b_total, qrows, cl[qrows].copy(), cu[qrows].copy())
+
+
+@dataclass
+class ConicForm:
+    """``A x + s = b``, ``s ∈ {0}^zero × ℝ₊^nonneg × SOC(dims…)`` for given bounds (see module doc)."""
+
+    A: sp.csc_matrix
+    b: np.ndarray
+    zero: int
+    nonneg: int
+    soc: list[int]
+    signature: bytes  # which bounds are finite / equal: the same signature means the same A and cones
+
+    def cones(self) -> list:
+        import clarabel
+
+        out = []
+        if self.zero:
+            out.append(clarabel.ZeroConeT(self.zero))
+        if self.nonneg:
+            out.append(clarabel.NonnegativeConeT(self.nonneg))
+        out.extend(clarabel.SecondOrderConeT(d) for d in self.soc)
+        return out
+
+
+def conic_form(
+    prob: CompiledProblem,
+    lb: np.ndarray | None = None,
+    ub: np.ndarray | None = None,
+    cl: np.ndarray | None = None,
+    cu: np.ndarray | None = None,
+    cones: _Cones | None = None,
+) -> ConicForm:
+    """The conic form of ``prob`` with the given bounds (default the problem's own)."""
+    lb = prob.lb if lb is None else lb
+    ub = prob.ub if ub is None else ub
+    cl = prob.cl if cl is None else cl
+    cu = prob.cu if cu is None else cu
+    if cones is None:
+        cones = second_order_cones(prob, cl, cu, lb)
+    n, m = prob.n, prob.m
+    linear = np.ones(m, dtype=bool)
+    linear[cones.rows] = False
+    eq = linear & (cl == cu) & (np.abs(cl) < FINITE)
+    upper = linear & ~eq & (cu < FINITE)
+    lower = linear & ~eq & (cl > -FINITE)
+    fixed = (lb == ub) & (np.abs(lb) < FINITE)
+    vup = ~fixed & (ub < FINITE)
+    vlo = ~fixed & (lb > -FINITE)
+    if np.any(lower & upper & (cl > cu)) or np.any(lb > ub):
+        bad = np.flatnonzero(lower & upper & (cl > cu))
+        what = _row_name(prob, int(bad[0])) if bad.size else f"bounds of {prob.var_keys[int(np.flatnonzero(lb > ub)[0])]}"
+        raise ModelError(f"{what}: lower bound above upper bound")
+    A = prob.A.tocsr()
+    eye = sp.identity(n, format="csr")
+    parts = [A[eq], eye[fixed], A[upper], -A[lower], eye[vup], -eye[vlo], cones.A]
+    b = np.concatenate([cl[eq], lb[fixed], cu[upper], -cl[lower], ub[vup], -lb[vlo], cones.b])
+    signature = np.packbits(np.concatenate([eq, upper, lower, fixed, vup, vlo])).tobytes()
+    return ConicForm(
+        A=sp.vstack(parts, format="csc"),
+        b=b,
+        zero=int(eq.sum() + fixed.sum()),
+        nonneg=int(upper.sum() + lower.sum() + vup.sum() + vlo.sum()),
+        soc=list(cones.dims),
+        signature=signature,
+    )
+
+
+class ClarabelSolver:
+    """Clarabel on the conic form of one compiled problem, re-solvable with new objectives.
+
+    Parameters
+    ----------
+    problem: the compiled problem (a convex QCQP whose quadratic rows are cones, module doc).
+    objective_pattern: an objective whose Hessian pattern every later objective's lies in (with
+        the problem's own objective's and the diagonal), as for :class:`~powerdp.opf.solvers.IpoptSolver`.
+    options: Clarabel settings overriding :data:`CLARABEL_SETTINGS` (names of ``clarabel.DefaultSettings``).
+
+    One implementation of :class:`~powerdp.opf.solver_base.LocalSolver`. It solves the full
+    problem in z: equality rows cost an interior-point conic solver little, and measured on
+    case118's zones (benchmarks/solvers.py) the full problem is faster than the reduced one.
+    """
+
+    name: ClassVar[str] = "clarabel"
+    label: ClassVar[str] = "Clarabel"
+    wants_reduced: ClassVar[bool] = False
+    supports_warm_start: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        problem: CompiledProblem,
+        objective_pattern: QuadraticObjective | None = None,
+        options: dict[str, Any] | None = None,
+    ):
+        import clarabel
+
+        self.problem = problem
+        n = problem.n
+        self._default_objective = problem.objective if objective_pattern is None else objective_pattern
+        settings = clarabel.DefaultSettings()
+        self.options = {**CLARABEL_SETTINGS, **(options or {})}
+        for key, value in self.options.items():
+            if not hasattr(settings, key):
+                raise ConfigError(f"unknown Clarabel setting {key!r}")
+            try:
+                setattr(settings, key, value)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"invalid Clarabel setting {key} = {value!r}: {exc}") from None
+        self._settings = settings
+        # P's pattern (upper triangle, column-major = the lower-triangle keys qi·n + qj sorted):
+        # the problem's objective ∪ the pattern objective ∪ the diagonal
+        diag = np.arange(n, dtype=np.int64)
+        pats = [problem.objective, self._default_objective]
+        hi = np.concatenate([p.qi for p in pats] + [diag])
+        lo = np.concatenate([p.qj for p in pats] + [diag])
+        self._pkeys = np.unique(hi * n + lo)
+        cols, rows = self._pkeys // max(n, 1), self._pkeys % max(n, 1)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=n))])
+        self._p_indptr, self._p_indices = indptr, rows
+        self._pdiag = np.searchsorted(self._pkeys, diag * n + diag)
+        self.bounds = (problem.lb, problem.ub, problem.cl, problem.cu)
+        self._cones = second_order_cones(problem, problem.cl, problem.cu, problem.lb)
+        self._form = conic_form(problem, cones=self._cones)
+        self._solver = None  # built on the first solve (it needs the first objective)
+        self.builds = 0  # how often Clarabel's data were built (not updated)
+
+    @classmethod
+    def from_config(cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any) -> ClarabelSolver:
+        return cls(problem, objective_pattern=objective_pattern)
+
+    @classmethod
+    def check_config(cls, config: Any) -> None:
+        """Ipopt's options mean nothing to Clarabel: refuse them rather than ignore them."""
+        if config.ipopt_options:
+            raise ConfigError(f"ipopt_options = {config.ipopt_options!r}: Ipopt options need local_solver 'ipopt' (it is 'clarabel')")
+        if str(config.ipopt_profile) != "default":
+            raise ConfigError(f"ipopt_profile = {config.ipopt_profile!r}: an Ipopt profile needs local_solver 'ipopt' (it is 'clarabel')")
+        if str(config.ipopt_warm_profile) != "warm":
+            raise ConfigError(
+                f"ipopt_warm_profile = {config.ipopt_warm_profile!r}: an Ipopt profile needs local_solver 'ipopt' (it is 'clarabel')"
+            )
+
+    def enable_warm_start(self) -> None:
+        """Clarabel has no warm start; nothing to switch."""
+        return None
+
+    # ------------------------------------------------------------------ data
+    def _p_values(self, obj: QuadraticObjective) -> np.ndarray:
+        """P's values in its fixed pattern: ½xᵀPx = Σ v x_i x_j + ½ Σ d x² (P_ii = 2v + d, P_ij = v)."""
+        n = self.problem.n
+        if obj.c.shape != (n,):
+            raise ModelError(f"objective vector has shape {obj.c.shape}, expected ({n},)")
+        keys = obj.qi * n + obj.qj
+        pos = np.searchsorted(self._pkeys, keys)
+        nnz = len(self._pkeys)
+        if len(keys) and (np.any(pos >= nnz) or np.any(self._pkeys[np.minimum(pos, nnz - 1)] != keys)):
+            raise ModelError("objective Hessian has entries outside the solver's Hessian pattern")
+        vals = np.bincount(pos, np.where(obj.qi == obj.qj, 2.0 * obj.qv, obj.qv), minlength=nnz)
+        if obj.diag is not None:
+            vals = vals + np.bincount(self._pdiag, obj.diag, minlength=nnz)
+        return vals
+
+    def set_bounds(self, lb: np.ndarray, ub: np.ndarray, cl: np.ndarray, cu: np.ndarray) -> None:
+        """Replace the bounds: only b changes when the same bounds stay finite (else Clarabel's data are rebuilt)."""
+        new = tuple(np.asarray(v, dtype=float) for v in (lb, ub, cl, cu))
+        p = self.problem
+        for v, k, name in zip(new, (p.n, p.n, p.m, p.m), ("lb", "ub", "cl", "cu")):
+            if v.shape != (k,):
+                raise ModelError(f"bound {name} has shape {v.shape}, expected ({k},)")
+        if all(np.array_equal(a, b) for a, b in zip(new, self.bounds)):
+            return
+        lb, ub, cl, cu = new
+        rows = self._cones.rows
+        if not (np.array_equal(cl[rows], self._cones.cl) and np.array_equal(cu[rows], self._cones.cu)):
+            self._cones = second_order_cones(p, cl, cu, lb)
+            self._solver = None
+        form = conic_form(p, lb, ub, cl, cu, cones=self._cones)
+        if self._solver is not None and form.signature == self._form.signature:
+            self._solver.update(b=form.b)
+        else:
+            self._solver = None
+        self._form = form
+        self.bounds = new
+
+    # ----------------------------------------------------------------- solve
+    def solve(
+        self,
+        objective: QuadraticObjective | None = None,
+        x0: np.ndarray | None = None,
+        mult_g: np.ndarray | None = None,
+        mult_x_lower: np.ndarray | None = None,
+        mult_x_upper: np.ndarray | None = None,
+    ) -> SolveResult:
+        """Solve with ``objective`` (default: the problem's own). ``x0`` and the multipliers are
+        accepted for the interface and not used (no warm start). Never raises on a failed solve."""
+        import clarabel
+
+        obj = objective if objective is not None else self._default_objective
+        t = time.perf_counter()
+        pvals = self._p_values(obj)
+        q = np.asarray(obj.c, dtype=float)
+        if self._solver is None:
+            n = self.problem.n
+            P = sp.csc_matrix((pvals, self._p_indices, self._p_indptr), shape=(n, n))
+            f = self._form
+            self._solver = clarabel.DefaultSolver(P, q, f.A, f.b, f.cones(), self._settings)
+            self.builds += 1
+        else:
+            self._solver.update(P=pvals, q=q)
+        t_solve = time.perf_counter()
+        sol = self._solver.solve()
+        wall = time.perf_counter() - t
+        x = np.asarray(sol.x, dtype=float)
+        name = str(sol.status)
+        empty = np.zeros(0)
+        return SolveResult(
+            x=x,
+            objective=float(obj.value(x)) if np.all(np.isfinite(x)) else float("nan"),
+            status=STATUS_CODES.index(name) if name in STATUS_CODES else -1,
+            message=name,
+            iterations=int(sol.iterations),
+            wall_s=wall,
+            callback_s=t_solve - t,  # powerdp's data update before the solve
+            mult_g=empty,
+            mult_x_lower=empty,
+            mult_x_upper=empty,
+            status_name=name,
+            outcome=OUTCOMES.get(name, "failed"),
+            solver=self.label,
+        )
