@@ -23,6 +23,7 @@ from .admm.perturbations import PERTURBATIONS
 from .admm.updates import UPDATES
 from .errors import ConfigError, Interrupted, PowerDPError
 from .opf.objectives import OBJECTIVES
+from .opf.solver_base import SOLVERS
 from .privacy import MECHANISMS
 
 log = logging.getLogger("powerdp")
@@ -34,8 +35,8 @@ DESCRIPTION = textwrap.dedent(
     powerdp - privacy-preserving distributed optimal power flow.
 
     A network case is split into zones. Each zone (an agent) solves its part of
-    the second-order-cone (SOC) relaxation of AC optimal power flow with Ipopt,
-    and a coordinator drives the zones to agreement on the variables they share
+    the second-order-cone (SOC) relaxation of AC optimal power flow with Ipopt
+    (or Clarabel), and a coordinator drives the zones to agreement on the variables they share
     with a differentially private ADMM, so no zone reveals its loads.
 
     CASES are bundled names (case14, case118), paths to MATPOWER .m files
@@ -100,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=textwrap.dedent(
             """\
             Build the SOC relaxation of the whole network (docs/formulation.md), compile it
-            once and solve it with Ipopt. Prints the objective, Ipopt's status, its
+            once and solve it with Ipopt (default) or Clarabel (--solver clarabel, the conic
+            form of the same model). Prints the objective, the solver's status, its
             iteration count and the build, compile and solve times.
 
             objectives:
@@ -125,7 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="variables",
         help="branch flows as variables (default, as PowerModels) or eliminated expressions",
     )
-    ps.add_argument("--profile", default="default", help="Ipopt option profile: a bundled name or a .opt file")
+    ps.add_argument(
+        "--solver",
+        choices=list(SOLVERS),
+        default="ipopt",
+        help="ipopt (default: the NLP through cyipopt) or clarabel (the same model as a conic program: "
+        "second-order cones for the W cone and the thermal limits; several times faster)",
+    )
+    ps.add_argument("--profile", default=None, help="Ipopt option profile: a bundled name or a .opt file (--solver ipopt only; default: default)")
     ps.add_argument("--json", metavar="PATH", type=Path, help="also write the result summary as JSON")
     ps.add_argument(
         "--out", metavar="DIR", type=Path,
@@ -218,10 +227,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
             raise ConfigError(f"{flag} {path} is an existing file; it names a directory for the CSV tables")
     if args.shedding_weight is not None and not OBJECTIVES[args.objective].weighted:
         raise ConfigError(f"--shedding-weight: objective {args.objective!r} has no shedding penalty to weight; use --objective cost+shedding")
+    if args.profile is not None and args.solver != "ipopt":
+        raise ConfigError(f"--profile {args.profile} is an Ipopt option profile; it needs --solver ipopt (not {args.solver})")
     res = solve_opf(
-        args.case, objective=args.objective, convention=args.convention, flows=args.flows, profile=args.profile,
-        shedding_weight=args.shedding_weight,
+        args.case, objective=args.objective, convention=args.convention, flows=args.flows,
+        profile=args.profile or "default", shedding_weight=args.shedding_weight, solver=args.solver,
     )
+    label = SOLVERS[args.solver].label
     unit = OBJECTIVES[args.objective].unit
     if not args.quiet:
         hvdc = f", {len(res.dclines)} HVDC lines" if len(res.dclines) else ""
@@ -230,11 +242,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print(f"            {res.n_variables} variables, {res.n_constraints} constraints")
         if res.success:
             print(f"objective   {res.objective_name} = {res.objective:.6f} {unit}")
-        else:  # Ipopt's last iterate is no optimum: its objective means nothing
+        else:  # the solver's last iterate is no optimum: its objective means nothing
             print(f"objective   none: no solution ({res.objective_name} of the last iterate {res.objective:.6g} {unit})")
         if OBJECTIVES[args.objective].weighted:
             print(f"dispatch    generation cost {res.generation_cost:.6f} $/h, shedding {res.total_shedding_mw:.4g} MW (ω {res.shedding_weight:.4g})")
-        print(f"status      {res.status_name} ({res.iterations} Ipopt iterations)")
+        print(f"status      {res.status_name} ({res.iterations} {label} iterations)")
         print(f"max viol.   {res.max_violation:.2e}")
         print(
             f"time        build {res.build_time_s:.3f} s, compile {res.compile_time_s:.3f} s, "
@@ -259,7 +271,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         ensure_dir(args.out, "--out directory")
         res.save(args.out)
     if not res.success:
-        print(f"powerdp: the solve did not succeed: Ipopt status {res.status_name}", file=sys.stderr)
+        print(f"powerdp: the solve did not succeed: {label} status {res.status_name}", file=sys.stderr)
     return EXIT_OK if res.success else EXIT_FAILED
 
 
@@ -472,7 +484,8 @@ if __name__ == "__main__":  # pragma: no cover
 RUN_DESCRIPTION = textwrap.dedent(
     """\
     Split CASE into zones and run the consensus ADMM of docs/algorithm.md: every zone
-    (agent) solves its local SOC-relaxed problem with Ipopt and releases only the
+    (agent) solves its local SOC-relaxed problem (with Ipopt, or Clarabel with
+    --local-solver clarabel) and releases only the
     values of the variables it shares with its neighbours; a coordinator averages
     them. Differentially private algorithms perturb each local step.
 
@@ -638,13 +651,21 @@ def add_run_parser(sub) -> None:
         help="mpi backend: report a rank as lost after this long without its heartbeat (default: 60)",
     )
     p.add_argument("--tol", type=float, default=0.0, help="stop when primal and dual residuals fall below TOL (default: run all rounds)")
-    p.add_argument("--no-warm-start", action="store_true", help="start every local solve cold from the flat point")
+    p.add_argument(
+        "--local-solver",
+        choices=list(SOLVERS),
+        default="ipopt",
+        help="the zones' solver: ipopt (default; Ipopt on each local problem with the flows eliminated, warm-started) "
+        "or clarabel (Clarabel on the conic form of the local problem; several times faster, no warm start)",
+    )
+    p.add_argument("--no-warm-start", action="store_true", help="start every local solve cold from the flat point (Ipopt; Clarabel always starts cold)")
     p.add_argument(
         "--ipopt-option",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="extra Ipopt option for every local solve (repeatable); Ipopt is silent unless asked, e.g. --ipopt-option print_level=5",
+        help="extra Ipopt option for every local solve (repeatable; --local-solver ipopt only); Ipopt is silent "
+        "unless asked, e.g. --ipopt-option print_level=5",
     )
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized solve used to report the gap")
@@ -717,6 +738,7 @@ FLAG_TO_FIELD = {
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
     "update": "algorithm", "perturbation": "algorithm", "mechanism": "algorithm",
     "tol": ("tol_primal", "tol_dual"), "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
+    "local_solver": "local_solver",
 }
 # flags that --resume accepts: they cannot change the results of the run
 RESUME_FLAGS = {
@@ -815,6 +837,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         warm_start=not args.no_warm_start,
         evaluate=not args.no_evaluation,
         checkpoint_every=args.checkpoint_every,
+        local_solver=args.local_solver,
         ipopt_options=_ipopt_options(args.ipopt_option),
     )
 
@@ -1070,6 +1093,7 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
         else:
             per_step = f"{per_step} per local step"
         print(f"privacy       total spent per zone over the whole run (ε {per_step}{how}): " + "; ".join(parts))
-    print(f"time          {s['wall_s']:.2f} s ({s['ipopt_s']:.2f} s in Ipopt, {s['solves']} local solves), setup {s['setup_s']:.2f} s")
+    label = SOLVERS[cfg.local_solver].label
+    print(f"time          {s['wall_s']:.2f} s ({s['solver_s']:.2f} s in {label}, {s['solves']} local solves), setup {s['setup_s']:.2f} s")
     if out is not None:
         print(f"results       {out}")

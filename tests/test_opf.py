@@ -110,12 +110,13 @@ def test_result_to_dict_and_json(case14_result, tmp_path):
         "case", "objective_name", "convention", "flows", "objective", "status", "status_name", "message",
         "iterations", "build_time_s", "compile_time_s", "solve_time_s", "callback_time_s", "n_buses",
         "n_branches", "n_gens", "n_variables", "n_constraints", "max_violation", "success",
-        "shedding_weight", "generation_cost", "total_shedding_mw",
+        "shedding_weight", "generation_cost", "total_shedding_mw", "solver", "outcome",
     }  # fmt: skip
     assert set(d) == expected
     assert d["case"] == "case14"
     assert d["objective"] == res.objective
     assert d["status"] == 0 and d["status_name"] == "Solve_Succeeded" and d["success"] is True
+    assert d["solver"] == "ipopt" and d["outcome"] == "solved"
     assert (d["n_buses"], d["n_branches"], d["n_gens"]) == (14, 20, 5)
     assert d["iterations"] > 0
     for key in ("build_time_s", "compile_time_s", "solve_time_s", "callback_time_s"):

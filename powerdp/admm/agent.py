@@ -30,7 +30,7 @@ from ..opf.compiled import CompiledProblem, QuadraticObjective, compile_model
 from ..opf.formulation import BALANCE_VARIABLES, build_model
 from ..opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
 from ..opf.reduction import eliminate
-from ..opf.solvers import IpoptSolver, load_ipopt_profile
+from ..opf.solver_base import LocalSolver, solver_class
 from ..privacy import PrivacyLedger, zone_rng
 from .config import RunConfig
 from .messages import ConsensusMessage, SolverStats, ZoneUpdate
@@ -123,7 +123,7 @@ class ZoneAgent:
         t1 = time.perf_counter()
         self.problem: CompiledProblem = compile_model(model)
         del model
-        gc.collect()  # drop the Pyomo model now rather than inside Ipopt's callbacks
+        gc.collect()  # drop the Pyomo model now rather than inside the solver's callbacks
         t2 = time.perf_counter()
         prob = self.problem
         self.n = prob.n
@@ -151,11 +151,13 @@ class ZoneAgent:
         self._gen_cols = prob.index_of([("pg", int(g)) for g in prob.meta["gens"]])
         self._gens = np.asarray(prob.meta["gens"], dtype=np.int64)
         self._net = net
-        # the algorithm works in z (flows included in "variables" mode, as in the paper);
-        # Ipopt solves the smaller problem in r with the flows and balance variables eliminated (z = P r)
-        self.reduction = eliminate(prob)
+        # the algorithm works in z (flows included in "variables" mode, as in the paper); a solver that
+        # wants it (Ipopt, Clarabel) solves the smaller problem in r with the flows and balance variables
+        # eliminated (z = P r), another the problem in z itself (P = I)
+        solver_cls = solver_class(config.local_solver, "local_solver")
+        self.reduction = eliminate(prob) if solver_cls.wants_reduced else eliminate(prob, ())
         red = self.reduction
-        self._f_r = red.reduced.objective  # f_p in r coordinates (exact ADMM)
+        self._f_r = red.reduced.objective  # f_p in the solver's coordinates (exact ADMM)
         self._free_r = red.pull_objective(free) if free is not None else None  # the data-free part, kept exact
         # the update rule decides what the solver is built for (docs/algorithm.md)
         self.update: LocalUpdate = UPDATES[config.update](config)
@@ -167,9 +169,9 @@ class ZoneAgent:
                 qj=np.concatenate([pattern.qj, self._free_r.qj]),
                 qv=np.concatenate([pattern.qv, np.zeros(len(self._free_r.qv))]),
             )
-        options = {**objective_scaling(self.shedding_weight), **config.ipopt_options}
-        self.solver = IpoptSolver(local, profile=config.ipopt_profile, options=options, objective_pattern=pattern)
-        self._warm_options = {**load_ipopt_profile(config.ipopt_warm_profile), **options} if config.warm_start else {}
+        scale = objective_scaling(self.shedding_weight).get("obj_scaling_factor")
+        self.solver: LocalSolver = solver_cls.from_config(local, pattern, config, objective_scale=scale)
+        self._warm_start = bool(config.warm_start and solver_cls.supports_warm_start)
         self._z_flat = prob.x0.copy()  # data-independent flat start (docs/algorithm.md)
         self._r_flat = red.reduced.x0.copy()
         self.rng = zone_rng(config.seed, self.zone)
@@ -257,13 +259,15 @@ class ZoneAgent:
         else:
             res = self.solver.solve(objective, x0=self._r_flat)
         res.check(self._context(step))
-        if self.config.warm_start:
+        if self._warm_start:
             self._set_warm((res.x, res.mult_g, res.mult_x_lower, res.mult_x_upper))
         return self.reduction.lift(res.x), res
 
     def _set_warm(self, point) -> None:
-        if point is not None and self._warm is None and self._warm_options:
-            self.solver.set_options(self._warm_options)  # from now on every solve is warm-started
+        if not self._warm_start:
+            return
+        if point is not None and self._warm is None:
+            self.solver.enable_warm_start()  # from now on every solve is warm-started
         self._warm = point
 
     # ------------------------------------------------------------- protocol
@@ -273,7 +277,7 @@ class ZoneAgent:
         z, res = self._solve(-self._z_flat, np.ones(self.n), None)
         self.z_last = z
         self.z_released = z
-        stats = SolverStats(1, res.iterations, res.ipopt_s, time.perf_counter() - t, (res.status,), 0.0)
+        stats = SolverStats(1, res.iterations, res.solver_s, time.perf_counter() - t, (res.outcome,), 0.0)
         return ZoneUpdate(round=0, zone=self.zone, released=z[self.shared_cols].copy(), stats=stats)
 
     def step(self, msg: ConsensusMessage) -> ZoneUpdate:
@@ -301,7 +305,7 @@ class ZoneAgent:
         stats = SolverStats(
             solves=len(iterates),
             iterations=outcome.iterations,
-            ipopt_s=outcome.solver_s,
+            solver_s=outcome.solver_s,
             wall_s=time.perf_counter() - t_start,
             statuses=tuple(outcome.statuses),
             noise_magnitude=outcome.noise,

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..opf.objectives import OBJECTIVES
+from ..opf.solver_base import SOLVERS, solver_class
 from .algorithms import ALIASES, Algorithm, resolve
 from .perturbations import PERTURBATIONS
 from .updates import ETA_SCHEDULES, UPDATES
@@ -36,7 +37,9 @@ class RunConfig:
     ``eta="sqrt"``, ``sensitivity="paper"``. ``flows="variables"`` (default) runs the
     algorithm on z = (W, flows, pg, qg) as the paper does — its linearized steps are far
     better conditioned than in W-space — while Ipopt solves each local problem with the
-    flows eliminated; ``flows="expressions"`` runs it on (W, pg, qg) only.
+    flows eliminated; ``flows="expressions"`` runs it on (W, pg, qg) only. ``local_solver``
+    picks the zones' solver: ``"ipopt"`` (default) or ``"clarabel"`` (the conic form, faster;
+    the ``ipopt_*`` fields then must keep their defaults).
     """
 
     case: str = "case14"
@@ -82,6 +85,7 @@ class RunConfig:
     # then only released values, solver statistics and the data-independent privacy spend cross, and
     # each zone writes its own solution file on its own host.
     evaluate: bool = True
+    local_solver: str = "ipopt"  # the zones' solver (powerdp.opf.solver_base.SOLVERS): "ipopt" or "clarabel"
     ipopt_profile: str = "default"  # Ipopt options of cold solves (a bundled profile or a .opt file)
     ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
     ipopt_options: dict[str, Any] = field(default_factory=dict)  # extra Ipopt options, e.g. {"print_level": 5}
@@ -160,6 +164,9 @@ class RunConfig:
             raise bad("eta", "a constant step must be positive")
         if self.eta == "theorem" and not spec.private:
             raise bad("eta", "the Theorem 5.1 schedule needs epsilon; use it with a DP algorithm")
+        if not isinstance(self.local_solver, str) or self.local_solver not in SOLVERS:
+            raise bad("local_solver", f"choose one of {', '.join(SOLVERS)}")
+        solver_class(self.local_solver, "local_solver").check_config(self)
         if self.backend not in BACKENDS:
             raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
         if self.workers is not None and self.workers < 1:

@@ -33,9 +33,9 @@ class SolverStats:
 
     solves: int
     iterations: int
-    ipopt_s: float
+    solver_s: float  # time inside the local solver
     wall_s: float
-    statuses: tuple[int, ...]
+    statuses: tuple[str, ...]  # each solve's outcome (powerdp.opf.solver_base.OUTCOMES)
     noise_magnitude: float = 0.0  # Σ|ξ| over the round's local steps (docs/algorithm.md, paper eq. 29)
 
 

@@ -30,7 +30,10 @@ from ..jsonutil import jsonable
 from ..opf.tables import Dispatch, ResultTables
 from .config import RunConfig
 
-__all__ = ["RunResult", "HISTORY_COLUMNS"]
+__all__ = ["RunResult", "HISTORY_COLUMNS", "OLD_HISTORY_NAMES"]
+
+#: history columns renamed since: old name → new name (runs written before still load)
+OLD_HISTORY_NAMES = {"ipopt_s": "solver_s"}
 
 HISTORY_COLUMNS = [
     "round",
@@ -41,7 +44,7 @@ HISTORY_COLUMNS = [
     "max_violation",
     "solver_iterations",
     "solves",
-    "ipopt_s",
+    "solver_s",
     "wall_s",
     "epsilon_spent",
     "rho",
@@ -176,6 +179,7 @@ class RunResult:
         d = Path(directory)
         config = read_config_json(d / "config.json")
         history = _read(d / "history.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), HISTORY_COLUMNS[:1])
+        history = history.rename(columns={k: v for k, v in OLD_HISTORY_NAMES.items() if v not in history.columns})
         data = _read(d / "summary.json", lambda p: json.loads(p.read_text()), ["summary"])
         if not isinstance(data.get("summary"), dict):
             raise ConfigError(f"{d / 'summary.json'}: not a powerdp run summary (no 'summary' object)")

@@ -31,7 +31,7 @@ from .config import RunConfig
 from .configfile import read_config_json
 from .coordinator import Coordinator
 from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
-from .results import HISTORY_COLUMNS, RunResult
+from .results import HISTORY_COLUMNS, OLD_HISTORY_NAMES, RunResult
 from .stopping import deferred_stop, stop_requested
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,8 @@ def _centralized_reference(net: Network, config: RunConfig) -> float | None:
 
     try:
         res = solve_opf(
-            net, objective=config.objective, convention=config.convention, flows=config.flows, shedding_weight=config.shedding_weight
+            net, objective=config.objective, convention=config.convention, flows=config.flows,
+            shedding_weight=config.shedding_weight, solver=config.local_solver,
         )
     except PowerDPError as exc:
         log.warning("centralized reference solve failed: %s", exc)
@@ -196,6 +197,15 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
         pickle.dump({"coordinator": coordinator.state_dict(), "meta": {"history": history}}, fh)
     tmp.replace(d / "state.pkl")
     backend.prune_checkpoints(str(d), coordinator.round)
+
+
+def _renamed(row: dict) -> dict:
+    """A history row with its old column names (``ipopt_s``) renamed to the current ones."""
+    out = dict(row)
+    for old, new in OLD_HISTORY_NAMES.items():
+        if old in out and new not in out:
+            out[new] = out.pop(old)
+    return out
 
 
 def _write_history(out: Path, history: list[dict]) -> None:
@@ -341,7 +351,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
             main = _load_checkpoint(out_dir)
             coordinator.load_state_dict(main["coordinator"])
             backend.load_checkpoint(str(_checkpoint_dir(out_dir)), coordinator.round)
-            history = main["meta"]["history"]
+            history = [_renamed(row) for row in main["meta"]["history"]]  # checkpoints of older versions
             _start_files(out_dir, config, part, history)  # drop rounds logged after the checkpoint, and a stale failure
             start_round = coordinator.round + 1
             log.info("resuming %s at round %d", out_dir, start_round)
@@ -384,7 +394,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                     "max_violation": float(max(d.max_violation for d in diags)),
                     "solver_iterations": int(sum(u.stats.iterations for u in updates)),
                     "solves": int(sum(u.stats.solves for u in updates)),
-                    "ipopt_s": float(sum(u.stats.ipopt_s for u in updates)),
+                    "solver_s": float(sum(u.stats.solver_s for u in updates)),
                     "wall_s": time.perf_counter() - t0,
                     "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
                     "rho": rho,
@@ -528,7 +538,9 @@ def _result(
         "wall_s": float(frame["wall_s"].sum()) if run_s is None else float(run_s),
         "setup_s": float(setup_s),  # everything before round 1 (load, partition, build, compile, projection)
         "init_s": float(init_s),  # of which the initial projection onto each W_p (0 on resume)
-        "ipopt_s": float(frame["ipopt_s"].sum()),
+        "local_solver": config.local_solver,
+        "solver_s": float(frame["solver_s"].sum()),
+        "ipopt_s": float(frame["solver_s"].sum()),  # old name of solver_s, kept for readers of older summaries
         "solves": int(frame["solves"].sum()),
         "solver_iterations": int(frame["solver_iterations"].sum()),
         "epsilon_total": {int(d.zone): float(d.epsilon_spent) for d in diags},  # the ledger's tightest valid figure

@@ -21,7 +21,7 @@ from ..grid.network import Network, load_case
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
 from .objectives import generation_cost, total_shedding_mw
-from .solvers import IpoptSolver
+from .solver_base import SUCCESS_OUTCOMES, solver_class
 from .tables import Dispatch, ResultTables, dispatch_from_solution, physical_tables
 
 __all__ = ["OPFResult", "solve_opf", "solution_tables", "dcline_table"]
@@ -63,6 +63,8 @@ class OPFResult:
     shedding_weight: float | None
     generation_cost: float
     total_shedding_mw: float
+    solver: str  # the registered solver name (powerdp.opf.solver_base.SOLVERS)
+    outcome: str  # powerdp's status of the solve (solver_base.OUTCOMES)
     x: np.ndarray = field(repr=False)
     buses: pd.DataFrame = field(repr=False)
     generators: pd.DataFrame = field(repr=False)
@@ -75,7 +77,7 @@ class OPFResult:
 
     @property
     def success(self) -> bool:
-        return self.status in (0, 1)
+        return self.outcome in SUCCESS_OUTCOMES
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (no arrays)."""
@@ -135,13 +137,21 @@ def solve_opf(
     profile: str = "default",
     options: dict[str, Any] | None = None,
     shedding_weight: float | str | None = None,
+    solver: str = "ipopt",
 ) -> OPFResult:
     """Build, compile and solve the SOC relaxation of the whole network (docs/formulation.md).
 
     ``case`` is anything :func:`~powerdp.grid.network.load_case` accepts. ``shedding_weight`` is the ω of
-    ``cost+shedding`` (None: scaled to the costs; refused for other objectives). A failed
-    solve is returned with its Ipopt status (``result.success`` is False), not raised.
+    ``cost+shedding`` (None: scaled to the costs; refused for other objectives). ``solver`` is a
+    registered solver (``"ipopt"`` or ``"clarabel"``); ``profile`` and ``options`` are Ipopt's
+    (for ``"clarabel"``, ``options`` are Clarabel settings and ``profile`` must stay ``"default"``).
+    A failed solve is returned with its solver's status (``result.success`` is False), not raised.
     """
+    cls = solver_class(solver, "solver")
+    if solver != "ipopt" and str(profile) != "default":
+        from ..errors import ConfigError
+
+        raise ConfigError(f"profile = {profile!r}: an Ipopt option profile needs solver 'ipopt' (it is {solver!r})")
     net = load_case(case, convention=convention)
     if objective == "cost" and not net.has_costs:
         from ..errors import ModelError
@@ -153,9 +163,9 @@ def solve_opf(
     t1 = time.perf_counter()
     prob = compile_model(model)
     del model
-    gc.collect()  # free the Pyomo model now, not during Ipopt's callbacks
+    gc.collect()  # free the Pyomo model now, not during the solver's callbacks
     t2 = time.perf_counter()
-    res = IpoptSolver(prob, profile=profile, options=options).solve()
+    res = (cls(prob, profile=profile, options=options) if solver == "ipopt" else cls(prob, options=options)).solve()
     dispatch, tables = solution_tables(net, prob, res.x)
     sp = prob.expressions["sp"](res.x) if "sp" in prob.expressions else np.zeros(0)
     return OPFResult(
@@ -181,6 +191,8 @@ def solve_opf(
         shedding_weight=prob.meta.get("shedding_weight"),
         generation_cost=generation_cost(net, dispatch.pg),
         total_shedding_mw=total_shedding_mw(sp, net.base_mva),
+        solver=solver,
+        outcome=res.outcome,
         x=res.x,
         buses=tables.buses,
         generators=tables.generators,

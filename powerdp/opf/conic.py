@@ -207,7 +207,7 @@ def second_order_cones(prob: CompiledProblem, cl: np.ndarray, cu: np.ndarray, lb
     rows_, cols_, vals_ = [], [], []
     b_total = np.zeros(int(dims.sum()))
     offset = 0
-    for g_ids, g_dims, M, b in blocks:
+    for g_ids, _dims, M, b in blocks:
         S, d, kk = M.shape
         cone_start = start[offset : offset + S]
         offset += S

@@ -108,8 +108,12 @@ class LocalSolver(Protocol):
     problem: CompiledProblem
 
     @classmethod
-    def from_config(cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any) -> LocalSolver:
-        """The solver a distributed run's zone uses (``config`` is its RunConfig; read the solver's own options)."""
+    def from_config(
+        cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any, objective_scale: float | None = None
+    ) -> LocalSolver:
+        """The solver a distributed run's zone uses (``config`` is its RunConfig; read the solver's own options).
+        ``objective_scale`` (or None) is a factor the solver may multiply every objective by (it does not move
+        the minimiser; the agent sets it for heavily weighted objectives)."""
 
     @classmethod
     def check_config(cls, config: Any) -> None:

@@ -245,11 +245,15 @@ class IpoptSolver:
             self.set_options(options)
 
     @classmethod
-    def from_config(cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any) -> IpoptSolver:
+    def from_config(
+        cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any, objective_scale: float | None = None
+    ) -> IpoptSolver:
         """A zone's solver in a run: ``config.ipopt_profile`` and ``ipopt_options``; the warm profile
-        (``ipopt_warm_profile``) once solves are warm-started."""
-        warm = {**load_ipopt_profile(config.ipopt_warm_profile), **config.ipopt_options} if config.warm_start else {}
-        return cls(problem, profile=config.ipopt_profile, options=config.ipopt_options, objective_pattern=objective_pattern, warm_options=warm)
+        (``ipopt_warm_profile``) once solves are warm-started. ``objective_scale`` becomes Ipopt's
+        ``obj_scaling_factor`` unless the user's options set one."""
+        options = {**({"obj_scaling_factor": objective_scale} if objective_scale else {}), **config.ipopt_options}
+        warm = {**load_ipopt_profile(config.ipopt_warm_profile), **options} if config.warm_start else {}
+        return cls(problem, profile=config.ipopt_profile, options=options, objective_pattern=objective_pattern, warm_options=warm)
 
     @classmethod
     def check_config(cls, config: Any) -> None:

@@ -22,7 +22,7 @@ from ...opf.compiled import CompiledProblem, QuadraticObjective
 
 if TYPE_CHECKING:
     from ...opf.reduction import Reduction
-    from ...opf.solvers import SolveResult
+    from ...opf.solver_base import SolveResult
     from ...privacy import Sensitivity
     from ..config import RunConfig
     from ..perturbations import Perturbation
@@ -66,14 +66,14 @@ class RoundOutcome:
     iterates: list[np.ndarray] = field(default_factory=list)
     iterations: int = 0
     solver_s: float = 0.0
-    statuses: list[int] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
     noise: float = 0.0
 
     def add(self, z: np.ndarray, res: SolveResult) -> None:
         self.iterates.append(z)
         self.iterations += res.iterations
-        self.solver_s += res.ipopt_s
-        self.statuses.append(res.status)
+        self.solver_s += res.solver_s
+        self.statuses.append(res.outcome)
 
 
 class LocalUpdate(ABC):
