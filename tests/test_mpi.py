@@ -28,17 +28,18 @@ def _mpiexec():
     return exe
 
 
-@pytest.mark.parametrize("algorithm", ["objg", "objt"])
-def test_mpi_history_equals_serial(tmp_path, algorithm):
+@pytest.mark.parametrize("algorithm, solver", [("objg", "ipopt"), ("objt", "ipopt"), ("objl", "clarabel")])
+def test_mpi_history_equals_serial(tmp_path, algorithm, solver):
     exe = _mpiexec()
     args = ["case14", "--zones", "3", "--algorithm", algorithm, "--epsilon", "0.3", "--rounds", "6", "--local-updates", "2", "--seed", "5", "--no-reference"]
+    args += ["--local-solver", solver]
     proc = subprocess.run(
         [exe, "-n", "4", sys.executable, "-m", "powerdp", "run", *args, "--backend", "mpi", "--out", str(tmp_path / "mpi")],
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     mpi = pd.read_csv(tmp_path / "mpi" / "history.csv", float_precision="round_trip")
-    cfg = RunConfig(case="case14", zones=3, algorithm=algorithm, epsilon=0.3, rounds=6, local_updates=2, seed=5)
+    cfg = RunConfig(case="case14", zones=3, algorithm=algorithm, epsilon=0.3, rounds=6, local_updates=2, seed=5, local_solver=solver)
     serial = run_distributed(cfg, reference=False).history
     cols = ["objective", "feasibility", "dual_residual", "noise_magnitude", "max_violation", "epsilon_spent"]
     pd.testing.assert_frame_equal(mpi[cols], serial[cols], check_exact=True)
