@@ -10,7 +10,8 @@ iterations, and both solutions' largest constraint violation.
     python benchmarks/solvers.py                     # every case except case2000_goc
     python benchmarks/solvers.py --with-case2000     # ... and case2000_goc (Ipopt ~30 s)
     python benchmarks/solvers.py --cases case14,case118 --json out.json
-    python benchmarks/solvers.py --clarabel-option equilibrate_enable=true
+    python benchmarks/solvers.py --clarabel-option equilibrate_enable=false
+    python benchmarks/solvers.py --ipopt-option bound_relax_factor=0   # Ipopt on the exact bounds
     python benchmarks/solvers.py --data /path/to/shared/data   # from a worktree elsewhere
 
 Cases with HVDC lines (``mpc.dcline``) are skipped: powerdp does not model them.
@@ -49,12 +50,12 @@ def has_dclines(path: Path) -> bool:
     return re.search(r"^\s*mpc\.dcline\s*=", path.read_text(), re.MULTILINE) is not None
 
 
-def solve_both(path: Path, repeat: int, clarabel_options: dict) -> dict:
+def solve_both(path: Path, repeat: int, clarabel_options: dict, ipopt_options: dict) -> dict:
     net = load_case(str(path))
     prob = compile_model(build_model(net, objective="cost"))
     gc.collect()
     row = {"case": path.stem, "buses": net.n_bus, "variables": prob.n, "constraints": prob.m}
-    for name, make in (("ipopt", lambda: IpoptSolver(prob)), ("clarabel", lambda: ClarabelSolver(prob, options=clarabel_options))):
+    for name, make in (("ipopt", lambda: IpoptSolver(prob, options=ipopt_options)), ("clarabel", lambda: ClarabelSolver(prob, options=clarabel_options))):
         best = None
         for _ in range(repeat):
             t = time.perf_counter()
@@ -90,14 +91,24 @@ def main() -> None:
     ap.add_argument("--with-case2000", action="store_true", help="include pglib_opf_case2000_goc")
     ap.add_argument("--repeat", type=int, default=1, help="best of N solves per solver (default: 1)")
     ap.add_argument("--clarabel-option", action="append", default=[], metavar="NAME=VALUE", help="a Clarabel setting")
+    ap.add_argument(
+        "--ipopt-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an Ipopt option, e.g. bound_relax_factor=0 (Ipopt relaxes every bound by 1e-8 by default)",
+    )
     ap.add_argument("--data", type=Path, default=DATA, help=f"the shared data folder (default: {DATA})")
     ap.add_argument("--json", help="write the rows as JSON")
     args = ap.parse_args()
     logging.getLogger("pyomo").setLevel(logging.ERROR)
-    options = {}
+    options, ipopt_options = {}, {}
     for item in args.clarabel_option:
         k, v = item.split("=", 1)
         options[k] = {"true": True, "false": False}.get(v.lower(), option_value(v))
+    for item in args.ipopt_option:
+        k, v = item.split("=", 1)
+        ipopt_options[k] = option_value(v)
     rows = []
     print(
         f"{'case':<26}{'buses':>6}{'Ipopt obj':>16}{'Clarabel obj':>16}{'rel diff':>10}{'Ipopt s':>9}{'Clar. s':>9}"
@@ -107,7 +118,7 @@ def main() -> None:
         if has_dclines(path):
             print(f"{path.stem:<26}skipped: HVDC lines (mpc.dcline) are not modelled")
             continue
-        row = solve_both(path, args.repeat, options)
+        row = solve_both(path, args.repeat, options, ipopt_options)
         rows.append(row)
         print_row(row)
     if rows:

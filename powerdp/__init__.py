@@ -3,7 +3,8 @@
 Layers, data flowing one way: case data (:mod:`powerdp.grid.matpower`) → network
 arrays (:class:`Network`) → zone partition (:class:`Partition`) → SOC
 formulation in Pyomo (:func:`build_model`) → compiled problem
-(:func:`compile_model`) → Ipopt via cyipopt (:class:`IpoptSolver`) → zone
+(:func:`compile_model`) → a local solver (:data:`SOLVERS`: Ipopt via cyipopt,
+:class:`IpoptSolver`, or Clarabel on the conic form, :class:`ClarabelSolver`) → zone
 agents (:class:`ZoneAgent`) and the ADMM :class:`Coordinator` → a run on a
 backend (:func:`run_distributed`) → :class:`RunResult`.
 
@@ -40,8 +41,10 @@ from .grid.network import DCLines, Network, bundled_cases, load_case
 from .grid.partition import Partition, bundled_partition, partition
 from .opf.centralized import OPFResult, solve_opf
 from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
+from .opf.conic import ClarabelSolver
 from .opf.formulation import build_model
 from .opf.pandapower_io import ACCheck, ac_check, to_pandapower
+from .opf.solver_base import SOLVERS, LocalSolver
 from .opf.solvers import IpoptSolver, SolveResult, load_ipopt_profile
 from .opf.tables import Dispatch, ResultTables, physical_tables
 from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger
@@ -60,6 +63,9 @@ __all__ = [
     "QuadraticObjective",
     "LinearMap",
     "IpoptSolver",
+    "ClarabelSolver",
+    "LocalSolver",
+    "SOLVERS",
     "SolveResult",
     "load_ipopt_profile",
     "solve_opf",
