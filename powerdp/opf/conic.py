@@ -308,6 +308,7 @@ class ClarabelSolver:
     objective_pattern: an objective whose Hessian pattern every later objective's lies in (with
         the problem's own objective's and the diagonal), as for :class:`~powerdp.opf.solvers.IpoptSolver`.
     options: Clarabel settings overriding :data:`CLARABEL_SETTINGS` (names of ``clarabel.DefaultSettings``).
+    objective_scale: a factor for P and q (the minimiser does not move; objectives are reported unscaled).
 
     One implementation of :class:`~powerdp.opf.solver_base.LocalSolver`. In runs it solves the
     reduced problem in r, as Ipopt does (flows and balance variables eliminated, z = P r): on
@@ -325,10 +326,12 @@ class ClarabelSolver:
         problem: CompiledProblem,
         objective_pattern: QuadraticObjective | None = None,
         options: dict[str, Any] | None = None,
+        objective_scale: float | None = None,
     ):
         import clarabel
 
         self.problem = problem
+        self.objective_scale = float(objective_scale) if objective_scale else 1.0
         n = problem.n
         self._default_objective = problem.objective if objective_pattern is None else objective_pattern
         settings = clarabel.DefaultSettings()
@@ -359,9 +362,12 @@ class ClarabelSolver:
         self.builds = 0  # how often Clarabel's data were built (not updated)
 
     @classmethod
-    def from_config(cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any) -> ClarabelSolver:
-        """A zone's solver in a run: :data:`CLARABEL_SETTINGS` with :data:`LOCAL_SETTINGS`."""
-        return cls(problem, objective_pattern=objective_pattern, options=LOCAL_SETTINGS)
+    def from_config(
+        cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any, objective_scale: float | None = None
+    ) -> ClarabelSolver:
+        """A zone's solver in a run: :data:`CLARABEL_SETTINGS` with :data:`LOCAL_SETTINGS`; P and q are
+        multiplied by ``objective_scale`` (the minimiser stays; reported objectives are unscaled)."""
+        return cls(problem, objective_pattern=objective_pattern, options=LOCAL_SETTINGS, objective_scale=objective_scale)
 
     @classmethod
     def check_config(cls, config: Any) -> None:
@@ -434,6 +440,8 @@ class ClarabelSolver:
         t = time.perf_counter()
         pvals = self._p_values(obj)
         q = np.asarray(obj.c, dtype=float)
+        if self.objective_scale != 1.0:
+            pvals, q = pvals * self.objective_scale, q * self.objective_scale
         if self._solver is None:
             n = self.problem.n
             P = sp.csc_matrix((pvals, self._p_indices, self._p_indptr), shape=(n, n))
