@@ -14,7 +14,8 @@ iterations, and both solutions' largest constraint violation.
     python benchmarks/solvers.py --ipopt-option bound_relax_factor=0   # Ipopt on the exact bounds
     python benchmarks/solvers.py --data /path/to/shared/data   # from a worktree elsewhere
 
-Cases with HVDC lines (``mpc.dcline``) are skipped: powerdp does not model them.
+Cases with HVDC lines (``mpc.dcline``) are included: their lines are variables and linear rows of
+the same compiled problem.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import argparse
 import gc
 import json
 import logging
-import re
 import time
 from pathlib import Path
 
@@ -44,10 +44,6 @@ def case_files(data: Path, names: list[str] | None, with_big: bool) -> list[Path
     elif not with_big:
         files = [f for f in files if f.stem not in BIG]
     return files
-
-
-def has_dclines(path: Path) -> bool:
-    return re.search(r"^\s*mpc\.dcline\s*=", path.read_text(), re.MULTILINE) is not None
 
 
 def solve_both(path: Path, repeat: int, clarabel_options: dict, ipopt_options: dict) -> dict:
@@ -115,9 +111,6 @@ def main() -> None:
         f"{'speed':>8}{'iters':>10}{'viol I':>9}{'viol C':>9}  status"
     )
     for path in case_files(args.data, args.cases.split(",") if args.cases else None, args.with_case2000):
-        if has_dclines(path):
-            print(f"{path.stem:<26}skipped: HVDC lines (mpc.dcline) are not modelled")
-            continue
         row = solve_both(path, args.repeat, options, ipopt_options)
         rows.append(row)
         print_row(row)
