@@ -346,6 +346,11 @@ def test_old_run_directories_with_ipopt_s_still_load(tmp_path):
     assert "solver_s" in loaded.history and "ipopt_s" not in loaded.history
     assert loaded.history["solver_s"].tolist() == h["ipopt_s"].tolist()
     assert loaded.config.local_solver == "ipopt"
+    # a checkpoint of an older version holds history rows with ipopt_s: resuming renames them
+    from powerdp.admm.runner import _renamed
+
+    assert _renamed({"round": 1, "ipopt_s": 0.5}) == {"round": 1, "solver_s": 0.5}
+    assert _renamed({"round": 1, "solver_s": 0.5}) == {"round": 1, "solver_s": 0.5}
 
 
 def test_ipopt_outcomes_are_powerdp_statuses(compiled14):

@@ -148,7 +148,7 @@ def test_cli_run_writes_json(tmp_path, capsys):
     code = main(["run", "case14", "--zones", "3", "--algorithm", "objl", "--rounds", "3", "--json", str(path), "--out", str(tmp_path / "o")])
     assert code == 0
     data = json.loads(path.read_text())
-    for key in ("case", "algorithm", "rounds", "final_objective", "final_feasibility", "max_violation", "wall_s", "ipopt_s", "solves", "epsilon_total", "gap_to_centralized"):
+    for key in ("case", "algorithm", "rounds", "final_objective", "final_feasibility", "max_violation", "wall_s", "solver_s", "ipopt_s", "local_solver", "solves", "epsilon_total", "gap_to_centralized"):
         assert key in data
     assert data["rounds"] == 3 and data["solves"] == 9
     out = capsys.readouterr().out
