@@ -229,7 +229,7 @@ def _executor(jobs: int | None) -> Executor:
     return ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1, initializer=_pool_worker_init)
 
 
-def _stop_pool(pool: Executor) -> None:
+def stop_pool(pool: Executor) -> None:
     """Ctrl-C: no new runs, and the running ones end now (each resumes from its last checkpoint)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() forgets them
     for proc in procs:
@@ -336,7 +336,7 @@ def run_sweep(
                     if progress is not None:
                         progress(run, err, done, total)
             except BaseException:
-                _stop_pool(pool)
+                stop_pool(pool)
                 raise
             pool.shutdown(wait=True)
         if errors:

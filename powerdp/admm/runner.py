@@ -30,6 +30,7 @@ from .backends import AgentSpec, launch, make_backend
 from .config import RunConfig
 from .configfile import read_config_json
 from .coordinator import Coordinator
+from .messages import ZoneUpdate
 from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
 from .results import HISTORY_COLUMNS, OLD_HISTORY_NAMES, RunResult
 from .stopping import deferred_stop, stop_requested
@@ -250,6 +251,7 @@ def run_distributed(
     overwrite: bool = False,
     status: Callable[[str], None] | None = None,
     ac_check: bool = False,
+    observe: Callable[[list[ZoneUpdate]], None] | None = None,
 ) -> RunResult | None:
     """Run the (private) distributed ADMM of docs/algorithm.md and return its :class:`RunResult`.
 
@@ -271,6 +273,8 @@ def run_distributed(
     status: called with a short message as each setup stage starts (loading, reference solve...).
     ac_check: run pandapower's AC power flow at the final point (``result.ac_check``,
         ``summary["ac_check"]``; docs/operating_point.md). Needs ``config.evaluate``.
+    observe: called with the zones' :class:`ZoneUpdate` messages of every round, round 0 (the initial
+        projection) included: exactly what the coordinator receives (``powerdp audit`` records them).
 
     With ``config.evaluate`` the result holds the final point in physical units
     (``result.generators``, ``.buses``, ``.branches``, ``.zones``), saved as CSVs in ``out``;
@@ -285,15 +289,17 @@ def run_distributed(
         )
     # the backend decides how the run starts (under MPI only rank 0 coordinates; docs/contributing.md)
     return launch(
-        config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check)
+        config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check, observe)
     )
 
 
-def _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check=False) -> RunResult:
+def _locked_run(
+    config, network, partition, out, resume, progress, reference, overwrite, status, ac_check=False, observe=None,
+) -> RunResult:
     if out is None:
         if resume:
             raise ConfigError("resume needs the output directory of the run")
-        return _run(config, network, partition, None, False, progress, reference, status, ac_check)
+        return _run(config, network, partition, None, False, progress, reference, status, ac_check, observe)
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"output directory {out_dir} is an existing file, not a directory")
@@ -302,11 +308,12 @@ def _locked_run(config, network, partition, out, resume, progress, reference, ov
     ensure_dir(out_dir)
     with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check)
+        return _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check, observe)
 
 
-def _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check=False) -> RunResult:
+def _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check=False, observe=None) -> RunResult:
     say = status or (lambda msg: None)
+    seen = observe or (lambda updates: None)
     t_setup = time.perf_counter()
     if resume:
         done = int(_load_checkpoint(out_dir)["coordinator"]["round"])  # missing or unreadable: fails before any work
@@ -358,7 +365,9 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
         else:
             say(f"initial projection of {part.n_zones} zones")
             t_init = time.perf_counter()
-            coordinator.start(backend.initialize())
+            initial = backend.initialize()
+            seen(initial)
+            coordinator.start(initial)
             init_s = time.perf_counter() - t_init
             if out_dir is not None:
                 _start_files(out_dir, config, part, history)
@@ -372,6 +381,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                 rho = coordinator.rho
                 try:
                     updates = backend.step(coordinator.broadcast())
+                    seen(updates)
                     res = coordinator.receive(updates)
                     diags = backend.diagnostics()
                 except (PowerDPError, FloatingPointError) as exc:  # a failed solve, a lost host, a NaN release

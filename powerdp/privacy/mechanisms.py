@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import warnings
 from typing import Any, Literal
 
@@ -28,6 +29,20 @@ Kind = Literal["laplace", "gaussian"]
 # --------------------------------------------------------------------------- #
 # mechanisms
 # --------------------------------------------------------------------------- #
+
+
+#: TEST-ONLY. When this environment variable is "1", every mechanism still draws its noise (the
+#: generator advances as usual) and the ledger still records the spend, but the noise returned is zero:
+#: a deliberately broken private run, which ``powerdp audit`` must catch (tests/test_audit.py).
+#: An environment variable so that it reaches worker processes; never set it outside tests.
+_TEST_DISABLE_NOISE_ENV = "POWERDP_TEST_DISABLE_NOISE"
+
+
+def _noise(xi: np.ndarray) -> np.ndarray:
+    """``xi``, or zeros when the test-only switch :data:`_TEST_DISABLE_NOISE_ENV` is on."""
+    if os.environ.get(_TEST_DISABLE_NOISE_ENV) == "1":
+        return np.zeros_like(xi)
+    return xi
 
 
 def _check_rng(rng: Any) -> np.random.Generator:
@@ -93,7 +108,7 @@ class LaplaceMechanism:
         return (self.epsilon, 0.0)
 
     def sample(self, rng: np.random.Generator, size: Any = None) -> np.ndarray:
-        return np.asarray(_check_rng(rng).laplace(0.0, self.scale, size), dtype=float)
+        return _noise(np.asarray(_check_rng(rng).laplace(0.0, self.scale, size), dtype=float))
 
     def __repr__(self) -> str:
         coords = "" if self.coordinates is None else f", coordinates={self.coordinates!r}"
@@ -170,7 +185,7 @@ class GaussianMechanism:
         return (self.epsilon, self.delta)
 
     def sample(self, rng: np.random.Generator, size: Any = None) -> np.ndarray:
-        return np.asarray(_check_rng(rng).normal(0.0, self.sigma, size), dtype=float)
+        return _noise(np.asarray(_check_rng(rng).normal(0.0, self.sigma, size), dtype=float))
 
     def __repr__(self) -> str:
         return (
