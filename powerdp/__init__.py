@@ -27,6 +27,7 @@ from .admm.coordinator import Coordinator
 from .admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
 from .admm.results import RunResult
 from .admm.runner import RunFailed, run_distributed
+from .audit import AuditResult, run_audit
 from .errors import (
     CaseDataError,
     ConfigError,
@@ -91,6 +92,8 @@ __all__ = [
     "run_distributed",
     "RunResult",
     "RunFailed",
+    "run_audit",
+    "AuditResult",
     "PowerDPError",
     "CaseDataError",
     "PartitionError",

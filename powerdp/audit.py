@@ -30,8 +30,8 @@ import numpy as np
 
 from .admm.algorithms import compose
 from .admm.config import RunConfig
-from .admm.runner import resolve_config, resolve_partition, run_distributed
-from .errors import ConfigError, Interrupted
+from .admm.runner import RunFailed, resolve_config, resolve_partition, run_distributed
+from .errors import ConfigError, Interrupted, PowerDPError
 from .grid.network import Network, load_case
 from .grid.partition import Partition
 from .privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "clopper_pearson", "epsilon_lower_bound", "linear_distinguisher", "best_threshold", "attack",
-    "neighbouring_network", "AuditResult", "run_audit", "MIN_RUNS", "DEFAULT_CONFIDENCE",
+    "neighbouring_network", "AuditResult", "AuditRunFailed", "run_audit", "MIN_RUNS", "DEFAULT_CONFIDENCE",
 ]
 
 DEFAULT_CONFIDENCE = 0.95
@@ -224,11 +224,20 @@ def _released(config: RunConfig, net: Network, part: Partition) -> tuple[dict[in
     return {z: np.concatenate(v) for z, v in got.items()}, claims
 
 
+class AuditRunFailed(PowerDPError):
+    """One of the audit's runs failed (exit status 1); a plain message, so it crosses a process pool."""
+
+    exit_status = 1
+
+
 def _task(key: tuple[str, int, int]):
     """Pool task ``(dataset name, index, seed)`` → (key, released values per zone, claims per zone)."""
     name, _, seed = key
     w = _WORKER
-    x, claims = _released(w["config"].replace(seed=seed), w["nets"][name], w["parts"][name])
+    try:
+        x, claims = _released(w["config"].replace(seed=seed), w["nets"][name], w["parts"][name])
+    except RunFailed as exc:
+        raise AuditRunFailed(f"the audit's run on dataset {name} with seed {seed} failed: {exc}") from None
     return key, x, claims
 
 

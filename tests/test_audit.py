@@ -12,6 +12,7 @@ import pytest
 
 from powerdp.admm.config import RunConfig
 from powerdp.audit import (
+    AuditRunFailed,
     attack,
     best_threshold,
     clopper_pearson,
@@ -154,6 +155,15 @@ def test_probe_picks_the_most_influential_load(case14):
     top = max(influence, key=influence.get)
     assert res.settings["bus"] == int(top) and influence[top] > 0
     assert list(influence.values()) == sorted(influence.values(), reverse=True)
+
+
+def test_a_failed_run_is_reported(case14, monkeypatch):
+    from .conftest import fail_local_solve
+
+    fail_local_solve(monkeypatch, zone=0, round=1)
+    with pytest.raises(AuditRunFailed, match="dataset D with seed 0 failed: run stopped in round 1: zone 0") as exc:
+        run_audit(_cfg(algorithm="objl"), runs=20, bus=4, jobs=1, network=case14)
+    assert exc.value.exit_status == 1
 
 
 def test_run_audit_refuses_bad_input(case14):
