@@ -120,7 +120,7 @@ def best_threshold(s0: np.ndarray, s1: np.ndarray, delta: float = 0.0, confidenc
     Candidates are the 1st to 99th percentiles of the pooled scores: the far tails hold too few
     scores for a test there to carry over to new runs (an extreme threshold that wins on the training
     half by chance proves nothing on the test half). Each is moved to the middle of the gap between the
-    scores around it. Ties go to the smallest τ.
+    scores around it. Ties go to the smallest τ; when no candidate gives a positive bound, the median.
     """
     pooled = np.sort(np.concatenate([s0, s1]))
     cand = np.unique(np.quantile(pooled, np.linspace(0.01, 0.99, 99)))
@@ -129,7 +129,10 @@ def best_threshold(s0: np.ndarray, s1: np.ndarray, delta: float = 0.0, confidenc
     inside = i < len(pooled)
     cand[inside] = 0.5 * (pooled[i[inside] - 1] + pooled[i[inside]])
     fp, tp = _rates(s0, s1, cand)
-    return float(cand[int(np.argmax(_bound(fp, tp, len(s0), len(s1), delta, confidence)))])
+    bounds = _bound(fp, tp, len(s0), len(s1), delta, confidence)
+    if not bounds.max() > 0:  # no threshold shows anything: the neutral test at the median
+        return float(np.median(pooled))
+    return float(cand[int(np.argmax(bounds))])
 
 
 def attack(x0: np.ndarray, x1: np.ndarray, delta: float = 0.0, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
