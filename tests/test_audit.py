@@ -122,8 +122,9 @@ def test_nonprivate_is_detected(case14):
     assert res.settings["released_values_per_run"] == 2 * 23  # rounds 0 and 1 × zone 0's 23 shared values
 
 
-def test_objl_stays_within_its_budget_and_broken_noise_fails(case14, monkeypatch):
-    cfg = _cfg(algorithm="objl", target_epsilon=0.5)  # below PERFECT: a leak would show
+@pytest.mark.parametrize("algorithm", ["objl", "inpl"])
+def test_private_run_stays_within_its_budget_and_broken_noise_fails(case14, monkeypatch, algorithm):
+    cfg = _cfg(algorithm=algorithm, target_epsilon=0.5)  # below PERFECT: a leak would show
     res = run_audit(cfg, runs=RUNS, bus=4, jobs=1, network=case14)
     assert res.epsilon_total == pytest.approx(0.5) and res.epsilon_per_step == pytest.approx(0.5)
     assert res.epsilon_lower_bound <= res.epsilon_total
