@@ -139,7 +139,6 @@ def test_private_run_stays_within_its_budget_and_broken_noise_fails(case14, monk
     assert broken.verdict == "failed" and broken.failed
 
 
-@pytest.mark.slow
 def test_result_does_not_depend_on_jobs(case14):
     cfg = _cfg(algorithm="objl", epsilon=2.0)
     one = run_audit(cfg, runs=20, bus=4, jobs=1, network=case14)
@@ -148,7 +147,6 @@ def test_result_does_not_depend_on_jobs(case14):
     assert one.epsilon_lower_bound == two.epsilon_lower_bound
 
 
-@pytest.mark.slow
 def test_probe_picks_the_most_influential_load(case14):
     res = run_audit(_cfg(algorithm="nonprivate"), runs=20, jobs=2, network=case14)
     influence = res.probe["influence"]
