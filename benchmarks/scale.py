@@ -9,6 +9,7 @@ backends.
     python benchmarks/scale.py                                  # case2000_goc, 3 areas and 16 zones
     python benchmarks/scale.py --case ../shared/data/pglib/pglib_opf_case1354_pegase.m --zones 16
     mpiexec -n 3 python benchmarks/scale.py --backends mpi      # the mpi backend
+    python benchmarks/scale.py --local-solvers ipopt,clarabel   # both local solvers, side by side
 
 Peak memory is the resident set size high-water mark (ru_maxrss) of this process
 and of its finished children (``peak_rss_mb``; under MPI rank 0 only), and of each
@@ -38,14 +39,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--backends", default="serial,process")
     ap.add_argument("--method", default="spectral")
+    ap.add_argument("--local-solvers", default="ipopt", help="comma list of local solvers (ipopt, clarabel)")
     ap.add_argument("--json")
     args = ap.parse_args()
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     rows = []
     for z in args.zones.split(","):
-        for backend in args.backends.split(","):
+        for backend, solver in ((b, s) for b in args.backends.split(",") for s in args.local_solvers.split(",")):
             kw = dict(partition="area", zones=None, allow_disconnected=True) if z == "area" else dict(zones=int(z), partition_method=args.method)
-            cfg = RunConfig(case=args.case, algorithm="objl", epsilon=0.1, sensitivity="paper", rounds=args.rounds, backend=backend, workers=2, checkpoint_every=0, **kw)
+            cfg = RunConfig(case=args.case, algorithm="objl", epsilon=0.1, sensitivity="paper", rounds=args.rounds, backend=backend, workers=2,
+                            checkpoint_every=0, local_solver=solver, **kw)
             t0 = time.perf_counter()
             res = run_distributed(cfg, reference=False)
             if res is None:  # an mpi agent rank: it served this run; serve the next
@@ -55,7 +58,7 @@ def main() -> None:
             comp = sum(v["compile_s"] for v in s["setup_times"].values())
             peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
             row = {
-                "case": Path(args.case).stem, "zones": s["n_zones"], "backend": backend, "hosts": s["hosts"],
+                "case": Path(args.case).stem, "zones": s["n_zones"], "backend": backend, "local_solver": solver, "hosts": s["hosts"],
                 "setup_s": round(s["setup_s"] - s["init_s"], 2), "projection_s": round(s["init_s"], 2), "build_s_sum": round(build, 2), "compile_s_sum": round(comp, 2),
                 "round_s_mean": round(s["wall_s"] / max(s["rounds"], 1), 3), "total_s": round(time.perf_counter() - t0, 1),
                 "peak_rss_mb": round(peak), "host_peak_rss_mb": [round(m) for m in s["host_peak_rss_mb"]], "final_objective": round(s["final_objective"], 4),
