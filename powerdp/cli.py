@@ -775,7 +775,23 @@ def _algorithm(args: argparse.Namespace) -> str:
     return compose(args.algorithm, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
 
 
+def _refuse_unused_noise_flags(cfg: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """--epsilon / --delta given on the command line but not used by the run: a clear error, not silence."""
+    explicit = getattr(args, "_explicit", set())
+    if not cfg.private and explicit & {"epsilon", "delta"}:
+        raise ConfigError(f"--epsilon / --delta given, but algorithm {cfg.algorithm!r} is not private (it adds no noise)")
+    if "delta" in explicit and (cfg.mechanism != "gaussian" or cfg.target_epsilon is not None):
+        why = "--target-delta goes with --target-epsilon" if cfg.target_epsilon is not None else f"{cfg.algorithm!r} uses no Gaussian noise"
+        raise ConfigError(f"--delta {args.delta:g} is not used: {why}")
+    return cfg
+
+
 def _config(args: argparse.Namespace) -> RunConfig:
+    cfg = _new_config(args)
+    return cfg if args.resume is not None else _refuse_unused_noise_flags(cfg, args)
+
+
+def _new_config(args: argparse.Namespace) -> RunConfig:
     explicit = getattr(args, "_explicit", set())
     if {"epsilon", "target_epsilon"} <= explicit:
         raise ConfigError("give --epsilon (per local step) or --target-epsilon (total for the run), not both")
@@ -1211,13 +1227,7 @@ def _audit_config(args: argparse.Namespace) -> RunConfig:
                 text = "--" + field_name.replace("_", "-") + " " + text[len(field_name) + 3:]
                 break
         raise ConfigError(text) from None
-    explicit = getattr(args, "_explicit", set())
-    if not cfg.private and explicit & {"epsilon", "delta"}:
-        raise ConfigError(f"--epsilon / --delta given, but algorithm {cfg.algorithm!r} is not private (it adds no noise)")
-    if "delta" in explicit and (cfg.mechanism != "gaussian" or cfg.target_epsilon is not None):
-        why = "--target-delta goes with --target-epsilon" if cfg.target_epsilon is not None else f"{cfg.algorithm!r} uses no Gaussian noise"
-        raise ConfigError(f"--delta {args.delta:g} is not used: {why}")
-    return cfg
+    return _refuse_unused_noise_flags(cfg, args)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
