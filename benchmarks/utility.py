@@ -86,7 +86,7 @@ def budget_table(args: argparse.Namespace) -> None:
     rows = []
     for (alg, delta, te), g in runs.groupby(["algorithm", "delta", "target_epsilon"], sort=False):
         n = g["load_values"].iloc[0]
-        if not n == n:  # runs made before summaries recorded it
+        if pd.isna(n):  # runs made before summaries recorded it
             from powerdp.grid.network import load_case
 
             n = 2 * load_case(args.case).n_bus

@@ -161,12 +161,13 @@ def _takes_delta(algorithm: str) -> bool:
     """Whether a budget run of ``algorithm`` can use a total δ > 0: Gaussian runs, and Laplace runs whose
     privacy loss is exact (objective and input perturbation); Laplace output perturbation is pure ε-DP."""
     from .admm.algorithms import resolve
+    from .admm.perturbations import PERTURBATIONS
 
     try:
         spec = resolve(algorithm)
     except ConfigError:
         return True  # RunConfig names the bad algorithm
-    return spec.mechanism == "gaussian" or spec.perturbation in ("objective", "input")
+    return spec.mechanism == "gaussian" or PERTURBATIONS[spec.perturbation].exact_privacy_loss
 
 
 def run_id(cfg: RunConfig) -> str:

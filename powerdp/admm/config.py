@@ -255,7 +255,7 @@ class RunConfig:
 
     def _laplace_coordinates(self) -> int | None:
         """The gradient entries one neighbouring change moves (objective and input perturbation), or None."""
-        if self.spec.perturbation not in ("objective", "input"):
+        if not PERTURBATIONS[self.spec.perturbation].exact_privacy_loss:
             return None
         unit = OBJECTIVES[self.objective]
         if not unit.dp_eligible or unit.sensitivity is None:

@@ -34,6 +34,9 @@ class Perturbation:
     #: whether the zone's data is released once for the whole run (then the run costs one step's ε,
     #: whatever the rounds and local steps) rather than once per local step
     once: ClassVar[bool] = False
+    #: whether its noise lands on the entries a neighbouring change moves (the gradient's y entries), so
+    #: the mechanism's privacy-loss distribution is exact and a Laplace budget may use δ > 0 (docs/privacy.md)
+    exact_privacy_loss: ClassVar[bool] = False
 
     def __init__(self, config: RunConfig, **_: Any):
         self.config = config
@@ -75,6 +78,7 @@ class ObjectivePerturbation(Perturbation):
     """ObjPert: ξ^{t,e} in the linear term of every local problem, on the zone's noise support."""
 
     name: ClassVar[str] = "objective"
+    exact_privacy_loss: ClassVar[bool] = True
     summary: ClassVar[str] = "noise in the linear term of every local problem (every release stays feasible)"
 
     def __init__(self, config: RunConfig, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
@@ -136,6 +140,7 @@ class InputPerturbation(Perturbation):
     name: ClassVar[str] = "input"
     summary: ClassVar[str] = "the loads perturbed once, then the non-private update (the run costs ε once)"
     once: ClassVar[bool] = True
+    exact_privacy_loss: ClassVar[bool] = True
 
     def __init__(self, config: RunConfig, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
                  noise_cols: np.ndarray, zone: int, **_: Any):

@@ -150,7 +150,7 @@ def check_resume_config(saved: RunConfig, config: RunConfig, directory: Path) ->
     """Refuse to resume the run saved in ``directory`` with settings that would change its results."""
     a, b = saved.to_dict(), config.to_dict()
     changed = [k for k in a if k not in RESUME_MAY_CHANGE and a[k] != b.get(k)]
-    if saved.target_epsilon is not None and config.rounds != saved.rounds and saved.private_steps != 1:
+    if saved.target_epsilon is not None and config.private_steps != saved.private_steps:  # the budget covers these steps only
         raise ConfigError(
             f"{directory}: the run's noise was calibrated to a total budget (ε = {saved.target_epsilon:g}) over "
             f"{saved.rounds} rounds; more rounds would spend more than the budget, so --rounds cannot change"

@@ -22,7 +22,7 @@ from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
 from .objectives import generation_cost, total_shedding_mw
 from .solver_base import SUCCESS_OUTCOMES, solver_class
-from .tables import Dispatch, ResultTables, dispatch_from_solution, physical_tables
+from .tables import DC_KINDS, Dispatch, ResultTables, dispatch_from_solution, physical_tables
 
 __all__ = ["OPFResult", "solve_opf", "solution_tables", "dcline_table"]
 
@@ -118,14 +118,12 @@ def solution_tables(net: Network, prob: CompiledProblem, x: np.ndarray) -> tuple
     return dispatch, physical_tables(net, dispatch)
 
 
-def dcline_table(net: Network, prob: CompiledProblem, x: np.ndarray) -> pd.DataFrame:
-    """The HVDC lines of a whole-network solution: powers entering each line at its ends (p.u.)."""
-    vals = dict(zip(prob.var_keys, x))
+def dcline_table(net: Network, dispatch: Dispatch) -> pd.DataFrame:
+    """The HVDC lines of a dispatch: the powers entering each line at its ends (p.u.)."""
     dc = net.dcline
-    idx = range(dc.n)
     table = pd.DataFrame({"dcline": dc.ids, "f_bus": net.bus_ids[dc.f_bus], "t_bus": net.bus_ids[dc.t_bus]})
-    for kind in ("p_dc_fr", "p_dc_to", "q_dc_fr", "q_dc_to"):
-        table[kind] = [vals.get((kind, l), np.nan) for l in idx]
+    for kind in DC_KINDS:
+        table[kind] = dispatch.dc[kind] if dispatch.dc else np.full(dc.n, np.nan)
     return table
 
 
@@ -200,5 +198,5 @@ def solve_opf(
         zones=tables.zones,
         dispatch=dispatch,
         network=net,
-        dclines=dcline_table(net, prob, res.x),
+        dclines=dcline_table(net, dispatch),
     )

@@ -107,6 +107,7 @@ def _flows_from_w(net: Network, v: dict[str, np.ndarray]) -> dict[str, np.ndarra
 def _solution_arrays(net: Network, keys: Sequence[Hashable], values: np.ndarray) -> dict[str, np.ndarray]:
     sizes = {"w": net.n_bus, "wr": net.n_pair, "wi": net.n_pair, "pg": net.n_gen, "qg": net.n_gen}
     sizes.update({k: net.n_branch for k in FLOW_KINDS})
+    sizes.update({k: net.dcline.n for k in DC_KINDS} if net.dcline.n else {})
     v = _arrays(keys, values, sizes)
     computed = _flows_from_w(net, v)  # flows eliminated ("expressions" mode): from W
     for kind in FLOW_KINDS:
@@ -122,8 +123,7 @@ def dispatch_from_solution(net: Network, keys: Sequence[Hashable], values: np.nd
         name = missing[0]
         k = int(np.flatnonzero(np.isnan(v[name]))[0])
         raise ModelError(f"the solution has no value of {name} for element {k}; it is not a whole-network solution")
-    dc = _arrays(keys, values, {k: net.dcline.n for k in DC_KINDS}) if net.dcline.n else {}
-    return Dispatch(**{k: v[k] for k in ("w", "pg", "qg", *FLOW_KINDS)}, dc=dc)
+    return Dispatch(**{k: v[k] for k in ("w", "pg", "qg", *FLOW_KINDS)}, dc={k: v[k] for k in DC_KINDS if k in v})
 
 
 def dispatch_from_zones(
@@ -149,16 +149,13 @@ def dispatch_from_zones(
     dc_owner = {k: zone_of_bus[net.dcline.f_bus if k.endswith("fr") else net.dcline.t_bus] for k in dc}
     for zone, sol in solutions.items():  # one pass per zone, vectorized inside
         keys = list(sol)
-        vals = np.fromiter((sol[k] for k in keys), float, len(keys))
-        v = _solution_arrays(net, keys, vals)
+        v = _solution_arrays(net, keys, np.fromiter((sol[k] for k in keys), float, len(keys)))
         for name, arr in out.items():
             mine = owner[name] == int(zone)
             arr[mine] = v[name][mine]
-        if dc:  # an HVDC line's end from the zone of the bus at that end
-            vdc = _arrays(keys, vals, {k: net.dcline.n for k in DC_KINDS})
-            for name, arr in dc.items():
-                mine = dc_owner[name] == int(zone)
-                arr[mine] = vdc[name][mine]
+        for name, arr in dc.items():  # an HVDC line's end from the zone of the bus at that end
+            mine = dc_owner[name] == int(zone)
+            arr[mine] = v[name][mine]
     for name, arr in out.items():
         if np.isnan(arr).any():
             k = int(np.flatnonzero(np.isnan(arr))[0])

@@ -90,23 +90,11 @@ def gradient_sensitivity(beta: float, rule: Rule = "sound", adjacency: Adjacency
             note="ObjPert gradient, bus adjacency: pd_i and qd_i move two entries of ∇f_p = 2(y + d) by 2β each",
             coordinates=2,
         )
-    if rule == "paper":
-        return Sensitivity(
-            l1=2.0 * beta,
-            l2=2.0 * beta,
-            rule="paper",
-            beta=beta,
-            note="ObjPert gradient, the paper's value Δ1 = Δ2 = 2β (Sec. 6.1); in its coordinates also a sound bound",
-            coordinates=1,
-        )
-    return Sensitivity(
-        l1=2.0 * beta,
-        l2=2.0 * beta,
-        rule="sound",
-        beta=beta,
-        note="ObjPert gradient, value adjacency: one load value moves one entry of ∇f_p = 2(y + d) by 2β",
-        coordinates=1,
-    )
+    note = {
+        "paper": "ObjPert gradient, the paper's value Δ1 = Δ2 = 2β (Sec. 6.1); in its coordinates also a sound bound",
+        "sound": "ObjPert gradient, value adjacency: one load value moves one entry of ∇f_p = 2(y + d) by 2β",
+    }[rule]
+    return Sensitivity(l1=2.0 * beta, l2=2.0 * beta, rule=rule, beta=beta, note=note, coordinates=1)
 
 
 def output_sensitivity(
