@@ -194,10 +194,9 @@ _WORKER: dict[str, Any] = {}
 
 def _worker_init(state: dict[str, Any]) -> None:
     """A pool worker: the audit's networks and partitions once per process; Ctrl-C is the parent's."""
-    from .admm.backends.process import die_with_parent, worker_signals
+    from .admm.backends.process import pool_worker_init
 
-    die_with_parent()
-    worker_signals()
+    pool_worker_init()
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     _WORKER.clear()
     _WORKER.update(state)
@@ -265,7 +264,7 @@ def _map(tasks: list, state: dict[str, Any], jobs: int, progress: Callable[[int,
             gc.unfreeze()
             _WORKER.clear()
         return out
-    from .sweep import stop_pool
+    from .admm.backends.process import stop_pool
 
     pool = ProcessPoolExecutor(max_workers=min(jobs, total), initializer=_worker_init, initargs=(state,))
     try:

@@ -42,6 +42,7 @@ from typing import Any
 
 import pandas as pd
 
+from .admm.backends.process import pool_worker_init, stop_pool
 from .admm.config import RunConfig
 from .admm.configfile import check_types
 from .admm.runner import RESUME_MAY_CHANGE, resolve_partition_choice
@@ -214,34 +215,12 @@ def _one(run: str, cfg: RunConfig, out: str) -> tuple[str, str | None]:
     return run, None
 
 
-def _pool_worker_init() -> None:
-    """Sweep pool workers: Ctrl-C is the parent's to handle, and they end with it."""
-    from .admm.backends.process import die_with_parent, worker_signals
-
-    die_with_parent()
-    worker_signals()
-
-
 def _executor(jobs: int | None) -> Executor:
     if os.environ.get("POWERDP_SWEEP_EXECUTOR", "") == "mpi" or "mpi4py.futures" in sys.modules:
         from mpi4py.futures import MPIPoolExecutor
 
         return MPIPoolExecutor()
-    return ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1, initializer=_pool_worker_init)
-
-
-def stop_pool(pool: Executor) -> None:
-    """Ctrl-C: no new runs, and the running ones end now (each resumes from its last checkpoint)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() forgets them
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-    for proc in procs:
-        proc.join(timeout=5)
+    return ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1, initializer=pool_worker_init)
 
 
 def _finished(d: Path) -> bool:

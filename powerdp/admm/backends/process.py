@@ -75,6 +75,26 @@ def worker_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def pool_worker_init() -> None:
+    """A worker of a process pool (sweeps, audits): Ctrl-C is the parent's to handle, and it ends with it."""
+    die_with_parent()
+    worker_signals()
+
+
+def stop_pool(pool) -> None:
+    """Ctrl-C on a ``concurrent.futures`` process pool: no new tasks, and the running ones end now."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() forgets them
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=5)
+
+
 def _default_start_method() -> str:
     """``fork`` where the platform has it (fast, works from notebooks and stdin), else ``spawn``."""
     return "fork" if "fork" in mp.get_all_start_methods() else "spawn"
