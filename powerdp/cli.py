@@ -267,9 +267,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(data, indent=2) + "\n")
     if args.solution:
         ensure_dir(args.solution, "--solution directory")
-        res.tables().save(args.solution)
-        if len(res.dclines):
-            res.dclines.to_csv(args.solution / "dclines.csv", index=False)
+        res.save_tables(args.solution)
     if args.out:
         ensure_dir(args.out, "--out directory")
         res.save(args.out)
@@ -317,6 +315,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise ConfigError(f"{d} has result.json but not all of generators.csv, buses.csv, branches.csv, zones.csv")
         net = load_case(source, convention=convention)
         dispatch = dispatch_from_tables(net, tables, where=str(d))
+        if net.dcline.n and (d / "dclines.csv").is_file():  # the HVDC lines' powers (p.u.), as OPFResult.save_tables writes them
+            import pandas as pd
+
+            lines = pd.read_csv(d / "dclines.csv").set_index("dcline").reindex(net.dcline.ids)
+            dispatch.dc = {k: lines[k].to_numpy(dtype=float) for k in ("p_dc_fr", "p_dc_to", "q_dc_fr", "q_dc_to")}
     else:
         raise ConfigError(f"{d} is neither a run directory (config.json) nor a solve directory (result.json)")
     if args.ac_check:

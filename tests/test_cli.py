@@ -335,3 +335,17 @@ def test_run_on_a_pandapower_case_writes_its_dispatch_back(tmp_path):
         rows = list(csv.DictReader(fh))
     gen_p = sorted(float(r["p_mw"]) for r in rows if int(r["bus"]) in {2, 3, 6, 8})
     assert sorted(net.gen["p_mw"]) == pytest.approx(gen_p, abs=1e-9)
+
+
+def test_export_of_a_solve_with_an_hvdc_line(hvdc_case, tmp_path):
+    """solve --out keeps the HVDC lines' powers (dclines.csv); export writes them as a pandapower dcline."""
+    import pandapower as pp
+
+    from powerdp.cli import main
+
+    out = tmp_path / "solve"
+    assert main(["-q", "solve", str(hvdc_case), "--out", str(out)]) == 0
+    assert (out / "dclines.csv").is_file()
+    assert main(["-q", "export", str(out), "--pandapower", str(tmp_path / "net.json"), "--ac-check"]) == 0
+    net = pp.from_json(str(tmp_path / "net.json"))
+    assert len(net.dcline) == 1 and net.dcline["p_mw"].iloc[0] == pytest.approx(80.0, abs=1e-3)

@@ -105,7 +105,15 @@ class OPFResult:
         data = self.to_dict()
         data["source"] = self.network.source or self.case
         (d / "result.json").write_text(json.dumps(data, indent=2) + "\n")
+        self.save_tables(d)
+        return d
+
+    def save_tables(self, directory: str | Path) -> Path:
+        """Write the physical-unit tables, and ``dclines.csv`` for a case with HVDC lines, into ``directory``."""
+        d = Path(directory)
         self.tables().save(d)
+        if len(self.dclines):
+            self.dclines.to_csv(d / "dclines.csv", index=False)
         return d
 
     def to_json(self, path: str | Path) -> None:
