@@ -217,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_run_parser(sub)  # run, sweep, plot: the distributed solve and its studies
     add_audit_parser(sub)
+    from .cli_privacy import add_privacy_parser
+
+    add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
     return parser
 
 
