@@ -341,7 +341,8 @@ def first_user_guarantee(*, iterations: int, eta: float, beta: float, delta_grad
     except AssumptionError as exc:
         refused.append(f"Cor. 6.2: {exc}")
     candidates.append((local, "one step", [ASSUMPTIONS["neighbouring"], "Gaussian noise N(0, σ²I) on x (Fact 4.3)"]))
-    rho, source, assumptions = min(candidates, key=lambda c: c[0])
+    rank = {"one step": 0, "Cor. 6.2": 1, "Cor. 7.3": 2}  # on a tie, the result with fewer assumptions
+    rho, source, assumptions = min(candidates, key=lambda c: (c[0], rank[c[1]]))
     return AmplifiedGuarantee(
         zcdp=rho, source=source, iterations=_iterations(iterations), one_step_zcdp=local, delta=check_delta("δ", delta),
         epsilon=zcdp_to_dp(rho, delta), assumptions=assumptions, refused=refused,
