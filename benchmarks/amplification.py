@@ -38,7 +38,7 @@ from scipy import stats
 from powerdp.amplification_audit import audit_inner_steps, audit_noisy_admm
 from powerdp.jsonutil import jsonable
 from powerdp.learning.noisy_admm import ElasticNet, elastic_net_data, noisy_admm, uniform_order
-from powerdp.privacy.amplification import _formula_contraction, contraction, convex_constant, step_interval, step_midpoint
+from powerdp.privacy.amplification import contraction, contraction_at, convex_constant, step_interval, step_midpoint
 
 ROWS = [  # μ, β, and the paper's printed η, 𝔏, iterations to converge (Table 1); c₂ = 0.1, c₁ = 0.01
     (0.25, 0.9, 1.95, 0.95, 26),
@@ -107,7 +107,7 @@ def table1(args, rng) -> tuple[list[dict], dict]:
         lo, hi = step_interval(nu, nu, 2 * C2, beta)
         eta = step_midpoint(nu, nu, 2 * C2, beta)
         row = {"mu": mu, "beta": beta, "c2": C2, "c1": C1, "eta_interval": [lo, hi], "eta": eta,
-               "contraction": contraction(eta, nu, nu, 2 * C2, beta), "contraction_at_printed_eta": _formula_contraction(eta_p, nu, nu, beta),
+               "contraction": contraction(eta, nu, nu, 2 * C2, beta), "contraction_at_printed_eta": contraction_at(eta_p, nu, nu, beta),
                "paper_eta": eta_p, "paper_contraction": l_p, "paper_iterations": conv_p, "convex_C": convex_constant(eta, beta),
                "eta_le_1_over_nu": eta <= 1 / nu}
         for label, data, sigma in (("spec", elastic_net_data(mu, seed=args.seed), args.sigma),

@@ -206,3 +206,20 @@ def test_inner_steps_mean_release_is_composition_last_is_one_step():
     r = audit_inner_steps(steps=5, eta=0.95, rho=100.0, noise_multiplier=1.0, runs=4000, seed=0)
     assert r["mean"]["above_hidden_steps_claim"]  # crediting the hidden steps to the mean release is refuted
     assert r["last"]["attack"]["epsilon_lower_bound"] <= r["last"]["exact_epsilon"]
+
+
+def test_cli_convex_only(tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert main(["privacy", "amplification", "--smooth", "0.5", "--penalty", "0.9", "--convex", "--sigma", "0.2",
+                 "--delta-grad", "0.1", "--iterations", "101", "--json", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["eta"] == pytest.approx(2.0) and rep["contraction"] is None
+    z = rep["zcdp"]
+    c = max(2, 3 / 1.8) * (1 + 1.8)
+    assert z["source"] == "Cor. 6.2" and z["cor_6_2"] == pytest.approx(c / 50 * 4 * 0.01 / (2 * 0.04))
+    assert main(["privacy", "amplification", "--smooth", "0.5", "--penalty", "0.9", "--convex", "--sigma", "0.2",
+                 "--delta-grad", "0.1", "--eta", "2.5", "--json", str(out), "--force"]) == 0  # Cor. 6.2 refused, one step kept
+    z = json.loads(out.read_text())["zcdp"]
+    assert z["cor_6_2"] is None and "Lemma 6.5" in z["cor_6_2_refused"] and z["source"] == "one step"
+    assert main(["privacy", "amplification", "--smooth", "0.5", "--penalty", "0.9", "--convex", "--json", str(out)]) == 2
+    assert "exists" in capsys.readouterr().err

@@ -160,7 +160,8 @@ def noisy_admm(problem: ElasticNet, *, eta: float, beta: float, sigma: float, it
     order = np.asarray(order)
     if order.ndim != 2 or order.shape[1] < iterations or iterations < 1:
         raise ConfigError(f"order must be (runs, ≥ iterations) user indices, got shape {order.shape} for {iterations} iterations")
-    rng = np.random.default_rng() if rng is None else rng
+    seeded = rng is not None
+    rng = np.random.default_rng() if rng is None else rng  # secret OS entropy unless the caller seeds
     runs, n = order.shape[0], problem.dim
     a, b = problem.features, problem.targets
     r_f, c2_g, c1 = problem.ridge_in_f, problem.c2 - problem.ridge_in_f, problem.c1
@@ -192,5 +193,6 @@ def noisy_admm(problem: ElasticNet, *, eta: float, beta: float, sigma: float, it
             norm_A=1.0, norm_AtB=1.0, delta=delta,
         )
     settings = {"eta": eta, "beta": beta, "sigma": sigma, "iterations": iterations, "runs": runs, "c1": c1,
-                "c2": problem.c2, "ridge_in_f": r_f}
+                "c2": problem.c2, "ridge_in_f": r_f,
+                "noise": "seeded generator (reproducible, not secret)" if seeded else "OS entropy"}
     return NoisyADMMResult(x=x, lam=lam, recorded=recorded, objective=objective, ledger=ledger, settings=settings)

@@ -30,7 +30,7 @@ from .params import check_delta, check_real
 
 __all__ = [
     "AssumptionError", "ASSUMPTIONS", "convex_constant", "step_interval", "step_midpoint", "contraction_terms",
-    "contraction", "strongly_convex_constant", "one_step_zcdp", "amplification_pairs", "zcdp_convex",
+    "contraction", "contraction_at", "strongly_convex_constant", "one_step_zcdp", "amplification_pairs", "zcdp_convex",
     "zcdp_strongly_convex", "assumption_8_1_constant", "rdp_all_users", "zcdp_to_dp", "rdp_to_dp",
     "AmplifiedGuarantee", "first_user_guarantee",
 ]
@@ -192,8 +192,9 @@ def contraction(eta: float, nu: float, mu: float, mu_g: float, beta: float, norm
     return max(k["R"] / k["P"], k["S"] / k["Q"])
 
 
-def _formula_contraction(eta: float, nu: float, mu: float, beta: float) -> float:
-    """max{R/P, S/Q} without the interval check: only to report what a printed η would give."""
+def contraction_at(eta: float, nu: float, mu: float, beta: float) -> float:
+    """max{R/P, S/Q} at any η, without the eq. (23) check: what the formula gives (e.g. at a printed η);
+    a bound only where :func:`contraction` accepts η."""
     k = contraction_terms(eta, nu, mu, beta)
     return max(k["R"] / k["P"], k["S"] / k["Q"])
 
