@@ -55,6 +55,7 @@ EPILOG = textwrap.dedent(
       powerdp run case118 --zones 3 --algorithm objl --epsilon 0.1 --rounds 100
       powerdp sweep examples/sweep_small.toml --out sweep_out && powerdp plot sweep_out
       powerdp audit case14 --algorithm objl --target-epsilon 1   empirical privacy audit
+      powerdp privacy amplification --smooth 0.18 --strong 0.18 --strong-g 0.2 --penalty 0.5
 
     exit status: 0 success; 1 a solve or run failed; 2 bad input (arguments, files,
     output paths); 3 a privacy audit failed (powerdp audit); 130 interrupted (Ctrl-C or SIGTERM).
@@ -217,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_run_parser(sub)  # run, sweep, plot: the distributed solve and its studies
     add_audit_parser(sub)
+    from .cli_privacy import add_privacy_parser
+
+    add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
     return parser
 
 
