@@ -56,18 +56,18 @@ class MarketZone(SharingAgent):
         self.noise_sigma = float(noise_sigma)
         self.rng = _rng(seed, agent) if self.noise_sigma > 0 else None
         self.p = np.clip(np.zeros(len(self.c1)), self.pmin, self.pmax)
-        self._solver = None
-        self._kappa = None
+        self._kappa = self._active = None
 
     def initial_release(self) -> np.ndarray:
         return np.zeros(self.B.shape[0])  # nothing of the zone's data before round 1
 
-    def _qp(self, kappa: float):
+    def _qp(self, kappa: float, active: np.ndarray):
         import clarabel
         from scipy import sparse
 
         G = len(self.c1)
-        P = sparse.csc_matrix(np.triu(np.diag(2.0 * self.c2) + kappa * self.B.T @ self.B))
+        Ba = self.B[active]
+        P = sparse.csc_matrix(np.triu(np.diag(2.0 * self.c2) + kappa * Ba.T @ Ba))
         A = sparse.csc_matrix(np.vstack([np.eye(G), -np.eye(G)]))
         self._b = np.concatenate([self.pmax, -self.pmin])
         s = clarabel.DefaultSettings()
@@ -75,17 +75,19 @@ class MarketZone(SharingAgent):
         s.tol_gap_abs = s.tol_gap_rel = s.tol_feas = 1e-11
         s.presolve_enable = False
         self._P, self._A, self._settings = P, A, s
-        self._kappa = kappa
+        self._kappa, self._active = kappa, active
 
     def local_step(self, msg: SharingMessage) -> tuple[np.ndarray, int]:
         import clarabel
 
         kappa = msg.rho + msg.tau
-        if self._kappa != kappa:
-            self._qp(kappa)
+        active = np.ones(len(self.e), dtype=bool) if msg.active is None else msg.active
+        if self._kappa != kappa or not np.array_equal(self._active, active):
+            self._qp(kappa, active)
         a = self.others_minus_z(msg)  # Σ_{k≠m} r_k − z, public
-        # ⟨y, r(p)⟩ + ρ/2‖r(p) + a‖² + τ/2‖r(p) − r̃_m‖², r(p) = B p − e (docs/sharing.md eq. 7 with the prox term)
-        q = self.c1 + self.B.T @ (msg.dual + msg.rho * (a - self.e) - msg.tau * (self.e + self.released))
+        # ⟨y, r(p)⟩ + ρ/2‖r(p) + a‖² + τ/2‖r(p) − r̃_m‖² over the active rows, r(p) = B p − e (docs/sharing.md eq. 7)
+        pen = msg.rho * (a - self.e) - msg.tau * (self.e + self.released)
+        q = self.c1 + self.B.T @ msg.dual + self.B[active].T @ pen[active]
         solver = clarabel.DefaultSolver(self._P, q, self._A, self._b, [clarabel.NonnegativeConeT(len(self._b))], self._settings)
         sol = solver.solve()
         if "Solved" not in str(sol.status):
@@ -114,12 +116,12 @@ class MarketZone(SharingAgent):
             self.rng.bit_generator.state = state["meta"]["rng"]
 
 
-def market_sensitivity(model: DCModel, buses: np.ndarray, beta: float) -> float:
-    """Δ₂ of a zone's release when one of its loads moves by β: β·max_b ‖[1; H_{:,b}]‖₂ (docs/market.md)."""
+def market_sensitivity(model: DCModel, buses: np.ndarray, beta: float, line_scale: float = 1.0) -> float:
+    """Δ₂ of a zone's release when one of its loads moves by β: β·max_b ‖[1; s·H_{:,b}]‖₂ (docs/market.md)."""
     if len(buses) == 0:
         return 0.0
     cols = model.H[:, buses]
-    return float(beta * np.sqrt(1.0 + np.max(np.sum(cols**2, axis=0))))
+    return float(beta * np.sqrt(1.0 + line_scale**2 * np.max(np.sum(cols**2, axis=0))))
 
 
 def default_market_rho(model: DCModel) -> float:
@@ -131,18 +133,25 @@ def default_market_rho(model: DCModel) -> float:
 
 
 def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: float | None = None, beta: float = 0.01,
-                   seed: int | None = None, model: DCModel | None = None, reference=None) -> tuple[SharingProblem, DCModel, dict]:
-    """The sharing problem of the zonal market (one agent per zone) and its evaluation."""
+                   seed: int | None = None, model: DCModel | None = None, reference=None,
+                   line_scale: float = 1.0, screen: bool = True) -> tuple[SharingProblem, DCModel, dict]:
+    """The sharing problem of the zonal market (one agent per zone) and its evaluation.
+
+    ``line_scale`` s multiplies the line rows of every contribution (and their limits): a public row
+    scaling, i.e. a penalty s²ρ on the flows against ρ on the balance; the prices are scaled back.
+    ``screen``: a line's row joins the penalty only once its limit binds (docs/market.md).
+    """
     model = model or dc_model(net)
     zone_of_bus = np.asarray(zone_of_bus, dtype=np.int64)
     n_zones = int(zone_of_bus.max()) + 1
     gen_zone = zone_of_bus[model.gen_bus]
-    K_full = np.vstack([np.ones((1, model.n_bus)), model.H])
+    scale = np.concatenate([[1.0], np.full(model.n_mon, float(line_scale))])
+    K_full = scale[:, None] * np.vstack([np.ones((1, model.n_bus)), model.H])
     specs, sigmas = [], {}
     for m in range(n_zones):
         buses = np.flatnonzero(zone_of_bus == m)
         gens = np.flatnonzero(gen_zone == m)
-        sens = market_sensitivity(model, buses, beta)
+        sens = market_sensitivity(model, buses, beta, line_scale)
         sigma = 0.0 if noise_multiplier is None else float(noise_multiplier) * sens
         sigmas[m] = {"sensitivity": sens, "sigma": sigma}
         specs.append(SharingAgentSpec(agent=m, factory="powerdp.admm.market:MarketZone", weight=max(1, len(gens)), kwargs=dict(
@@ -150,15 +159,16 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
             c2=model.c2[gens], c1=model.c1[gens], c0=model.c0[gens], pmin=model.pmin[gens], pmax=model.pmax[gens],
             noise_sigma=sigma, seed=seed,
         )))
-    zstep = BoxZStep(np.concatenate([[0.0], model.flow_lo]), np.concatenate([[0.0], model.flow_hi]))
+    screened = np.concatenate([[False], np.ones(model.n_mon, dtype=bool)]) if screen else None
+    zstep = BoxZStep(scale * np.concatenate([[0.0], model.flow_lo]), scale * np.concatenate([[0.0], model.flow_hi]), screened)
 
     def evaluate(coordinator, diags: dict) -> dict:
         pg = np.zeros(model.n_gen)
         for m in range(n_zones):
             pg[np.flatnonzero(gen_zone == m)] = diags[m]["pg"]
         true_total = sum(diags[m]["true_release"] for m in range(n_zones))
-        flows = true_total[1:] + model.f0
-        lmp = model.lmp(-coordinator.y[0], coordinator.y[1:])
+        flows = true_total[1:] / scale[1:] + model.f0
+        lmp = model.lmp(-coordinator.y[0], coordinator.y[1:] * scale[1:])
         out = {"cost": model.cost(pg), "imbalance_mw": float(abs(true_total[0]) * model.base_mva),
                "max_line_violation": max_line_violation(model, flows)}
         if reference is not None:
@@ -169,13 +179,15 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
     problem = SharingProblem(
         name="dc-market", zstep=zstep, specs=specs, evaluate=evaluate,
         config={"case": model.name, "zones": n_zones, "zone_of_bus": zone_of_bus.tolist(), "beta": beta,
-                "noise_multiplier": noise_multiplier, "seeded": seed is not None, "seed": seed},
+                "noise_multiplier": noise_multiplier, "seeded": seed is not None, "seed": seed, "line_scale": line_scale,
+                "screen": screen},
     )
     return problem, model, sigmas
 
 
 def run_market(net: Network, zone_of_bus: np.ndarray, settings: SharingSettings, beta: float = 0.01, seed: int | None = None,
-               out=None, resume: bool = False, overwrite: bool = False, progress=None, observe=None, reference: bool = True):
+               out=None, resume: bool = False, overwrite: bool = False, progress=None, observe=None, reference: bool = True,
+               line_scale: float = 1.0, screen: bool = True):
     """Clear the zonal DC market by sharing ADMM; returns (SharingResult, DCModel, centralized DCResult or None, tables).
 
     Under MPI every rank calls it; ranks other than 0 return None.
@@ -184,7 +196,7 @@ def run_market(net: Network, zone_of_bus: np.ndarray, settings: SharingSettings,
     central = solve_dc_opf(model) if reference else None
     if central is not None and not central.success:
         raise ConfigError(f"{net.name}: the centralized DC-OPF did not solve ({central.status}); the case is infeasible as a DC model")
-    problem, model, sigmas = market_problem(net, zone_of_bus, settings.noise_multiplier, beta, seed, model, central)
+    problem, model, sigmas = market_problem(net, zone_of_bus, settings.noise_multiplier, beta, seed, model, central, line_scale, screen)
     t0 = time.perf_counter()
     result = run_sharing(problem, settings, out=out, resume=resume, overwrite=overwrite, progress=progress, observe=observe)
     if result is None:

@@ -53,6 +53,7 @@ class SharingMessage:
     dual: np.ndarray  # y^t
     rho: float
     tau: float
+    active: np.ndarray | None = None  # rows in the coupling's penalty (None: all); see SharingCoordinator
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,13 @@ class BoxZStep:
 
     name = "box"
 
-    def __init__(self, lo: np.ndarray, hi: np.ndarray):
+    def __init__(self, lo: np.ndarray, hi: np.ndarray, screened: np.ndarray | None = None):
         self.lo = np.asarray(lo, dtype=float)
         self.hi = np.asarray(hi, dtype=float)
         if self.lo.shape != self.hi.shape or np.any(self.lo > self.hi):
             raise ValueError("box z-step needs lo ≤ hi of one shape")
+        # rows whose constraint enters the penalty only once it binds (docs/sharing.md "Screened rows")
+        self.screened = None if screened is None else np.asarray(screened, dtype=bool)
 
     @property
     def size(self) -> int:
@@ -174,16 +177,27 @@ class SharingCoordinator:
     zstep: the coupling g (:data:`ZSTEPS`); ``zstep.size`` is the length of every contribution.
     n_agents: M.
     rho: the penalty ρ. tau: the proximal weight τ of the agents' step (None: (M − 1)ρ, Boyd's sharing).
+    rho_schedule: ``"constant"`` or ``"adaptive"``: residual balancing on relative residuals (ρ ×2 when the
+        primal residual exceeds 10× the dual one, ÷2 in the opposite case) during the first ``adapt_rounds``
+        rounds, then constant, so the convergence guarantee of a fixed ρ applies from there on.
     """
 
-    def __init__(self, zstep, n_agents: int, rho: float, tau: float | None = None):
+    def __init__(self, zstep, n_agents: int, rho: float, tau: float | None = None, rho_schedule: str = "constant",
+                 adapt_rounds: int = 1000):
         self.zstep = zstep
         self.n = int(zstep.size)
         self.n_agents = int(n_agents)
         self.rho = float(rho)
         if not self.rho > 0:
             raise ValueError(f"rho must be positive, got {rho!r}")
+        self.tau_factor = None if tau is None else float(tau) / self.rho  # τ follows ρ when ρ adapts
         self.tau = float((self.n_agents - 1) * self.rho if tau is None else tau)
+        if rho_schedule not in ("constant", "adaptive"):
+            raise ValueError(f"rho_schedule must be 'constant' or 'adaptive', got {rho_schedule!r}")
+        self.rho_schedule = rho_schedule
+        self.adapt_rounds = int(adapt_rounds)
+        screened = getattr(zstep, "screened", None)
+        self.active = None if screened is None else ~screened  # screened rows join once their constraint binds
         self.z = np.zeros(self.n)
         self.y = np.zeros(self.n)
         self.total = np.zeros(self.n)  # S = Σ_m r_m
@@ -213,10 +227,13 @@ class SharingCoordinator:
         self.z = self.zstep.prox(self.total, self.rho)
         self.y = np.zeros(self.n)
         self.round = 0
+        if self.active is not None:
+            self.active = self.active | (self.total != self.z)
 
     def broadcast(self) -> SharingMessage:
         self.round += 1
-        return SharingMessage(round=self.round, residual=self.total - self.z, dual=self.y.copy(), rho=self.rho, tau=self.tau)
+        active = None if self.active is None else self.active.copy()
+        return SharingMessage(round=self.round, residual=self.total - self.z, dual=self.y.copy(), rho=self.rho, tau=self.tau, active=active)
 
     def receive(self, updates) -> SharingResiduals:
         """S^{t+1} from the contributions, then the z-step (eq. 8) and the dual step (eq. 9)."""
@@ -225,14 +242,39 @@ class SharingCoordinator:
         self.z = self.zstep.prox(self.total + self.y / self.rho, self.rho)
         gap = self.total - self.z
         self.y = self.y + self.rho * gap
-        return SharingResiduals(primal=float(np.linalg.norm(gap)), dual=float(self.rho * np.linalg.norm(self.z - z_prev)))
+        if self.active is not None:  # a screened row whose constraint binds (z ≠ S) joins the penalty for good
+            self.active = self.active | (gap != 0.0)
+        res = SharingResiduals(primal=float(np.linalg.norm(gap)), dual=float(self.rho * np.linalg.norm(self.z - z_prev)))
+        if self.rho_schedule == "adaptive" and self.round <= self.adapt_rounds:
+            self._balance(res)
+        return res
+
+    def _balance(self, res: SharingResiduals, mu: float = 10.0, factor: float = 2.0) -> None:
+        """Residual balancing (Boyd et al. §3.4.1) on residuals relative to their scales (‖S‖, ‖z‖; ‖y‖)."""
+        scale_p = max(float(np.linalg.norm(self.total)), float(np.linalg.norm(self.z)))
+        scale_d = float(np.linalg.norm(self.y))
+        if scale_p == 0 or scale_d == 0:
+            return
+        primal, dual = res.primal / scale_p, res.dual / scale_d
+        if primal > mu * dual:
+            self.rho *= factor
+        elif dual > mu * primal:
+            self.rho /= factor
+        else:
+            return
+        self.tau = (self.n_agents - 1) * self.rho if self.tau_factor is None else self.tau_factor * self.rho
 
     def state_dict(self) -> dict:
-        return {"arrays": {"z": self.z, "y": self.y, "total": self.total}, "meta": {"round": self.round, "rho": self.rho, "tau": self.tau}}
+        arrays = {"z": self.z, "y": self.y, "total": self.total}
+        if self.active is not None:
+            arrays["active"] = self.active
+        return {"arrays": arrays, "meta": {"round": self.round, "rho": self.rho, "tau": self.tau}}
 
     def load_state_dict(self, state: dict) -> None:
         a, m = state["arrays"], state["meta"]
         self.z, self.y, self.total = (np.asarray(a[k], dtype=float) for k in ("z", "y", "total"))
+        if "active" in a:
+            self.active = np.asarray(a["active"], dtype=bool)
         self.round, self.rho, self.tau = int(m["round"]), float(m["rho"]), float(m["tau"])
 
 

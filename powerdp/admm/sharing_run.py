@@ -48,6 +48,8 @@ class SharingSettings:
     rounds: int = 200
     rho: float = 1.0
     tau: float | None = None  # None: (M − 1)ρ
+    rho_schedule: str = "constant"  # or "adaptive" (residual balancing during the first adapt_rounds rounds)
+    adapt_rounds: int = 1000
     backend: str = "serial"
     workers: int | None = None
     checkpoint_every: int = 0  # 0: only at the end when an output directory is given
@@ -175,7 +177,7 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
     seen = observe or (lambda updates: None)
     doc = _config_doc(problem, settings)
     n_agents = len(problem.specs)
-    coordinator = SharingCoordinator(problem.zstep, n_agents, settings.rho, settings.tau)
+    coordinator = SharingCoordinator(problem.zstep, n_agents, settings.rho, settings.tau, settings.rho_schedule, settings.adapt_rounds)
     history: list[dict] = []
     if resume:
         _check_resume(out, doc)

@@ -1,0 +1,1 @@
+"""Learning applications of the engine: vertical (feature-split) learning by ADMM sharing (vertical.py)."""
