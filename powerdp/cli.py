@@ -217,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_run_parser(sub)  # run, sweep, plot: the distributed solve and its studies
     add_audit_parser(sub)
+    from .cli_sharing import register  # solve/run --model dc, learn --vertical (ADMM sharing)
+
+    register(sub)
     return parser
 
 

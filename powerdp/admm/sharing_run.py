@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PowerDPError, SolverError
 from ..jsonutil import jsonable
 from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
 from .sharing import SharingCoordinator
@@ -37,6 +37,10 @@ from .sharing_hosts import SHARING_BACKENDS, launch_sharing, load_state, make_sh
 from .stopping import deferred_stop, stop_requested
 
 __all__ = ["SharingSettings", "SharingProblem", "SharingResult", "run_sharing", "gaussian_ledger", "RESUME_MAY_CHANGE_SHARING"]
+
+class RunStopped(SolverError):
+    """A sharing run failed in a round (exit status 1); the output directory keeps its history."""
+
 
 RESUME_MAY_CHANGE_SHARING = ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every")
 
@@ -205,9 +209,15 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
             for t in range(coordinator.round + 1, settings.rounds + 1):
                 t0 = time.perf_counter()
                 rho = coordinator.rho
-                updates = backend.call("step", coordinator.broadcast())
-                seen(updates)
-                res = coordinator.receive(updates)
+                try:
+                    updates = backend.call("step", coordinator.broadcast())
+                    seen(updates)
+                    res = coordinator.receive(updates)
+                except (PowerDPError, FloatingPointError, ValueError) as exc:  # a failed step, a lost host, a NaN release
+                    if out is not None:
+                        _write_history(out, pd.DataFrame(history))
+                        (out / "failure.txt").write_text(f"round {t}: {exc}\n")
+                    raise RunStopped(f"sharing run stopped in round {t}: {exc}") from exc
                 ledger = gaussian_ledger(settings.noise_multiplier, t, settings.delta)
                 row = {
                     "round": t, "primal_residual": res.primal, "dual_residual": res.dual, "rho": rho,

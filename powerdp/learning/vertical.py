@@ -18,6 +18,9 @@ Privacy (docs/vertical.md for the derivations): Gaussian noise on the release,
 σ_t = z·Δ_t with Δ_t a bound on ‖D_m x_m − D'_m x'_m‖₂ over neighbouring D_m, D'_m
 given the public w_t:
 
+The target w is clipped entrywise to [−B, B] (public B, ``margin_clip``) in private runs, so the
+noise cannot feed back into ever larger sensitivities.
+
 * ``"column"`` (002's neighbours: one feature column of the party, columns clipped to ‖c‖ ≤ C):
   Δ = 2‖w‖·κC²/(λ + κC²);
 * ``"row"`` (one sample's features of the party, rows of norm ≤ 1):
@@ -135,8 +138,9 @@ class VerticalParty(SharingAgent):
     """A party holding one feature block: exact ridge x-step, optional Gaussian release noise."""
 
     def __init__(self, agent: int, D: np.ndarray, D_test: np.ndarray, lam: float, noise_multiplier: float | None = None,
-                 neighbours: str = "column", clip: float = 1.0, seed: int | None = None):
+                 neighbours: str = "column", clip: float = 1.0, seed: int | None = None, margin_clip: float = 5.0):
         super().__init__(agent)
+        self.margin_clip = float(margin_clip)
         self.D = np.asarray(D, float)
         self.D_test = np.asarray(D_test, float)
         self.lam = float(lam)
@@ -174,6 +178,8 @@ class VerticalParty(SharingAgent):
         if self._kappa != kappa:
             self._factor(kappa)
         w = (-msg.dual - msg.rho * self.others_minus_z(msg) + msg.tau * self.released) / kappa
+        if self.rng is not None:  # private: the target margins are clipped to [−B, B] (public), so ‖w‖ ≤ B√N
+            w = np.clip(w, -self.margin_clip, self.margin_clip)
         self._w = w
         if self.primal_form:  # x = (λ/κ I + DᵀD)⁻¹ Dᵀ w
             self.x = cho_solve(self._chol, self.D.T @ w)
@@ -207,13 +213,13 @@ class VerticalParty(SharingAgent):
 
 
 def vertical_problem(data: VerticalData, lam: float, noise_multiplier: float | None = None, neighbours: str = "column",
-                     clip: float = 1.0, seed: int | None = None) -> SharingProblem:
+                     clip: float = 1.0, seed: int | None = None, margin_clip: float = 5.0) -> SharingProblem:
     if neighbours not in NEIGHBOURS:
         raise ConfigError(f"neighbours must be one of {', '.join(NEIGHBOURS)}, got {neighbours!r}")
     specs = [
         SharingAgentSpec(agent=m, factory="powerdp.learning.vertical:VerticalParty", weight=len(cols), kwargs=dict(
             D=data.X_train[:, cols], D_test=data.X_test[:, cols], lam=lam, noise_multiplier=noise_multiplier,
-            neighbours=neighbours, clip=clip, seed=seed))
+            neighbours=neighbours, clip=clip, seed=seed, margin_clip=margin_clip))
         for m, cols in enumerate(data.blocks)
     ]
     ytr, yte = data.y_train, data.y_test
@@ -227,7 +233,8 @@ def vertical_problem(data: VerticalData, lam: float, noise_multiplier: float | N
     return SharingProblem(
         name="vertical-logreg", zstep=LogisticZStep(ytr), specs=specs, evaluate=evaluate,
         config={"dataset": data.name, "parties": len(data.blocks), "blocks": [len(c) for c in data.blocks], "lam": lam,
-                "noise_multiplier": noise_multiplier, "neighbours": neighbours, "clip": clip, "seeded": seed is not None,
+                "noise_multiplier": noise_multiplier, "neighbours": neighbours, "clip": clip, "margin_clip": margin_clip,
+                "seeded": seed is not None,
                 "seed": seed},
     )
 
@@ -250,9 +257,9 @@ def baselines(data: VerticalData, lam: float) -> dict:
 
 def run_vertical_learning(data: VerticalData, lam: float, settings: SharingSettings, neighbours: str = "column",
                           clip: float = 1.0, seed: int | None = None, out=None, resume: bool = False,
-                          overwrite: bool = False, progress=None, observe=None):
+                          overwrite: bool = False, progress=None, observe=None, margin_clip: float = 5.0):
     """Train by sharing ADMM; returns (SharingResult, baselines) on rank 0 (None elsewhere under MPI)."""
-    problem = vertical_problem(data, lam, settings.noise_multiplier, neighbours, clip, seed)
+    problem = vertical_problem(data, lam, settings.noise_multiplier, neighbours, clip, seed, margin_clip)
     result = run_sharing(problem, settings, out=out, resume=resume, overwrite=overwrite, progress=progress, observe=observe)
     if result is None:
         return None
