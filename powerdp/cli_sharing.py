@@ -103,8 +103,11 @@ def _partition(args, net):
 
 def _noise_multiplier(args, rounds: int) -> float | None:
     """None for nonprivate; else σ/Δ₂ per release: from --target-epsilon over the run, or --epsilon per round."""
-    if args.algorithm == "nonprivate":
+    if args.algorithm in ("nonprivate", "exact"):
         return None
+    if args.algorithm != "outg":
+        raise ConfigError(f"--model dc: --algorithm {args.algorithm} is not available; the DC market runs nonprivate or "
+                          "outg (Gaussian output perturbation of every release, docs/market.md)")
     from .privacy.calibration import gaussian_noise_multiplier
 
     if args.target_epsilon is not None:
@@ -132,7 +135,7 @@ def cmd_run_dc(args) -> int:
                                checkpoint_every=args.checkpoint_every, rank_timeout=args.rank_timeout,
                                rho_schedule=args.rho_schedule, noise_multiplier=_noise_multiplier(args, rounds),
                                delta=float(args.target_delta or args.delta))
-    seed = args.seed if "seed" in explicit or args.algorithm == "nonprivate" else None
+    seed = args.seed if "seed" in explicit or settings.noise_multiplier is None else None
     out = args.resume if args.resume is not None else args.out
     t0 = time.perf_counter()
     ran = run_market(net, part.zone_of_bus, settings, beta=args.beta, seed=seed, out=out, resume=args.resume is not None,
