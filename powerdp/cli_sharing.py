@@ -27,8 +27,8 @@ DC_HELP = (
     "the coordinator projects their sum onto balance and line limits, and its dual holds the energy price and "
     "the congestion prices (locational prices per bus in $/MWh)"
 )
-DC_DEFAULT_ROUNDS = 3000
-DC_RHO_FACTOR = 0.1  # ρ = 0.1 × the median marginal cost ($/h per p.u.), measured on case118 / PGLib case118 and case300
+DC_DEFAULT_ROUNDS = 5000
+DC_RHO_FACTOR = 0.03  # ρ = 0.03 × the median marginal cost ($/h per p.u.), measured on case118, PGLib case118 and case300
 
 
 def _wrap(parser: argparse.ArgumentParser, handler) -> None:

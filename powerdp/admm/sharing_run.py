@@ -120,6 +120,16 @@ def _write_history(out: Path, history: pd.DataFrame) -> None:
     tmp.replace(out / "history.csv")
 
 
+def _append_history(out: Path, row: dict, header: bool) -> None:
+    import csv
+
+    with open(out / "history.csv", "a", newline="") as fh:
+        writer = csv.writer(fh)
+        if header:
+            writer.writerow(list(row))
+        writer.writerow([repr(float(v)) if isinstance(v, float) else v for v in row.values()])
+
+
 def _config_doc(problem: SharingProblem, settings: SharingSettings) -> dict:
     return jsonable({"kind": "sharing", "problem": problem.name, "config": problem.config, "settings": asdict(settings)})
 
@@ -171,9 +181,7 @@ def _save_checkpoint(out: Path, coordinator: SharingCoordinator, backend, histor
     d = out / "checkpoint"
     d.mkdir(parents=True, exist_ok=True)
     backend.call("save", (str(d), coordinator.round))
-    state = coordinator.state_dict()
-    state["meta"]["history"] = jsonable(history)
-    save_state(d / "state", state)
+    save_state(d / "state", coordinator.state_dict())  # the history is in history.csv, one line per round
     backend.call("prune", (str(d), coordinator.round))
 
 
@@ -191,7 +199,14 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
     try:
         if resume:
             coordinator.load_state_dict(main)
-            history = list(main["meta"]["history"])
+            try:  # the rounds up to the checkpoint (a killed run may have logged later ones)
+                saved = pd.read_csv(out / "history.csv", float_precision="round_trip")
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"cannot resume {out}: history.csv is missing or unreadable ({exc})") from None
+            saved = saved[saved["round"] <= coordinator.round]
+            if len(saved) != coordinator.round:
+                raise ConfigError(f"cannot resume {out}: history.csv has {len(saved)} of the {coordinator.round} checkpointed rounds")
+            history = saved.to_dict("records")
             backend.call("restore", (str(out / "checkpoint"), coordinator.round))
             if coordinator.round > settings.rounds:
                 raise ConfigError(f"{out}: the run already has {coordinator.round} rounds; rounds = {settings.rounds} cannot shorten it")
@@ -201,7 +216,10 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
             coordinator.start(initial)
         if out is not None:
             (out / "config.json").write_text(json.dumps(doc, indent=2))
-            _write_history(out, pd.DataFrame(history))
+            if history:
+                _write_history(out, pd.DataFrame(history))
+            else:
+                (out / "history.csv").unlink(missing_ok=True)
         setup_s = time.perf_counter() - t_setup
         stopped = "rounds"
         diags: dict = {}
@@ -231,11 +249,12 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
                     diags = backend.call("diag")
                     row.update({f"eval_{k}": v for k, v in problem.evaluate(coordinator, diags).items()})
                 history.append(row)
+                if out is not None:  # one line per round: a killed run keeps its history
+                    _append_history(out, row, header=len(history) == 1)
                 if progress is not None:
                     progress(row)
                 if out is not None and settings.checkpoint_every and t % settings.checkpoint_every == 0:
                     _save_checkpoint(out, coordinator, backend, history)
-                    _write_history(out, pd.DataFrame(history))
                 if stop_requested():
                     stopped = "interrupted"
                     break
