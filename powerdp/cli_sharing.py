@@ -25,7 +25,9 @@ DC_HELP = (
     "PTDFs (docs/market.md). With run, --model dc clears a zonal DC market by ADMM sharing, which is how a DC "
     "market runs: each zone sends only its net injection and its contribution to every monitored line's flow, "
     "the coordinator projects their sum onto balance and line limits, and its dual holds the energy price and "
-    "the congestion prices (locational prices per bus in $/MWh)"
+    "the congestion prices (locational prices per bus in $/MWh). --model dc runs 5000 rounds unless --rounds, "
+    "with ρ = 0.03 x the median marginal cost unless --rho, and --algorithm nonprivate or outg (Gaussian output "
+    "perturbation of the releases: --epsilon per round or --target-epsilon for the run, --delta, --beta)"
 )
 DC_DEFAULT_ROUNDS = 5000
 DC_RHO_FACTOR = 0.03  # ρ = 0.03 × the median marginal cost ($/h per p.u.), measured on case118, PGLib case118 and case300
@@ -123,8 +125,8 @@ def cmd_run_dc(args) -> int:
 
     explicit = getattr(args, "_explicit", set())
     rounds = args.rounds if "rounds" in explicit else DC_DEFAULT_ROUNDS
-    if args.case is None and args.resume is None:
-        raise ConfigError("give a CASE (or --resume DIR)")
+    if args.case is None:
+        raise ConfigError("--model dc needs the CASE (with --resume DIR too: the case and settings the run was made with)")
     if args.json is not None and args.json.is_dir():
         raise ConfigError(f"--json {args.json} is a directory; it names a file")
     net = load_case(args.case, convention=args.convention)

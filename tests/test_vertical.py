@@ -99,3 +99,20 @@ def test_private_run_spends_the_target_budget():
     led = res.summary["coordinator_view"]["ledger"][0]
     assert led["epsilon"] == pytest.approx(1.0, rel=1e-3)
     assert res.summary["evaluation"]["test_logloss"] < 0.45
+
+
+def test_attack_nonprivate_releases_reveal_the_column_space():
+    """What crosses without noise: after d_m rounds the coordinator knows col(D_m) of a party (the releases span it)."""
+    from powerdp.admm.sharing_run import run_sharing
+    from powerdp.learning.vertical import vertical_problem
+
+    data = load_dataset("breast_cancer", 2)
+    seen = []
+    problem = vertical_problem(data, 1e-3)
+    run_sharing(problem, SharingSettings(rounds=20, rho=0.5 / len(data.y_train)), observe=seen.append)
+    R = np.array([[u.released for u in us if u.agent == 0][0] for us in seen[1:]]).T  # N × 20
+    q, _ = np.linalg.qr(data.X_train[:, data.blocks[0]])
+    u, s, _ = np.linalg.svd(R, full_matrices=False)
+    span = u[:, s > 1e-12 * s[0]]  # 15 singular values above 1e-11 relative, the rest at rounding level
+    assert span.shape[1] == 15  # the 15 features' column space, from the releases alone
+    assert np.linalg.norm(span - q @ (q.T @ span)) < 1e-6
