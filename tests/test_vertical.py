@@ -115,4 +115,4 @@ def test_attack_nonprivate_releases_reveal_the_column_space():
     u, s, _ = np.linalg.svd(R, full_matrices=False)
     span = u[:, s > 1e-12 * s[0]]  # 15 singular values above 1e-11 relative, the rest at rounding level
     assert span.shape[1] == 15  # the 15 features' column space, from the releases alone
-    assert np.linalg.norm(span - q @ (q.T @ span)) < 1e-6
+    assert np.linalg.norm(span - q @ (q.T @ span)) < 1e-4  # a random 15-dimensional subspace: about 3.8
