@@ -125,6 +125,14 @@ def cmd_run_dc(args) -> int:
 
     explicit = getattr(args, "_explicit", set())
     rounds = args.rounds if "rounds" in explicit else DC_DEFAULT_ROUNDS
+    if args.resume is not None and args.target_epsilon is not None and args.algorithm == "outg":
+        try:
+            saved = json.loads((Path(args.resume) / "config.json").read_text())["settings"]["rounds"]
+        except (OSError, ValueError, KeyError):
+            saved = rounds
+        if saved != rounds:
+            raise ConfigError(f"{args.resume}: the run's noise was calibrated to a total budget (ε = {args.target_epsilon:g}) "
+                              f"over {saved} rounds; more rounds would spend more than the budget, so --rounds cannot change")
     if args.case is None:
         raise ConfigError("--model dc needs the CASE (with --resume DIR too: the case and settings the run was made with)")
     if args.json is not None and args.json.is_dir():
