@@ -116,3 +116,13 @@ def test_attack_nonprivate_releases_reveal_the_column_space():
     span = u[:, s > 1e-12 * s[0]]  # 15 singular values above 1e-11 relative, the rest at rounding level
     assert span.shape[1] == 15  # the 15 features' column space, from the releases alone
     assert np.linalg.norm(span - q @ (q.T @ span)) < 1e-4  # a random 15-dimensional subspace: about 3.8
+
+
+@pytest.mark.slow
+def test_gisette_like_three_parties_reaches_the_centralized_model():
+    data = load_dataset("gisette_like", 3)
+    assert data.X_train.shape == (2250, 5000)
+    res, base = run_vertical_learning(data, 1e-4, SharingSettings(rounds=60, rho=0.5 / len(data.y_train), backend="process", workers=2))
+    ev = res.summary["evaluation"]
+    assert abs(ev["test_logloss"] - base["centralized_test_logloss"]) < 1e-3
+    assert ev["test_logloss"] < base["party_alone_test_logloss"][0] - 0.05
