@@ -66,7 +66,7 @@ def test_release_sensitivity_is_sound(case30):
                 a, b = MarketZone(spec.agent, **kw), None
                 kw["loads"] = kw["loads"] + beta * np.eye(len(buses))[k]
                 b = MarketZone(spec.agent, **kw)
-                a.released, b.released = prev, prev  # the same public history
+                a.released = a.own = b.released = b.own = prev  # the same public history
                 ra, rb = a.local_step(msg)[0], b.local_step(msg)[0]
                 worst = max(worst, float(np.linalg.norm(ra - rb)))
             assert worst <= bound * (1 + 1e-6)

@@ -86,7 +86,7 @@ class MarketZone(SharingAgent):
             self._qp(kappa, active)
         a = self.others_minus_z(msg)  # Σ_{k≠m} r_k − z, public
         # ⟨y, r(p)⟩ + ρ/2‖r(p) + a‖² + τ/2‖r(p) − r̃_m‖² over the active rows, r(p) = B p − e (docs/sharing.md eq. 7)
-        pen = msg.rho * (a - self.e) - msg.tau * (self.e + self.released)
+        pen = msg.rho * (a - self.e) - msg.tau * (self.e + self.own)
         q = self.c1 + self.B.T @ msg.dual + self.B[active].T @ pen[active]
         solver = clarabel.DefaultSolver(self._P, q, self._A, self._b, [clarabel.NonnegativeConeT(len(self._b))], self._settings)
         sol = solver.solve()

@@ -54,6 +54,7 @@ class SharingMessage:
     rho: float
     tau: float
     active: np.ndarray | None = None  # rows in the coupling's penalty (None: all); see SharingCoordinator
+    relaxation: float = 1.0  # α of over-relaxation; residual is then Ŝ − z with Ŝ = αS + (1 − α)z_prev
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ class SharingCoordinator:
     """
 
     def __init__(self, zstep, n_agents: int, rho: float, tau: float | None = None, rho_schedule: str = "constant",
-                 adapt_rounds: int = 1000):
+                 adapt_rounds: int = 1000, relaxation: float = 1.0):
         self.zstep = zstep
         self.n = int(zstep.size)
         self.n_agents = int(n_agents)
@@ -196,11 +197,15 @@ class SharingCoordinator:
             raise ValueError(f"rho_schedule must be 'constant' or 'adaptive', got {rho_schedule!r}")
         self.rho_schedule = rho_schedule
         self.adapt_rounds = int(adapt_rounds)
+        if not 0.0 < relaxation < 2.0:
+            raise ValueError(f"relaxation must lie in (0, 2), got {relaxation!r}")
+        self.relaxation = float(relaxation)
         screened = getattr(zstep, "screened", None)
         self.active = None if screened is None else ~screened  # screened rows join once their constraint binds
         self.z = np.zeros(self.n)
         self.y = np.zeros(self.n)
         self.total = np.zeros(self.n)  # S = Σ_m r_m
+        self.total_hat = self.total  # Ŝ, the relaxed sum (= S when relaxation = 1)
         self.round = 0
 
     def _sum(self, updates, expected_round: int) -> np.ndarray:
@@ -225,6 +230,7 @@ class SharingCoordinator:
         """Round 0: the agents' initial contributions; z⁰ = prox(S⁰), y⁰ = 0."""
         self.total = self._sum(updates, 0)
         self.z = self.zstep.prox(self.total, self.rho)
+        self.total_hat = self.total
         self.y = np.zeros(self.n)
         self.round = 0
         if self.active is not None:
@@ -233,18 +239,21 @@ class SharingCoordinator:
     def broadcast(self) -> SharingMessage:
         self.round += 1
         active = None if self.active is None else self.active.copy()
-        return SharingMessage(round=self.round, residual=self.total - self.z, dual=self.y.copy(), rho=self.rho, tau=self.tau, active=active)
+        return SharingMessage(round=self.round, residual=self.total_hat - self.z, dual=self.y.copy(), rho=self.rho, tau=self.tau,
+                              active=active, relaxation=self.relaxation)
 
     def receive(self, updates) -> SharingResiduals:
         """S^{t+1} from the contributions, then the z-step (eq. 8) and the dual step (eq. 9)."""
         self.total = self._sum(updates, self.round)
         z_prev = self.z
-        self.z = self.zstep.prox(self.total + self.y / self.rho, self.rho)
-        gap = self.total - self.z
+        a = self.relaxation  # over-relaxation (Boyd et al. §3.4.3): Ŝ = αS + (1 − α)z^t in the z- and y-steps
+        self.total_hat = self.total if a == 1.0 else a * self.total + (1.0 - a) * z_prev
+        self.z = self.zstep.prox(self.total_hat + self.y / self.rho, self.rho)
+        gap = self.total_hat - self.z
         self.y = self.y + self.rho * gap
         if self.active is not None:  # a screened row whose constraint binds (z ≠ S) joins the penalty for good
             self.active = self.active | (gap != 0.0)
-        res = SharingResiduals(primal=float(np.linalg.norm(gap)), dual=float(self.rho * np.linalg.norm(self.z - z_prev)))
+        res = SharingResiduals(primal=float(np.linalg.norm(self.total - self.z)), dual=float(self.rho * np.linalg.norm(self.z - z_prev)))
         if self.rho_schedule == "adaptive" and self.round <= self.adapt_rounds:
             self._balance(res)
         return res
@@ -265,7 +274,7 @@ class SharingCoordinator:
         self.tau = (self.n_agents - 1) * self.rho if self.tau_factor is None else self.tau_factor * self.rho
 
     def state_dict(self) -> dict:
-        arrays = {"z": self.z, "y": self.y, "total": self.total}
+        arrays = {"z": self.z, "y": self.y, "total": self.total, "total_hat": self.total_hat}
         if self.active is not None:
             arrays["active"] = self.active
         return {"arrays": arrays, "meta": {"round": self.round, "rho": self.rho, "tau": self.tau}}
@@ -273,6 +282,7 @@ class SharingCoordinator:
     def load_state_dict(self, state: dict) -> None:
         a, m = state["arrays"], state["meta"]
         self.z, self.y, self.total = (np.asarray(a[k], dtype=float) for k in ("z", "y", "total"))
+        self.total_hat = np.asarray(a["total_hat"], dtype=float) if "total_hat" in a else self.total
         if "active" in a:
             self.active = np.asarray(a["active"], dtype=bool)
         self.round, self.rho, self.tau = int(m["round"]), float(m["rho"]), float(m["tau"])
@@ -292,6 +302,7 @@ class SharingAgent:
     def __init__(self, agent: int):
         self.agent = int(agent)
         self.released = None  # r̃_m^t, what the coordinator received last
+        self.own = None  # r̂_m^t: the released contribution, over-relaxed (= r̃_m^t when relaxation = 1)
         self.steps_released = 0
 
     # --- to implement
@@ -322,6 +333,7 @@ class SharingAgent:
 
         t0 = time.perf_counter()
         self.released = np.asarray(self.initial_release(), dtype=float)
+        self.own = self.released
         return Contribution(round=0, agent=self.agent, released=self.released.copy(), stats=SharingStats(0, 0, time.perf_counter() - t0))
 
     def step(self, msg: SharingMessage) -> Contribution:
@@ -330,6 +342,11 @@ class SharingAgent:
         t0 = time.perf_counter()
         value, iterations = self.local_step(msg)
         self.released = np.asarray(self.perturb(np.asarray(value, dtype=float), msg), dtype=float)
+        a = msg.relaxation
+        if a == 1.0:
+            self.own = self.released
+        else:  # r̂ = α r̃ + (1 − α) ζ with ζ = r̂_prev − (ρ/κ)(Ŝ − z), this agent's copy (docs/sharing.md)
+            self.own = a * self.released + (1.0 - a) * (self.own - msg.rho / (msg.rho + msg.tau) * msg.residual)
         self.steps_released += 1
         return Contribution(
             round=msg.round, agent=self.agent, released=self.released.copy(),
@@ -337,15 +354,16 @@ class SharingAgent:
         )
 
     def others_minus_z(self, msg: SharingMessage) -> np.ndarray:
-        """Σ_{k≠m} r_k^t − z^t, from the broadcast S^t − z^t and this agent's own release."""
-        return msg.residual - self.released
+        """Σ_{k≠m} r_k^t − z^t, from the broadcast S^t − z^t and this agent's own release (relaxed: Ŝ, r̂)."""
+        return msg.residual - self.own
 
     def state_dict(self) -> dict:
         extra = self.extra_state()
-        arrays = {"released": self.released, **extra["arrays"]}
+        arrays = {"released": self.released, "own": self.own, **extra["arrays"]}
         return {"arrays": arrays, "meta": {"agent": self.agent, "steps_released": self.steps_released, **extra["meta"]}}
 
     def load_state_dict(self, state: dict) -> None:
         self.released = np.asarray(state["arrays"]["released"], dtype=float)
+        self.own = np.asarray(state["arrays"].get("own", self.released), dtype=float)
         self.steps_released = int(state["meta"]["steps_released"])
         self.load_extra_state(state)

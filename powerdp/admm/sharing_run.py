@@ -54,6 +54,7 @@ class SharingSettings:
     tau: float | None = None  # None: (M − 1)ρ
     rho_schedule: str = "constant"  # or "adaptive" (residual balancing during the first adapt_rounds rounds)
     adapt_rounds: int = 1000
+    relaxation: float = 1.0  # over-relaxation α ∈ (0, 2) (docs/sharing.md)
     backend: str = "serial"
     workers: int | None = None
     checkpoint_every: int = 0  # 0: only at the end when an output directory is given
@@ -189,7 +190,7 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
     seen = observe or (lambda updates: None)
     doc = _config_doc(problem, settings)
     n_agents = len(problem.specs)
-    coordinator = SharingCoordinator(problem.zstep, n_agents, settings.rho, settings.tau, settings.rho_schedule, settings.adapt_rounds)
+    coordinator = SharingCoordinator(problem.zstep, n_agents, settings.rho, settings.tau, settings.rho_schedule, settings.adapt_rounds, settings.relaxation)
     history: list[dict] = []
     if resume:
         _check_resume(out, doc)

@@ -177,7 +177,7 @@ class VerticalParty(SharingAgent):
         kappa = msg.rho + msg.tau
         if self._kappa != kappa:
             self._factor(kappa)
-        w = (-msg.dual - msg.rho * self.others_minus_z(msg) + msg.tau * self.released) / kappa
+        w = (-msg.dual - msg.rho * self.others_minus_z(msg) + msg.tau * self.own) / kappa
         if self.rng is not None:  # private: the target margins are clipped to [−B, B] (public), so ‖w‖ ≤ B√N
             w = np.clip(w, -self.margin_clip, self.margin_clip)
         self._w = w
