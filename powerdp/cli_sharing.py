@@ -50,6 +50,9 @@ def register(sub) -> None:
             choices[name].add_argument("--model", choices=["soc", "dc"], default="soc", help=DC_HELP)
             _wrap(choices[name], handler)
     if "run" in choices:
+        choices["run"].add_argument("--private-costs", type=float, metavar="GAMMA", default=None,
+                                    help="--model dc --algorithm outg: also protect each generator's linear cost "
+                                    "(neighbours: one c1 moves by GAMMA $/h per p.u.; docs/market.md)")
         choices["run"].add_argument("--line-scale", type=float, default=1.0, help="--model dc: weight of the line rows "
                                     "against the balance row in the sharing penalty (default 1)")
     if "learn" not in choices:
@@ -149,7 +152,7 @@ def cmd_run_dc(args) -> int:
     out = args.resume if args.resume is not None else args.out
     t0 = time.perf_counter()
     ran = run_market(net, part.zone_of_bus, settings, beta=args.beta, seed=seed, out=out, resume=args.resume is not None,
-                     overwrite=args.overwrite, line_scale=args.line_scale)
+                     overwrite=args.overwrite, line_scale=args.line_scale, cost_gamma=args.private_costs)
     if ran is None:  # an MPI agent rank
         return 0
     result, model, central = ran

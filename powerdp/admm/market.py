@@ -32,7 +32,7 @@ from .sharing import BoxZStep, SharingAgent, SharingMessage
 from .sharing_hosts import SharingAgentSpec
 from .sharing_run import SharingProblem, SharingSettings, run_sharing
 
-__all__ = ["MarketZone", "market_problem", "run_market", "market_sensitivity", "default_market_rho"]
+__all__ = ["MarketZone", "market_problem", "run_market", "market_sensitivity", "cost_sensitivity", "default_market_rho"]
 
 
 def _rng(seed: int | None, agent: int) -> np.random.Generator:
@@ -46,15 +46,19 @@ class MarketZone(SharingAgent):
     """One zone's market agent: the x-step is a box-constrained QP over its generators (Clarabel)."""
 
     def __init__(self, agent: int, B: np.ndarray, K: np.ndarray, loads: np.ndarray, c2: np.ndarray, c1: np.ndarray,
-                 c0: np.ndarray, pmin: np.ndarray, pmax: np.ndarray, noise_sigma: float = 0.0, seed: int | None = None):
+                 c0: np.ndarray, pmin: np.ndarray, pmax: np.ndarray, noise_sigma: float = 0.0, seed: int | None = None,
+                 noise_multiplier: float | None = None, cost_gamma: float | None = None):
         super().__init__(agent)
         self.B = np.asarray(B, float)  # [1ᵀ; H_gens] (n × G_m)
         self.loads = np.asarray(loads, float)  # private
         self.e = np.asarray(K, float) @ self.loads  # [Σ d; H_buses d]: private
         self.c2, self.c1, self.c0 = (np.asarray(c, float) for c in (c2, c1, c0))
         self.pmin, self.pmax = np.asarray(pmin, float), np.asarray(pmax, float)
-        self.noise_sigma = float(noise_sigma)
-        self.rng = _rng(seed, agent) if self.noise_sigma > 0 else None
+        self.noise_sigma = float(noise_sigma)  # σ for the loads (fixed: the load sensitivity does not depend on ρ)
+        # private costs: one generator's c1 moving by γ moves the release by at most √(γ·max range/κ) (docs/market.md)
+        self.cost_gamma = cost_gamma
+        self.noise_multiplier = noise_multiplier
+        self.rng = _rng(seed, agent) if self.noise_sigma > 0 or cost_gamma else None
         self.p = np.clip(np.zeros(len(self.c1)), self.pmin, self.pmax)
         self._kappa = self._active = None
 
@@ -100,7 +104,10 @@ class MarketZone(SharingAgent):
     def perturb(self, contribution: np.ndarray, msg: SharingMessage) -> np.ndarray:
         if self.rng is None:
             return contribution
-        return contribution + self.noise_sigma * self.rng.standard_normal(len(contribution))
+        sigma = self.noise_sigma
+        if self.cost_gamma:
+            sigma = max(sigma, self.noise_multiplier * cost_sensitivity(self.pmin, self.pmax, self.cost_gamma, msg.rho + msg.tau))
+        return contribution + sigma * self.rng.standard_normal(len(contribution))
 
     def diagnostics(self) -> dict:
         return {"pg": self.p.copy(), "cost": float(np.sum(self.c2 * self.p**2 + self.c1 * self.p + self.c0)),
@@ -124,6 +131,16 @@ def market_sensitivity(model: DCModel, buses: np.ndarray, beta: float, line_scal
     return float(beta * np.sqrt(1.0 + line_scale**2 * np.max(np.sum(cols**2, axis=0))))
 
 
+def cost_sensitivity(pmin: np.ndarray, pmax: np.ndarray, gamma: float, kappa: float) -> float:
+    """Δ₂ of a zone's release when one generator's linear cost c1 moves by γ ($/h per p.u.): √(γ·max_g(pmax − pmin)/κ).
+
+    From the optimality of both x-steps (docs/market.md "Private costs"): κ‖B Δp‖² ≤ γ|Δp_g| ≤ γ(pmax_g − pmin_g).
+    """
+    if len(pmin) == 0:
+        return 0.0
+    return float(np.sqrt(gamma * np.max(pmax - pmin) / kappa))
+
+
 def default_market_rho(model: DCModel) -> float:
     """ρ on the scale of the marginal costs ($/h per p.u.): the median c1 + 2 c2 p at mid-range output."""
     mid = 0.5 * (model.pmin + model.pmax)
@@ -134,12 +151,13 @@ def default_market_rho(model: DCModel) -> float:
 
 def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: float | None = None, beta: float = 0.01,
                    seed: int | None = None, model: DCModel | None = None, reference=None,
-                   line_scale: float = 1.0, screen: bool = True) -> tuple[SharingProblem, DCModel, dict]:
+                   line_scale: float = 1.0, screen: bool = True, cost_gamma: float | None = None) -> tuple[SharingProblem, DCModel, dict]:
     """The sharing problem of the zonal market (one agent per zone) and its evaluation.
 
     ``line_scale`` s multiplies the line rows of every contribution (and their limits): a public row
     scaling, i.e. a penalty s²ρ on the flows against ρ on the balance; the prices are scaled back.
     ``screen``: a line's row joins the penalty only once its limit binds (docs/market.md).
+    ``cost_gamma``: also protect the generators' linear costs (neighbours: one c1 moves by γ $/h per p.u.).
     """
     model = model or dc_model(net)
     zone_of_bus = np.asarray(zone_of_bus, dtype=np.int64)
@@ -157,7 +175,7 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
         specs.append(SharingAgentSpec(agent=m, factory="powerdp.admm.market:MarketZone", weight=max(1, len(gens)), kwargs=dict(
             B=K_full[:, model.gen_bus[gens]], K=K_full[:, buses], loads=model.load[buses],
             c2=model.c2[gens], c1=model.c1[gens], c0=model.c0[gens], pmin=model.pmin[gens], pmax=model.pmax[gens],
-            noise_sigma=sigma, seed=seed,
+            noise_sigma=sigma, seed=seed, noise_multiplier=noise_multiplier, cost_gamma=cost_gamma if noise_multiplier else None,
         )))
     screened = np.concatenate([[False], np.ones(model.n_mon, dtype=bool)]) if screen else None
     zstep = BoxZStep(scale * np.concatenate([[0.0], model.flow_lo]), scale * np.concatenate([[0.0], model.flow_hi]), screened)
@@ -180,14 +198,14 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
         name="dc-market", zstep=zstep, specs=specs, evaluate=evaluate,
         config={"case": model.name, "zones": n_zones, "zone_of_bus": zone_of_bus.tolist(), "beta": beta,
                 "noise_multiplier": noise_multiplier, "seeded": seed is not None, "seed": seed, "line_scale": line_scale,
-                "screen": screen},
+                "screen": screen, "cost_gamma": cost_gamma},
     )
     return problem, model, sigmas
 
 
 def run_market(net: Network, zone_of_bus: np.ndarray, settings: SharingSettings, beta: float = 0.01, seed: int | None = None,
                out=None, resume: bool = False, overwrite: bool = False, progress=None, observe=None, reference: bool = True,
-               line_scale: float = 1.0, screen: bool = True):
+               line_scale: float = 1.0, screen: bool = True, cost_gamma: float | None = None):
     """Clear the zonal DC market by sharing ADMM; returns (SharingResult, DCModel, centralized DCResult or None, tables).
 
     Under MPI every rank calls it; ranks other than 0 return None.
@@ -196,7 +214,7 @@ def run_market(net: Network, zone_of_bus: np.ndarray, settings: SharingSettings,
     central = solve_dc_opf(model) if reference else None
     if central is not None and not central.success:
         raise ConfigError(f"{net.name}: the centralized DC-OPF did not solve ({central.status}); the case is infeasible as a DC model")
-    problem, model, sigmas = market_problem(net, zone_of_bus, settings.noise_multiplier, beta, seed, model, central, line_scale, screen)
+    problem, model, sigmas = market_problem(net, zone_of_bus, settings.noise_multiplier, beta, seed, model, central, line_scale, screen, cost_gamma)
     t0 = time.perf_counter()
     result = run_sharing(problem, settings, out=out, resume=resume, overwrite=overwrite, progress=progress, observe=observe)
     if result is None:
