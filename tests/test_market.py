@@ -128,5 +128,4 @@ def test_cost_sensitivity_is_sound(case30):
                 a.released = a.own = b.released = b.own = prev
                 worst = max(worst, float(np.linalg.norm(a.local_step(msg)[0] - b.local_step(msg)[0])))
         assert worst <= bound * (1 + 1e-6)
-        assert worst > 0.05 * bound  # measured 0.13: not vacuous
-        assert worst > 0.05 * bound  # measured 0.13: not vacuous
+        assert worst > 0.05 * bound or bound == 0  # measured 0.13: not vacuous (bound 0: no dispatchable range)
