@@ -30,6 +30,7 @@ with ``prox(v, rho)`` and a registry entry.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -329,16 +330,12 @@ class SharingAgent:
 
     # --- the protocol
     def initialize(self) -> Contribution:
-        import time
-
         t0 = time.perf_counter()
         self.released = np.asarray(self.initial_release(), dtype=float)
         self.own = self.released
         return Contribution(round=0, agent=self.agent, released=self.released.copy(), stats=SharingStats(0, 0, time.perf_counter() - t0))
 
     def step(self, msg: SharingMessage) -> Contribution:
-        import time
-
         t0 = time.perf_counter()
         value, iterations = self.local_step(msg)
         self.released = np.asarray(self.perturb(np.asarray(value, dtype=float), msg), dtype=float)
