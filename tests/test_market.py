@@ -129,3 +129,21 @@ def test_cost_sensitivity_is_sound(case30):
                 worst = max(worst, float(np.linalg.norm(a.local_step(msg)[0] - b.local_step(msg)[0])))
         assert worst <= bound * (1 + 1e-6)
         assert worst > 0.05 * bound or bound == 0  # measured 0.13: not vacuous (bound 0: no dispatchable range)
+
+
+def test_a_failed_round_stops_with_its_history_and_exit_status_1(tmp_path, case30, monkeypatch):
+    from powerdp.admm.sharing_run import RunStopped
+
+    net, zones = case30
+    original = MarketZone.local_step
+
+    def broken(self, msg):
+        value, it = original(self, msg)
+        return (value * np.nan if msg.round == 3 and self.agent == 1 else value), it
+
+    monkeypatch.setattr(MarketZone, "local_step", broken)
+    with pytest.raises(RunStopped, match="round 3") as info:
+        run_market(net, zones, SharingSettings(rounds=10, rho=300.0), out=tmp_path / "run")
+    assert info.value.exit_status == 1
+    assert "agent 1" in (tmp_path / "run" / "failure.txt").read_text()
+    assert len((tmp_path / "run" / "history.csv").read_text().splitlines()) == 3  # header + rounds 1, 2
