@@ -147,7 +147,7 @@ def cmd_run_dc(args) -> int:
     settings = SharingSettings(rounds=rounds, rho=rho, backend=args.backend, workers=args.workers,
                                checkpoint_every=args.checkpoint_every, rank_timeout=args.rank_timeout,
                                rho_schedule=args.rho_schedule, noise_multiplier=_noise_multiplier(args, rounds),
-                               delta=float(args.target_delta or args.delta))
+                               delta=float(args.target_delta or args.delta), tol=float(args.tol or 0.0))
     seed = args.seed if "seed" in explicit or settings.noise_multiplier is None else None
     out = args.resume if args.resume is not None else args.out
     t0 = time.perf_counter()
@@ -162,7 +162,7 @@ def cmd_run_dc(args) -> int:
     lmp = model.lmp(-y[0], y[1:] * scale)
     summary = {
         "model": "dc", "case": net.name, "zones": part.n_zones, "partition": part.source, "algorithm": args.algorithm,
-        "rounds": result.summary["rounds"], "rho": rho, "backend": args.backend,
+        "rounds": result.summary["rounds"], "stopped": result.summary["stopped"], "rho": rho, "backend": args.backend,
         "final_cost": ev["cost"], "max_line_violation": ev["max_line_violation"], "imbalance_mw": ev["imbalance_mw"],
         "centralized_objective": central.objective if central else None, "cost_gap": ev.get("cost_gap"),
         "max_price_error": ev.get("max_price_error"), "energy_price_per_mwh": -y[0] / model.base_mva,

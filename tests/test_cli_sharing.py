@@ -45,3 +45,10 @@ def test_learn_vertical_json(tmp_path):
 def test_learn_bad_blocks_exit_2(capsys):
     assert main(["learn", "breast_cancer", "--vertical", "--parties", "2", "--blocks", "10,10"]) == 2
     assert "--blocks" in capsys.readouterr().err
+
+
+def test_run_dc_stops_at_tol(tmp_path):
+    assert main(["run", "case118", "--zones", "3", "--model", "dc", "--tol", "1e-9", "--json", str(tmp_path / "r.json")]) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["stopped"] == "converged" and doc["rounds"] < 200
+    assert doc["max_price_error"] < 1e-6 and doc["imbalance_mw"] < 1e-5

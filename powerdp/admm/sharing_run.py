@@ -42,7 +42,7 @@ class RunStopped(SolverError):
     """A sharing run failed in a round (exit status 1); the output directory keeps its history."""
 
 
-RESUME_MAY_CHANGE_SHARING = ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every")
+RESUME_MAY_CHANGE_SHARING = ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "tol")
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ class SharingSettings:
     rho_schedule: str = "constant"  # or "adaptive" (residual balancing during the first adapt_rounds rounds)
     adapt_rounds: int = 1000
     relaxation: float = 1.0  # over-relaxation α ∈ (0, 2) (docs/sharing.md)
+    tol: float = 0.0  # stop when the primal and dual residuals both fall below tol (0: run all rounds)
     backend: str = "serial"
     workers: int | None = None
     checkpoint_every: int = 0  # 0: only at the end when an output directory is given
@@ -258,6 +259,9 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
                     _save_checkpoint(out, coordinator, backend, history)
                 if stop_requested():
                     stopped = "interrupted"
+                    break
+                if settings.tol > 0 and res.primal <= settings.tol and res.dual <= settings.tol:
+                    stopped = "converged"
                     break
         if out is not None:
             _save_checkpoint(out, coordinator, backend, history)
