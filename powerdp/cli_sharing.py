@@ -26,7 +26,7 @@ DC_HELP = (
     "market runs: each zone sends only its net injection and its contribution to every monitored line's flow, "
     "the coordinator projects their sum onto balance and line limits, and its dual holds the energy price and "
     "the congestion prices (locational prices per bus in $/MWh). --model dc runs 5000 rounds unless --rounds, "
-    "with ρ = 0.03 x the median marginal cost unless --rho, and --algorithm nonprivate or outg (Gaussian output "
+    "with ρ = 0.03 x the median marginal cost unless --rho, and --algorithm nonprivate (its default) or outg (Gaussian output "
     "perturbation of the releases: --epsilon per round or --target-epsilon for the run, --delta, --beta)"
 )
 DC_DEFAULT_ROUNDS = 5000
@@ -128,6 +128,8 @@ def cmd_run_dc(args) -> int:
 
     explicit = getattr(args, "_explicit", set())
     rounds = args.rounds if "rounds" in explicit else DC_DEFAULT_ROUNDS
+    if "algorithm" not in explicit:  # the consensus run's default (objl) has no DC counterpart
+        args.algorithm = "nonprivate"
     if args.resume is not None and args.target_epsilon is not None and args.algorithm == "outg":
         try:
             saved = json.loads((Path(args.resume) / "config.json").read_text())["settings"]["rounds"]
