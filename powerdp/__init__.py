@@ -49,6 +49,18 @@ from .opf.solver_base import SOLVERS, LocalSolver
 from .opf.solvers import IpoptSolver, SolveResult, load_ipopt_profile
 from .opf.tables import Dispatch, ResultTables, physical_tables
 from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger
+from .sharing_api import (
+    DCModel,
+    DCResult,
+    SharingAgent,
+    SharingCoordinator,
+    SharingSettings,
+    dc_model,
+    run_market,
+    run_sharing,
+    run_vertical_learning,
+    solve_dc_opf,
+)
 
 __all__ = [
     "__version__",
@@ -101,4 +113,15 @@ __all__ = [
     "SolverError",
     "InfeasibleError",
     "ConfigError",
+    # ADMM sharing (docs/sharing.md, docs/market.md, docs/vertical.md)
+    "SharingCoordinator",
+    "SharingAgent",
+    "SharingSettings",
+    "run_sharing",
+    "run_market",
+    "run_vertical_learning",
+    "DCModel",
+    "DCResult",
+    "dc_model",
+    "solve_dc_opf",
 ]

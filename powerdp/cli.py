@@ -219,8 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_parser(sub)  # run, sweep, plot: the distributed solve and its studies
     add_audit_parser(sub)
     from .cli_privacy import add_privacy_parser
+    from .cli_sharing import register  # solve/run --model dc, learn --vertical (ADMM sharing)
 
     add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
+    register(sub)
     return parser
 
 

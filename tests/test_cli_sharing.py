@@ -1,0 +1,54 @@
+"""The sharing commands: solve/run --model dc and learn --vertical (JSON keys the checks use, exit statuses)."""
+
+import json
+
+import pytest
+
+from powerdp.cli import main
+
+
+def test_solve_dc_json(tmp_path):
+    assert main(["solve", "case118", "--model", "dc", "--json", str(tmp_path / "s.json")]) == 0
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert doc["objective"] == pytest.approx(125947.8814, rel=1e-8)
+    assert len(doc["lmp_per_mwh"]) == 118
+
+
+def test_run_dc_market_json_and_tables(tmp_path):
+    out = tmp_path / "run"
+    args = ["run", "case118", "--zones", "3", "--model", "dc", "--algorithm", "nonprivate", "--rounds", "150",
+            "--json", str(tmp_path / "r.json"), "--out", str(out)]
+    assert main(args) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert abs(doc["final_cost"] - doc["centralized_objective"]) / doc["centralized_objective"] < 1e-6
+    assert doc["max_line_violation"] <= 1e-4 and doc["max_price_error"] < 1e-2
+    import pandas as pd
+
+    buses = pd.read_csv(out / "buses.csv")
+    assert {"lmp_per_mwh", "centralized_lmp_per_mwh"} <= set(buses.columns)
+    assert buses["lmp_error_per_mwh"].abs().max() < 1e-2
+
+
+def test_run_dc_refuses_an_unavailable_algorithm(capsys):
+    assert main(["run", "case118", "--zones", "3", "--model", "dc", "--algorithm", "objl"]) == 2
+    assert "outg" in capsys.readouterr().err
+
+
+def test_learn_vertical_json(tmp_path):
+    assert main(["learn", "breast_cancer", "--vertical", "--parties", "2", "--algorithm", "nonprivate",
+                 "--json", str(tmp_path / "v.json")]) == 0
+    doc = json.loads((tmp_path / "v.json").read_text())
+    assert abs(doc["final_test_logloss"] - doc["centralized_test_logloss"]) < 1e-3
+    assert doc["final_test_logloss"] < doc["party_alone_test_logloss"][0]
+
+
+def test_learn_bad_blocks_exit_2(capsys):
+    assert main(["learn", "breast_cancer", "--vertical", "--parties", "2", "--blocks", "10,10"]) == 2
+    assert "--blocks" in capsys.readouterr().err
+
+
+def test_run_dc_stops_at_tol(tmp_path):
+    assert main(["run", "case118", "--zones", "3", "--model", "dc", "--tol", "1e-9", "--json", str(tmp_path / "r.json")]) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["stopped"] == "converged" and doc["rounds"] < 200
+    assert doc["max_price_error"] < 1e-6 and doc["imbalance_mw"] < 1e-5
