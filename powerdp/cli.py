@@ -646,7 +646,13 @@ def add_run_parser(sub) -> None:
     p.add_argument("--eta", default="capped", help="step size: capped (default), sqrt, theorem, or a constant")
     p.add_argument("--flows", choices=["variables", "expressions"], default="variables", help="branch flows in the algorithm's variables (default, as the paper) or eliminated")
     p.add_argument("--convention", choices=["powermodels", "matpower"], default="powermodels", help="data convention (default: powermodels)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the noise (default: 0)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="make a seeded, reproducible experiment: the noise follows from SEED, so the run is private only against "
+        "observers who do not know it (marked noise_source seeded). Default: each zone draws secret noise from OS entropy",
+    )
     p.add_argument("--backend", choices=["serial", "process", "mpi"], default="serial", help="where the agents run (default: serial)")
     p.add_argument("--workers", type=int, help="worker processes of the process backend (default: one per core, at most one per zone)")
     p.add_argument(
@@ -1085,20 +1091,10 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     what = {"cost": "generation cost", "shedding": "shedding"}.get(cfg.objective, cfg.objective)
     print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
     print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({s['stopped']})")
-    if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:
-        print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective)")
-    else:
-        print("objective     not evaluated (--no-evaluation: each zone keeps its own)")
+    print("── the coordinator's view (what a deployment publishes: releases, residuals, ledger) ──")
     if s["final_feasibility"] is not None:
         print(f"feasibility   consensus residual ‖w − Bz‖₂ = {s['final_feasibility']:.3e} p.u. (0 when the zones agree)")
         print(f"dual          dual residual ρ‖w − w_prev‖₂ = {s['final_dual_residual']:.3e}")
-    mv = s.get("max_violation")
-    if mv is not None and mv == mv:
-        print(f"violation     largest violation of a zone's own constraints by its released point: {mv:.2e} p.u.")
-    if s.get("centralized_objective") is not None:
-        rel = s.get("relative_gap_to_centralized")
-        rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
-        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g}{rel_txt}")
     if cfg.private:
         parts = []
         for z, e in s["epsilon_total"].items():
@@ -1114,11 +1110,30 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
             per_step = f"{per_step} per local step, calibrated to the {target}"
         else:
             per_step = f"{per_step} per local step"
-        print(f"privacy       total spent per zone over the whole run (ε {per_step}{how}): " + "; ".join(parts))
+        flag = "" if s.get("private", True) else " [NOT A GUARANTEE]"
+        print(f"privacy       total spent per zone over the whole run (ε {per_step}{how}){flag}: " + "; ".join(parts))
+        print(f"noise         {s.get('noise_source', cfg.noise_source)}" + (
+            " (OS entropy drawn by each zone; nobody else can replay it)" if cfg.noise_source == "secret" else ""))
+        for warning in s.get("privacy_warnings") or []:
+            print(f"WARNING       {warning}")
+    print(f"time          coordinator's loop {s['wall_s']:.2f} s, setup {s['setup_s']:.2f} s")
+    print("── the simulation's evaluation (needs every zone's data; a deployment cannot compute it) ──")
+    if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:
+        print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective)")
+    else:
+        print("objective     not evaluated (--no-evaluation: each zone keeps its own)")
+    mv = s.get("max_violation")
+    if mv is not None and mv == mv:
+        print(f"violation     largest violation of a zone's own constraints by its released point: {mv:.2e} p.u.")
+    if s.get("centralized_objective") is not None:
+        rel = s.get("relative_gap_to_centralized")
+        rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
+        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g}{rel_txt}")
     label = SOLVERS[cfg.local_solver].label
-    print(f"time          {s['wall_s']:.2f} s ({s['solver_s']:.2f} s in {label}, {s['solves']} local solves), setup {s['setup_s']:.2f} s")
+    if s.get("solves"):
+        print(f"zone solves   {s['solver_s']:.2f} s in {label}, {s['solves']} local solves (zone-private statistics)")
     if out is not None:
-        print(f"results       {out}")
+        print(f"results       {out}  (coordinator_view/ is what a deployment publishes; simulation_evaluation/ is not)")
 
 
 # ----------------------------------------------------------------------------- audit
