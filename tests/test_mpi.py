@@ -90,7 +90,7 @@ def test_lost_rank_is_named_and_the_run_resumes(tmp_path):
     assert "history and last checkpoint kept in" in proc.stderr
     assert len(pd.read_csv(out / "history.csv")) == 2
     assert "MPI rank 2" in (out / "failure.txt").read_text()
-    assert sorted(p.name for p in (out / "checkpoint").glob("zone_*.pkl")) == [f"zone_{z}_round_2.pkl" for z in range(3)]
+    assert sorted(p.parent.name for p in (out / "checkpoint").glob("zone_*.private/round_2.npz")) == [f"zone_{z}.private" for z in range(3)]
 
     resumed = subprocess.run(
         [exe, "-n", "3", sys.executable, "-m", "powerdp", "--quiet", "run", "--resume", str(out)],

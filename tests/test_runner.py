@@ -83,7 +83,7 @@ def test_save_load_round_trip(tmp_path):
 
 
 def test_checkpoint_and_resume_continue_the_same_run(tmp_path):
-    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=8, checkpoint_every=2)
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=8, checkpoint_every=2, seed=0)
     full = run_distributed(cfg, reference=False)
     run_distributed(cfg.replace(rounds=4), out=tmp_path / "r", reference=False)
     resumed = run_distributed(cfg, out=tmp_path / "r", resume=True, reference=False)
@@ -92,7 +92,7 @@ def test_checkpoint_and_resume_continue_the_same_run(tmp_path):
 
 def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, monkeypatch):
     fail_local_solve(monkeypatch, zone=1, round=3)
-    cfg = RunConfig(case="case14", algorithm="objl", rounds=6, checkpoint_every=1)
+    cfg = RunConfig(case="case14", algorithm="objl", rounds=6, checkpoint_every=1, seed=0)
     with pytest.raises(RunFailed, match=r"round 3.*zone 1, round 3, local step 1.*infeasible") as info:
         run_distributed(cfg, out=tmp_path / "f", reference=False)
     assert len(info.value.result.history) == 2
@@ -188,7 +188,7 @@ def coordinator_inbox(monkeypatch):
 def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, coordinator_inbox):
     """The coordinator's side receives no zone state: each worker writes its zones' files itself."""
     received = coordinator_inbox
-    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=4, checkpoint_every=2, backend="process", workers=2)
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=4, checkpoint_every=2, backend="process", workers=2, seed=0)
     run_distributed(cfg, out=tmp_path / "p", reference=False)
     assert {what for what, _ in received} >= {"save", "prune", "step"}
     assert all(payload is None for what, payload in received if what in ("save", "prune"))
@@ -201,8 +201,8 @@ def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, coordinator_i
         return False
 
     assert not any(holds_state(payload) for _, payload in received)
-    names = sorted(p.name for p in (tmp_path / "p" / "checkpoint").glob("zone_*.pkl"))
-    assert names == [f"zone_{z}_round_4.pkl" for z in range(3)]
+    names = sorted(str(p.relative_to(tmp_path / "p" / "checkpoint")) for p in (tmp_path / "p" / "checkpoint").glob("zone_*.private/*.npz"))
+    assert names == [f"zone_{z}.private/round_4.npz" for z in range(3)]
     # a process-backend checkpoint resumes on the serial backend, bit for bit
     full = run_distributed(cfg.replace(rounds=6, backend="serial"), reference=False)
     run_distributed(cfg.replace(rounds=6, backend="serial"), out=tmp_path / "p", resume=True, reference=False)
@@ -217,10 +217,12 @@ def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, coo
     from powerdp.admm.results import RunResult
 
     received = coordinator_inbox
-    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=3, backend="process", workers=2, evaluate=False)
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=3, backend="process", workers=2, evaluate=False, seed=0)
     res = run_distributed(cfg, out=tmp_path / "deploy", reference=True)
     diags = [d for what, payload in received if what == "diag" for d in payload]
     assert diags and all(math.isnan(d.objective) and math.isnan(d.max_violation) and d.solution is None for d in diags)
+    assert all(d.stats is None for d in diags)  # solver statistics and Σ|ξ| stay with the zones
+    assert res.history["noise_magnitude"].isna().all()
     assert all(d.epsilon_spent > 0 for d in diags)  # the privacy spend is data-independent and still reported
     assert res.history["objective"].isna().all() and res.history["feasibility"].notna().all()
     assert res.summary["centralized_objective"] is None and res.zone_solutions == {}

@@ -373,7 +373,7 @@ class ZoneAgent:
         # the zone's own solver statistics and noise magnitude per round: zone-private, never handed over
         rows = [{"round": r, "solves": st.solves, "solver_iterations": st.iterations, "solver_s": st.solver_s,
                  "noise_magnitude": st.noise_magnitude} for r, st in self.stats_log]
-        pd.DataFrame(rows).to_csv(directory / f"zone_{self.zone}.private_stats.csv", index=False)
+        pd.DataFrame(rows).to_csv(directory / f"private_stats_zone_{self.zone}.csv", index=False)
         return path
 
     # ----------------------------------------------------------- checkpoint

@@ -87,13 +87,15 @@ def load_state(stem: str | Path) -> dict[str, Any]:
     for suffix in (".json", ".npz"):
         if not stem.with_suffix(suffix).is_file():
             raise ConfigError(f"{stem.with_suffix(suffix)} is missing")
+    path = stem.with_suffix(".json")
     try:
-        meta = json.loads(stem.with_suffix(".json").read_text())
-        with np.load(stem.with_suffix(".npz"), allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
+        meta = json.loads(path.read_text())
         tuples = meta.pop(_TUPLE, {})
+        path = stem.with_suffix(".npz")
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
     except Exception as exc:  # noqa: BLE001 - truncated, garbage, or an object array (pickle refused)
-        raise ConfigError(f"{stem} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
+        raise ConfigError(f"{path} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
     state: dict[str, Any] = dict(meta)
     for key, n in tuples.items():
         state[key] = tuple(arrays.pop(f"{key}.{i}") for i in range(int(n)))
