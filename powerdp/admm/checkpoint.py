@@ -17,7 +17,6 @@ agent (zones, learning clients) and the coordinator:
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +45,6 @@ def _write(path: Path, write) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
         write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
     tmp.replace(path)
 
 

@@ -53,7 +53,7 @@ MESSAGE_FIELDS: dict[type, tuple[str, ...]] = {
 
 def check_message(msg: object) -> None:
     """Raise ``ValueError`` unless ``msg`` is exactly an allowed message type with exactly its allowed fields."""
-    allowed = MESSAGE_FIELDS.get(type(msg))
+    allowed = next((fields for t, fields in MESSAGE_FIELDS.items() if isinstance(msg, t)), None)
     if allowed is None:
         raise ValueError(f"{type(msg).__name__} is not a protocol message; only {', '.join(t.__name__ for t in MESSAGE_FIELDS)} cross")
     names = tuple(f.name for f in dataclasses.fields(msg)) + tuple(sorted(getattr(msg, "__dict__", {}).keys() - {f.name for f in dataclasses.fields(msg)}))
