@@ -1145,9 +1145,13 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     (docs/privacy.md, "Auditing").
 
     Two neighbouring load datasets D and D' differ in one load value of one zone
-    by beta (--adjacency bus: both loads of the bus). The run is repeated with
-    seeds S, S+1, ..., S+N-1 on each, and every message the audited zone releases
-    (its shared values of every round, round 0 included) is recorded. A linear
+    by beta (--adjacency bus: both loads of the bus). The run is repeated N
+    times on each, with secret noise as deployed (--seed S: seeds S, S+1, ...,
+    S+N-1, and the replay adversary who knows the seed is reported on its own),
+    and every message the audited zone releases
+    (its shared values of every round, round 0 included) is recorded, and every
+    other field of every message the coordinator receives, and the coordinator's
+    view (its history file and its round times). A linear
     score (difference of the class means over the pooled variance) and its
     threshold are trained on the first half of the runs of each dataset and
     tested on the second half. Its true and false positive rates, with 95 %
@@ -1160,6 +1164,11 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     same update rule per loaded bus (of --zone, or of every zone) with its
     active load moved by beta, and the bus whose move changes its zone's
     released values the most. --bus names it instead.
+
+    Every other channel is attacked the same way (Bonferroni-corrected), and
+    a message field outside the protocol's allow-list fails the audit by itself.
+    A run whose claim rests on an unsound sensitivity rule (--sensitivity paper
+    with output perturbation) is never called passed ("no guarantee").
 
     A lower bound above the claim is a privacy bug: the audit fails (exit
     status 3). A bound at or below the claim passes, which does not prove the
@@ -1215,7 +1224,8 @@ def add_audit_parser(sub) -> None:
     )
     p.add_argument("--runs", type=int, default=200, metavar="N", help=f"runs per dataset, at least {MIN_RUNS} (default: 200; 2N runs in all)")
     p.add_argument("--jobs", type=int, metavar="J", help="parallel runs (default: one per core)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="the first seed (default: 0)")
+    p.add_argument("--seed", type=int, default=None, metavar="S",
+                   help="seeded runs S, S+1, ... and the replay adversary who knows the seed (default: secret noise, as deployed)")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the result (bound, claim, rates, intervals, settings) as JSON")
     p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
     p.set_defaults(func=cmd_audit)
@@ -1227,7 +1237,7 @@ def _audit_config(args: argparse.Namespace) -> RunConfig:
         ("--jobs", args.jobs, args.jobs is None or args.jobs >= 1, "at least 1"),
         ("--zones", args.zones, args.zones >= 1, "at least 1"),
         ("--zone", args.zone, args.zone is None or 0 <= args.zone < args.zones, f"a zone index 0..{args.zones - 1}"),
-        ("--seed", args.seed, args.seed >= 0, "a non-negative integer"),
+        ("--seed", args.seed, args.seed is None or args.seed >= 0, "a non-negative integer"),
         ("--beta", args.beta, math.isfinite(args.beta) and args.beta > 0, "a positive number (p.u.)"),
     ):
         if not ok:
@@ -1289,8 +1299,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(jsonable(res.to_dict()), indent=2) + "\n")
     if res.failed:
         print(
-            f"powerdp: audit FAILED: the empirical lower bound eps >= {res.epsilon_lower_bound:.3g} exceeds the claimed "
-            f"eps = {res.epsilon_total:.3g} of zone {res.settings['zone']}",
+            f"powerdp: audit FAILED: the empirical lower bound eps >= {res.epsilon_lower_bound:.3g} (worst channel "
+            f"{max([res.epsilon_lower_bound] + [c['epsilon_lower_bound'] for n, c in res.channels.items() if n != 'replay']):.3g}) "
+            f"against the claimed eps = {res.epsilon_total:.3g} of zone {res.settings['zone']}"
+            + (f"; fields outside the allow-list: {', '.join(res.settings['fields_outside_allow_list'])}"
+               if res.settings.get("fields_outside_allow_list") else ""),
             file=sys.stderr,
         )
         return EXIT_AUDIT_FAILED
@@ -1302,7 +1315,8 @@ def _print_audit(res) -> None:
     moved = "pd and qd" if s["adjacency"] == "bus" else "pd"
     print(f"audit         {s['algorithm']} on {s['case']} ({s['zones']} zones, {s['partition']}): zone {s['zone']}, "
           f"bus {s['bus']}, {moved} {s['load_value']:.4g} → {s['load_value'] + s['beta']:.4g} p.u. (β {s['beta']:g})")
-    print(f"runs          {s['runs']} per dataset (seeds {s['seeds'][0]}..{s['seeds'][1]}), {s['rounds']} rounds × "
+    noise = f"seeds {s['seeds'][0]}..{s['seeds'][1]}" if s.get("seeds") else "secret noise"
+    print(f"runs          {s['runs']} per dataset ({noise}), {s['rounds']} rounds × "
           f"{s['local_updates']} local step(s), {s['released_values_per_run']} released values per run")
     (tl, th), (fl, fh) = a["tpr_interval"], a["fpr_interval"]
     conf = f"{100 * a['confidence']:g} %"
@@ -1315,10 +1329,16 @@ def _print_audit(res) -> None:
     else:
         print(f"claimed       ε {res.epsilon_total:.4g}, δ {res.delta_total:g} for the run (ledger: {s['accountant']}); "
               f"ε {res.epsilon_per_step:.4g} per local step, basic composition {res.epsilon_basic:.4g}")
+    for name, c in (res.channels or {}).items():
+        what = "replay (knows the seed)" if name == "replay" else name
+        print(f"channel       {what}: TPR {c['tpr']:.3f}, FPR {c['fpr']:.3f}, ε ≥ {c['epsilon_lower_bound']:.3f}")
+    if s.get("fields_outside_allow_list"):
+        print(f"LEAK          message field(s) outside the allow-list: {', '.join(s['fields_outside_allow_list'])}")
     verdict = {
-        "passed": "passed: the lower bound does not exceed the claim",
-        "failed": "FAILED: the lower bound exceeds the claim (a privacy bug)",
+        "passed": "passed: no channel's lower bound exceeds the claim",
+        "failed": "FAILED: a lower bound exceeds the claim, or a field outside the allow-list crossed (a privacy bug)",
         "not private": "no claim to check",
+        "no guarantee": "NO GUARANTEE: the claim rests on an unsound sensitivity rule (--sensitivity paper); never passed",
     }[res.verdict]
     print(f"verdict       {verdict}")
     print(f"time          {res.wall_s:.1f} s ({s['jobs']} job(s))")
