@@ -208,6 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-allow-disconnected makes them an error",
     )
     pp.add_argument("--out", metavar="FILE", type=Path, help="write the partition as a bus,zone CSV")
+    pp.add_argument(
+        "--split",
+        metavar="DIR",
+        type=Path,
+        help="write a deployment: DIR/public/ (the network without loads, and the partition: the coordinator's) and "
+        "DIR/zone_P.private/loads.csv (zone P's loads: only zone P's operator gets it); run it with powerdp run --deployment DIR",
+    )
     pp.set_defaults(func=cmd_partition)
 
     # ---- cases
@@ -372,6 +379,13 @@ def cmd_partition(args: argparse.Namespace) -> int:
         part.to_csv(args.out)
         if not args.quiet:
             print(f"wrote {args.out}")
+    if args.split:
+        from .admm.outdir import ensure_dir
+        from .admm.zone_data import split_case
+
+        split_case(net, part, ensure_dir(args.split, "--split directory"))
+        if not args.quiet:
+            print(f"wrote {args.split}/public (network without loads, partition) and {part.n_zones} zone_P.private/loads.csv")
     return 0
 
 
@@ -684,8 +698,17 @@ def add_run_parser(sub) -> None:
     p.add_argument(
         "--no-evaluation",
         action="store_true",
-        help="deployment mode: zones report only released values, solver statistics and their privacy spend; the "
-        "history's objective and max_violation stay empty and each zone writes its own solution to DIR/zones/",
+        help="deployment mode: zones report only released values and their privacy spend (their solver statistics and "
+        "noise magnitude stay with them); the history's objective and max_violation stay empty and each zone writes "
+        "its own solution to DIR/zones/",
+    )
+    p.add_argument(
+        "--deployment",
+        metavar="DIR",
+        type=Path,
+        help="run a split case (powerdp partition --split DIR): the coordinator reads only DIR/public (no loads), each "
+        "zone's host only its own DIR/zone_P.private; needs --no-evaluation. With --backend mpi no process reads "
+        "another zone's loads",
     )
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR (refused if DIR holds a run)")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
@@ -750,7 +773,7 @@ FLAG_TO_FIELD = {
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
     "update": "algorithm", "perturbation": "algorithm", "mechanism": "algorithm",
     "tol": ("tol_primal", "tol_dual"), "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
-    "local_solver": "local_solver",
+    "local_solver": "local_solver", "deployment": "deployment",
 }
 # flags that --resume accepts: they cannot change the results of the run
 RESUME_FLAGS = {
@@ -829,10 +852,11 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
             return RunConfig.from_dict(fields, source=str(args.config))
         except ConfigError as exc:
             raise ConfigError(f"{args.config}: {exc}" if str(args.config) not in str(exc) else str(exc)) from None
-    if args.case is None:
-        raise ConfigError("give a CASE (or --resume DIR)")
+    if args.case is None and getattr(args, "deployment", None) is None:
+        raise ConfigError("give a CASE (or --resume DIR, or --deployment DIR)")
     return RunConfig(
-        case=args.case,
+        case=args.case if args.case is not None else "deployment",
+        deployment=None if args.deployment is None else str(args.deployment),
         zones=args.zones if args.zones is not None else (None if args.partition else 3),
         partition=args.partition,
         partition_method=args.method,

@@ -87,6 +87,9 @@ class RunConfig:
     # then only released values, solver statistics and the data-independent privacy spend cross, and
     # each zone writes its own solution file on its own host.
     evaluate: bool = True
+    # deployment: a directory written by `powerdp partition --split`; the coordinator reads only its public
+    # network (no loads) and each zone's host only its own zone's load file (powerdp.admm.zone_data)
+    deployment: str | None = None
     local_solver: str = "ipopt"  # the zones' solver (powerdp.opf.solver_base.SOLVERS): "ipopt" or "clarabel"
     ipopt_profile: str = "default"  # Ipopt options of cold solves (a bundled profile or a .opt file)
     ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
@@ -185,6 +188,9 @@ class RunConfig:
             raise ConfigError("give zones (a count) or partition (a bus,zone CSV file, 'area' or 'zone')")
         if self.tol_primal < 0 or self.tol_dual < 0:
             raise ConfigError("tol_primal and tol_dual must be >= 0")
+        if self.deployment is not None and self.evaluate:
+            raise bad("deployment", "a deployment has no zone's loads on the coordinator's side, so nothing to evaluate; "
+                      "set evaluate false (--no-evaluation)")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
             raise bad("seed", "must be a non-negative integer, or unset for secret noise")
         if self.checkpoint_every < 0:

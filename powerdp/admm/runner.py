@@ -134,8 +134,21 @@ def resolve_config(config: RunConfig, net: Network | None = None) -> RunConfig:
     return config
 
 
+def _load_network(config: RunConfig) -> Network:
+    """The coordinator's network: the case, or in a deployment only the public network (every load NaN)."""
+    if config.deployment is not None:
+        from .zone_data import load_public_network
+
+        return load_public_network(config.deployment)
+    return load_case(config.case, convention=config.convention)
+
+
 def resolve_partition(net: Network, config: RunConfig) -> Partition:
     """The run's zones: an explicit partition source, else the bundled one of a bundled case, else automatic."""
+    if config.deployment is not None:
+        from .zone_data import public_partition_path
+
+        return make_partition(net, str(public_partition_path(config.deployment)), allow_disconnected=True)
     config = resolve_partition_choice(config)
     if config.partition is not None:
         return make_partition(net, config.partition, allow_disconnected=config.allow_disconnected)
@@ -325,8 +338,8 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                 f"(give more than {done} to extend it)"
             )
         saved = load_config(out_dir)
-    say(f"loading {config.case}")
-    net = network if network is not None else load_case(config.case, convention=config.convention)
+    say(f"loading {config.deployment or config.case}")
+    net = network if network is not None else _load_network(config)
     config = resolve_config(config, net)
     if resume:
         check_resume_config(resolve_config(saved, net), config, out_dir)
