@@ -1204,8 +1204,9 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     progress bar goes to stderr (-q: none).
 
     exit status: 0 the audit passed (or the algorithm is not private); 1 a run
-    failed; 2 bad input; 3 the audit failed: the lower bound exceeds the
-    claimed epsilon; 130 interrupted.
+    failed; 2 bad input; 3 the audit failed: a lower bound exceeds the
+    claimed epsilon, a message field outside the allow-list crossed, or the
+    claim rests on an unsound sensitivity rule; 130 interrupted.
     """
 )
 
@@ -1242,6 +1243,8 @@ def add_audit_parser(sub) -> None:
     p.add_argument("--zone", type=int, metavar="Z", help="the audited zone, 0..K-1 (default: that of the most influential load)")
     p.add_argument("--bus", type=int, metavar="BUS", help="the bus (MATPOWER id) whose load moves (default: the most influential load)")
     p.add_argument("--beta", type=float, default=0.01, help="how far the load moves, p.u. (default: 0.01, as the adjacency)")
+    p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound",
+                   help="the audited run's sensitivity rule (default: sound); 'paper' with output perturbation is no guarantee")
     p.add_argument(
         "--adjacency", choices=list(ADJACENCIES), default="value",
         help="value: the bus's active load moves (default); bus: its active and reactive loads both move",
@@ -1271,6 +1274,7 @@ def _audit_config(args: argparse.Namespace) -> RunConfig:
             case=args.case, zones=args.zones, algorithm=args.algorithm, epsilon=args.epsilon, delta=args.delta,
             target_epsilon=args.target_epsilon, target_delta=args.target_delta, beta=args.beta, adjacency=args.adjacency,
             rounds=args.rounds, local_updates=args.local_updates, seed=args.seed, evaluate=False, checkpoint_every=0,
+            sensitivity=args.sensitivity,
         )
     except ConfigError as exc:  # name the flag, not the field
         text = str(exc)
@@ -1330,6 +1334,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
                if res.settings.get("fields_outside_allow_list") else ""),
             file=sys.stderr,
         )
+        return EXIT_AUDIT_FAILED
+    if res.verdict == "no guarantee":
+        print("powerdp: audit NOT PASSED: the claimed epsilon rests on --sensitivity paper with output perturbation, "
+              "which is not a proven bound (docs/privacy.md)", file=sys.stderr)
         return EXIT_AUDIT_FAILED
     return EXIT_OK
 

@@ -300,3 +300,11 @@ def test_paper_sensitivity_with_output_perturbation_is_never_called_passed(case1
     cfg = _cfg(algorithm="outl", sensitivity="paper", linearize="all", epsilon=1.0, seed=3)
     res = run_audit(cfg, runs=20, bus=4, jobs=1, network=case14)
     assert res.verdict in ("no guarantee", "failed") and res.verdict != "passed"
+
+
+def test_cli_audit_of_an_unsound_claim_exits_3(capsys):
+    args = ["audit", "case14", "--zones", "2", "--algorithm", "outl", "--epsilon", "1", "--sensitivity", "paper",
+            "--rounds", "1", "--runs", "20", "--bus", "4", "--jobs", "1", "--seed", "0"]
+    assert main(args) == 3
+    captured = capsys.readouterr()
+    assert "NO GUARANTEE" in captured.out and "not a proven bound" in captured.err
