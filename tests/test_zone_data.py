@@ -68,3 +68,15 @@ def test_split_keeps_hvdc_lines(hvdc_case, tmp_path):
     split_case(net, part, tmp_path / "s")
     pub = load_public_network(tmp_path / "s")
     assert pub.n_dcline == net.n_dcline and np.array_equal(pub.dcline.pmaxf, net.dcline.pmaxf)
+
+
+def test_a_deployment_refuses_a_message_outside_the_allow_list(split, monkeypatch):
+    from powerdp.admm.agent import _TEST_LEAK_ENV
+
+    monkeypatch.setenv(_TEST_LEAK_ENV, "noise_magnitude")
+    cfg = RunConfig(case="case14", zones=3, algorithm="objl", epsilon=0.3, rounds=2, evaluate=False, checkpoint_every=0,
+                    deployment=str(split))
+    from powerdp.admm.runner import RunFailed
+
+    with pytest.raises(RunFailed, match="zone 0 broke the protocol: .* outside the allow-list: noise_magnitude"):
+        run_distributed(cfg, reference=False)

@@ -329,6 +329,18 @@ def _locked_run(
 def _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check=False, observe=None) -> RunResult:
     say = status or (lambda msg: None)
     seen = observe or (lambda updates: None)
+    if config.deployment is not None:  # a deployment's coordinator takes nothing outside the allow-list
+        from .messages import check_message
+
+        def seen(updates, _observe=seen):
+            for u in updates:
+                try:
+                    check_message(u)
+                except ValueError as exc:
+                    from .backends.base import WorkerError
+
+                    raise WorkerError(f"zone {u.zone} broke the protocol: {exc}") from None
+            _observe(updates)
     t_setup = time.perf_counter()
     if resume:
         done = int(_load_checkpoint(out_dir)["coordinator"]["round"])  # missing or unreadable: fails before any work
