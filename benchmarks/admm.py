@@ -36,6 +36,7 @@ def main() -> None:
     ap.add_argument("--backends", default="serial")
     ap.add_argument("--solvers", default="ipopt,clarabel", help="local solvers to compare (default: ipopt,clarabel)")
     ap.add_argument("--no-warm-start", action="store_true")
+    ap.add_argument("--seed", type=int, default=0, help="noise seed shared by every run (default: 0)")
     ap.add_argument("--json", help="write the numbers as JSON")
     args = ap.parse_args()
     logging.getLogger("pyomo").setLevel(logging.ERROR)
@@ -52,6 +53,7 @@ def main() -> None:
             backend=backend,
             warm_start=not args.no_warm_start,
             local_solver=solver,
+            seed=args.seed,  # the same noise for every solver and backend (a seeded experiment)
         )
         t0 = time.perf_counter()
         res = run_distributed(cfg, reference=False)

@@ -48,7 +48,7 @@ def main() -> None:
         for backend, solver in ((b, s) for b in args.backends.split(",") for s in args.local_solvers.split(",")):
             kw = dict(partition="area", zones=None, allow_disconnected=True) if z == "area" else dict(zones=int(z), partition_method=args.method)
             cfg = RunConfig(case=args.case, algorithm="objl", epsilon=0.1, sensitivity="paper", rounds=args.rounds, backend=backend, workers=2,
-                            checkpoint_every=0, local_solver=solver, **kw)
+                            checkpoint_every=0, local_solver=solver, seed=0, **kw)
             t0 = time.perf_counter()
             res = run_distributed(cfg, reference=False)
             if res is None:  # an mpi agent rank: it served this run; serve the next

@@ -130,7 +130,7 @@ def main() -> None:
     args = ap.parse_args()
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     out: dict = {}
-    base = RunConfig(case=args.case, zones=3, algorithm="objl", epsilon=0.1, local_updates=1, rounds=100)
+    base = RunConfig(case=args.case, zones=3, algorithm="objl", epsilon=0.1, local_updates=1, rounds=100, seed=0)
     out["nonprivate_paper_settings"] = final(base.replace(algorithm="nonprivate", rho=100.0, eta="sqrt"))
     print("nonprivate (rho 100, eta sqrt)", json.dumps(out["nonprivate_paper_settings"]), flush=True)
     for noise_on in ("data", "all"):

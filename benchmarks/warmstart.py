@@ -34,7 +34,7 @@ def main() -> None:
     for warm in (False, True):
         cfg = RunConfig(
             case=args.case, zones=3, algorithm=args.algorithm, rounds=args.rounds, local_updates=args.local_updates,
-            epsilon=args.epsilon, sensitivity=args.sensitivity, warm_start=warm,
+            epsilon=args.epsilon, sensitivity=args.sensitivity, warm_start=warm, seed=0,  # same noise for both
         )
         s = run_distributed(cfg, reference=False).summary
         row = {

@@ -16,6 +16,7 @@ orchestration (:func:`run_audit`), which runs the repeats on a process pool.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import math
@@ -28,8 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from .admm.agent import _TEST_LEAK_ENV
 from .admm.algorithms import compose
 from .admm.config import RunConfig
+from .admm.messages import MESSAGE_FIELDS
+from .admm.results import COORDINATOR_COLUMNS
 from .admm.runner import RunFailed, resolve_config, resolve_partition, run_distributed
 from .errors import ConfigError, Interrupted, PowerDPError
 from .grid.network import Network, load_case
@@ -203,16 +207,43 @@ def _worker_init(state: dict[str, Any]) -> None:
     gc.freeze()  # see _map
 
 
-def _released(config: RunConfig, net: Network, part: Partition) -> tuple[dict[int, np.ndarray], dict[int, dict[str, Any]]]:
-    """One run: per zone, its released values of every round (round 0 first) concatenated, and its claim."""
-    got: dict[int, list[np.ndarray]] = {}
+#: the public counters of every message (not attacked: they are the same on both datasets by construction)
+_COUNTERS = ("round", "zone")
+
+
+def _fields(update) -> dict[str, Any]:
+    """Every field of a message as the coordinator receives it (dataclass fields and any attribute beside them)."""
+    out = {f.name: getattr(update, f.name) for f in dataclasses.fields(update)}
+    out.update({k: v for k, v in getattr(update, "__dict__", {}).items() if k not in out})
+    return out
+
+
+def _released(config: RunConfig, net: Network, part: Partition) -> tuple[dict[int, dict[str, np.ndarray]], dict[int, dict[str, Any]]]:
+    """One run: per zone, every channel the coordinator holds, as one vector each (rounds concatenated), and its claim.
+
+    Channels: ``released`` (the allow-listed release of every round, round 0 first); ``field:NAME`` for every
+    other field a message carried (outside the allow-list: a leak by definition); ``coordinator_view`` (the
+    coordinator's history file: residuals, ε spent, ρ) and ``coordinator_timing`` (its round times).
+    """
+    got: dict[int, dict[str, list[np.ndarray]]] = {}
 
     def observe(updates) -> None:
         for u in updates:
-            got.setdefault(int(u.zone), []).append(u.released)
+            allowed = next((f for t, f in MESSAGE_FIELDS.items() if isinstance(u, t)), ())
+            chans = got.setdefault(int(u.zone), {})
+            for name, value in _fields(u).items():
+                if name in _COUNTERS:
+                    continue
+                channel = "released" if name == "released" and "released" in allowed else (
+                    name if name in allowed else f"field:{name}")
+                chans.setdefault(channel, []).append(np.atleast_1d(np.asarray(value, dtype=float)).ravel())
 
     result = run_distributed(config, network=net, partition=part, reference=False, observe=observe)
     s = result.summary
+    hist = result.history
+    view_cols = [c for c in COORDINATOR_COLUMNS if c not in ("round", "wall_s")]
+    view = hist[view_cols].to_numpy(dtype=float).ravel()
+    timing = hist["wall_s"].to_numpy(dtype=float)
     claims = {}
     for z in got:
         head = (result.privacy.get(z) or {}).get("headline") or {}
@@ -222,8 +253,13 @@ def _released(config: RunConfig, net: Network, part: Partition) -> tuple[dict[in
             "epsilon_per_step": s["epsilon_per_step"].get(z),
             "delta_total": head.get("delta", 0.0) if config.private else 0.0,
             "accountant": head.get("source"),
+            "private": bool(s.get("private", config.private)),
         }
-    return {z: np.concatenate(v) for z, v in got.items()}, claims
+    channels = {
+        z: {**{c: np.concatenate(v) for c, v in chans.items()}, "coordinator_view": view, "coordinator_timing": timing}
+        for z, chans in got.items()
+    }
+    return channels, claims
 
 
 class AuditRunFailed(PowerDPError):
@@ -232,14 +268,15 @@ class AuditRunFailed(PowerDPError):
     exit_status = 1
 
 
-def _task(key: tuple[str, int, int]):
-    """Pool task ``(dataset name, index, seed)`` → (key, released values per zone, claims per zone)."""
-    name, _, seed = key
+def _task(key: tuple[str, int, int | None]):
+    """Pool task ``(dataset name, index, seed)`` → (key, channels per zone, claims per zone); seed None: secret noise."""
+    name, k, seed = key
     w = _WORKER
     try:
         x, claims = _released(w["config"].replace(seed=seed), w["nets"][name], w["parts"][name])
     except RunFailed as exc:
-        raise AuditRunFailed(f"the audit's run on dataset {name} with seed {seed} failed: {exc}") from None
+        which = f"seed {seed}" if seed is not None else f"secret noise (run {k})"
+        raise AuditRunFailed(f"the audit's run on dataset {name} with {which} failed: {exc}") from None
     return key, x, claims
 
 
@@ -293,11 +330,16 @@ class AuditResult:
     epsilon_basic: float | None
     epsilon_per_step: float | None
     delta_total: float
-    verdict: str  # "passed", "failed" (lower bound above the claim) or "not private"
+    # "passed", "failed" (a lower bound above the claim, or a field outside the allow-list), "not private", or
+    # "no guarantee" (the claim rests on an unsound sensitivity rule: never "passed")
+    verdict: str
     attack: dict[str, Any]
     settings: dict[str, Any]
     probe: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
+    # per channel the coordinator holds beyond the release (message fields outside the allow-list, the
+    # coordinator's view files, its timings; "replay" for seeded runs): the attack's rates and ε bound
+    channels: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -338,17 +380,17 @@ def _probe(config, net, part, zone, jobs, status) -> tuple[int, int, dict[str, A
     nets = {"base": net, **{f"bus{b}": neighbouring_network(net, b, config.beta, config.adjacency) for b in loaded}}
     state = {"config": probe_cfg, "nets": nets, "parts": {name: part.with_network(n) for name, n in nets.items()}}
     out = _map([(name, 0, config.seed) for name in nets], state, jobs, None)
-    base = out[("base", 0, config.seed)][0]
+    base = {z: c["released"] for z, c in out[("base", 0, config.seed)][0].items()}
     zone_of = {int(b): int(part.zone_of_bus[b]) for b in loaded}
-    influence = {int(b): float(np.linalg.norm(out[(f"bus{b}", 0, config.seed)][0][zone_of[int(b)]] - base[zone_of[int(b)]]))
+    influence = {int(b): float(np.linalg.norm(out[(f"bus{b}", 0, config.seed)][0][zone_of[int(b)]]["released"] - base[zone_of[int(b)]]))
                  for b in loaded}
     order = sorted((int(b) for b in loaded), key=lambda b: (-influence[b], int(net.bus_ids[b])))
     best = order[0]
     if influence[best] == 0.0:
         raise ConfigError(f"no load moved by beta = {config.beta:g} changes what its zone releases; nothing to audit")
     info = {
-        "method": f"the largest change (L2) of its zone's released values in one {probe_cfg.algorithm} run "
-        f"(seed {config.seed}) with the bus's load moved by beta",
+        "method": f"the largest change (L2) of its zone's released values in one noise-free {probe_cfg.algorithm} run "
+        "with the bus's load moved by beta",
         "influence": {str(int(net.bus_ids[b])): influence[b] for b in order},
     }
     return best, zone_of[best], info
@@ -369,8 +411,10 @@ def run_audit(
 
     Parameters
     ----------
-    config: the run to audit (its seed is the first of the ``runs`` seeds: seed, seed + 1, ...;
-        the same seeds on both datasets). Runs use the serial backend, no evaluation, no files.
+    config: the run to audit. Without a seed every run draws secret noise (as a deployment does); with one, the
+        seeds are seed, seed + 1, ... (the same on both datasets), and the replay adversary, who knows the seed,
+        is reported as its own channel (a seeded run claims privacy only against who does not know the seed).
+        Runs use the serial backend, no evaluation, no files.
     runs: runs per dataset (at least :data:`MIN_RUNS`); the first half trains the distinguisher,
         the second half tests it.
     bus: the external id of the bus whose load moves by ``config.beta``; default: the most
@@ -411,24 +455,41 @@ def run_audit(
     net1 = neighbouring_network(net, b, config.beta, config.adjacency)
     if os.environ.get(_TEST_DISABLE_NOISE_ENV) == "1":
         log.warning("%s=1: noise is switched off behind the ledger's back (a test-only broken run)", _TEST_DISABLE_NOISE_ENV)
+    if os.environ.get(_TEST_LEAK_ENV):
+        log.warning("%s=%s: messages carry a test-only side channel", _TEST_LEAK_ENV, os.environ[_TEST_LEAK_ENV])
     state = {"config": config, "nets": {"D": net, "D'": net1}, "parts": {"D": part, "D'": part.with_network(net1)}}
-    seeds = [config.seed + k for k in range(runs)]
+    seeded = config.seed is not None
+    seeds: list[int | None] = [config.seed + k for k in range(runs)] if seeded else [None] * runs
     tasks = [(name, k, s) for k, s in enumerate(seeds) for name in ("D", "D'")]
-    say(f"{2 * runs} runs of {config.algorithm} on {net.name} (zone {z}, bus {int(net.bus_ids[b])}), {jobs} job(s)")
+    noise = f"seeds {config.seed}..{config.seed + runs - 1}" if seeded else "secret noise"
+    say(f"{2 * runs} runs of {config.algorithm} on {net.name} (zone {z}, bus {int(net.bus_ids[b])}, {noise}), {jobs} job(s)")
     try:
         out = _map(tasks, state, jobs, progress)
     except (KeyboardInterrupt, Interrupted):
         raise Interrupted("audit interrupted; nothing written") from None
-    x0 = np.stack([out[("D", k, s)][0][z] for k, s in enumerate(seeds)])
-    x1 = np.stack([out[("D'", k, s)][0][z] for k, s in enumerate(seeds)])
+    runs0 = [out[("D", k, s)][0][z] for k, s in enumerate(seeds)]
+    runs1 = [out[("D'", k, s)][0][z] for k, s in enumerate(seeds)]
+    x0 = np.stack([r["released"] for r in runs0])
+    x1 = np.stack([r["released"] for r in runs1])
     claims = [c[z] for _, c in out.values()]
     claim = claims[0]
     if any(c["epsilon_total"] != claim["epsilon_total"] for c in claims):  # the ledger is data-independent
         raise RuntimeError("the ledger's claim differs between runs of the audit")
-    res = attack(x0, x1, delta=float(claim["delta_total"] or 0.0), confidence=confidence)
+    delta = float(claim["delta_total"] or 0.0)
+    res = attack(x0, x1, delta=delta, confidence=confidence)
     eps_lb = res["epsilon_lower_bound"]
     claimed = claim["epsilon_total"]
-    verdict = "not private" if claimed is None else ("failed" if eps_lb > claimed else "passed")
+    channels, off_list = _channel_bounds(runs0, runs1, delta, confidence, seeded)
+    threat_model = [c for name, c in channels.items() if name != "replay"]  # replay: only who knows the seed
+    worst = max([eps_lb] + [c["epsilon_lower_bound"] for c in threat_model])
+    if claimed is None:
+        verdict = "not private"
+    elif worst > claimed or off_list:
+        verdict = "failed"
+    elif not claim.get("private", True):
+        verdict = "no guarantee"  # a reproduction switch (--sensitivity paper): never called passed
+    else:
+        verdict = "passed"
     settings = {
         "case": net.name,
         "algorithm": config.algorithm,
@@ -441,7 +502,9 @@ def run_audit(
         "beta": config.beta,
         "adjacency": config.adjacency,
         "runs": runs,
-        "seeds": [seeds[0], seeds[-1]],
+        "seeds": [seeds[0], seeds[-1]] if seeded else None,
+        "noise_source": config.noise_source,
+        "fields_outside_allow_list": off_list,
         "rounds": config.rounds,
         "local_updates": config.local_updates,
         "epsilon": config.epsilon if config.private and config.target_epsilon is None else None,
@@ -463,4 +526,47 @@ def run_audit(
         settings=settings,
         probe=probe,
         wall_s=time.perf_counter() - t0,
+        channels=channels,
     )
+
+
+def replay_attack(x0: np.ndarray, x1: np.ndarray, replay0: np.ndarray, replay1: np.ndarray,
+                  delta: float = 0.0, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    """The replay adversary of a seeded run (it knows the seed): each transcript is compared with the replays of
+    both hypotheses under its seed (``replay0[k]``, ``replay1[k]``: the runs on D and D' with transcript k's seed)
+    and called D' when it lies closer to D''s replay. Rates and ε bound as :func:`attack` (no training needed)."""
+    def says_d1(x, r0, r1):
+        return np.linalg.norm(x - r1, axis=1) < np.linalg.norm(x - r0, axis=1)
+
+    m0, m1 = len(x0), len(x1)
+    fp, tp = int(says_d1(x0, replay0, replay1).sum()), int(says_d1(x1, replay0, replay1).sum())
+    fpr_lo, fpr_hi = (float(v) for v in clopper_pearson(fp, m0, confidence))
+    tpr_lo, tpr_hi = (float(v) for v in clopper_pearson(tp, m1, confidence))
+    return {
+        "epsilon_lower_bound": float(epsilon_lower_bound(fpr_hi, 1 - tpr_lo, delta)),
+        "tpr": tp / m1, "fpr": fp / m0, "tpr_interval": [tpr_lo, tpr_hi], "fpr_interval": [fpr_lo, fpr_hi],
+        "test_runs": [m0, m1], "confidence": confidence,
+    }
+
+
+def _channel_bounds(runs0: list[dict], runs1: list[dict], delta: float, confidence: float, seeded: bool):
+    """Per channel the coordinator holds (besides the allow-listed release, attacked by :func:`attack`): the
+    linear attack's ε bound, at a Bonferroni-corrected confidence so that the channels together keep ``confidence``;
+    for a seeded run also the replay adversary, which knows the seed (on the test half). Returns (channels, the
+    names of message fields outside the allow-list)."""
+    names = sorted(set(runs0[0]) - {"released"})
+    off_list = sorted(n.removeprefix("field:") for n in names if n.startswith("field:"))
+    n_tests = max(len(names), 1)
+    conf = 1.0 - (1.0 - confidence) / n_tests
+    out: dict[str, Any] = {}
+    for name in names:
+        a = np.stack([r[name] for r in runs0])
+        b = np.stack([r[name] for r in runs1])
+        out[name] = {k: v for k, v in attack(a, b, delta=delta, confidence=conf).items() if k != "threshold"}
+    if seeded:
+        half = len(runs0) // 2
+        x0 = np.stack([r["released"] for r in runs0])
+        x1 = np.stack([r["released"] for r in runs1])
+        # the adversary replays both hypotheses with the transcript's seed: the runs on D and D' with that seed
+        out["replay"] = replay_attack(x0[half:], x1[half:], x0[half:], x1[half:], delta, confidence)
+    return out, off_list

@@ -209,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-allow-disconnected makes them an error",
     )
     pp.add_argument("--out", metavar="FILE", type=Path, help="write the partition as a bus,zone CSV")
+    pp.add_argument(
+        "--split",
+        metavar="DIR",
+        type=Path,
+        help="write a deployment: DIR/public/ (the network without loads, and the partition: the coordinator's) and "
+        "DIR/zone_P.private/loads.csv (zone P's loads: only zone P's operator gets it); run it with powerdp run --deployment DIR",
+    )
     pp.set_defaults(func=cmd_partition)
 
     # ---- cases
@@ -378,6 +385,13 @@ def cmd_partition(args: argparse.Namespace) -> int:
         part.to_csv(args.out)
         if not args.quiet:
             print(f"wrote {args.out}")
+    if args.split:
+        from .admm.outdir import ensure_dir
+        from .admm.zone_data import split_case
+
+        split_case(net, part, ensure_dir(args.split, "--split directory"))
+        if not args.quiet:
+            print(f"wrote {args.split}/public (network without loads, partition) and {part.n_zones} zone_P.private/loads.csv")
     return 0
 
 
@@ -652,7 +666,13 @@ def add_run_parser(sub) -> None:
     p.add_argument("--eta", default="capped", help="step size: capped (default), sqrt, theorem, or a constant")
     p.add_argument("--flows", choices=["variables", "expressions"], default="variables", help="branch flows in the algorithm's variables (default, as the paper) or eliminated")
     p.add_argument("--convention", choices=["powermodels", "matpower"], default="powermodels", help="data convention (default: powermodels)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the noise (default: 0)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="make a seeded, reproducible experiment: the noise follows from SEED, so the run is private only against "
+        "observers who do not know it (marked noise_source seeded). Default: each zone draws secret noise from OS entropy",
+    )
     p.add_argument("--backend", choices=["serial", "process", "mpi"], default="serial", help="where the agents run (default: serial)")
     p.add_argument("--workers", type=int, help="worker processes of the process backend (default: one per core, at most one per zone)")
     p.add_argument(
@@ -684,8 +704,17 @@ def add_run_parser(sub) -> None:
     p.add_argument(
         "--no-evaluation",
         action="store_true",
-        help="deployment mode: zones report only released values, solver statistics and their privacy spend; the "
-        "history's objective and max_violation stay empty and each zone writes its own solution to DIR/zones/",
+        help="deployment mode: zones report only released values and their privacy spend (their solver statistics and "
+        "noise magnitude stay with them); the history's objective and max_violation stay empty and each zone writes "
+        "its own solution to DIR/zones/",
+    )
+    p.add_argument(
+        "--deployment",
+        metavar="DIR",
+        type=Path,
+        help="run a split case (powerdp partition --split DIR): the coordinator reads only DIR/public (no loads), each "
+        "zone's host only its own DIR/zone_P.private; needs --no-evaluation. With --backend mpi no process reads "
+        "another zone's loads",
     )
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR (refused if DIR holds a run)")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
@@ -750,7 +779,7 @@ FLAG_TO_FIELD = {
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
     "update": "algorithm", "perturbation": "algorithm", "mechanism": "algorithm",
     "tol": ("tol_primal", "tol_dual"), "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
-    "local_solver": "local_solver",
+    "local_solver": "local_solver", "deployment": "deployment",
 }
 # flags that --resume accepts: they cannot change the results of the run
 RESUME_FLAGS = {
@@ -829,10 +858,11 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
             return RunConfig.from_dict(fields, source=str(args.config))
         except ConfigError as exc:
             raise ConfigError(f"{args.config}: {exc}" if str(args.config) not in str(exc) else str(exc)) from None
-    if args.case is None:
-        raise ConfigError("give a CASE (or --resume DIR)")
+    if args.case is None and getattr(args, "deployment", None) is None:
+        raise ConfigError("give a CASE (or --resume DIR, or --deployment DIR)")
     return RunConfig(
-        case=args.case,
+        case=args.case if args.case is not None else "deployment",
+        deployment=None if args.deployment is None else str(args.deployment),
         zones=args.zones if args.zones is not None else (None if args.partition else 3),
         partition=args.partition,
         partition_method=args.method,
@@ -1091,20 +1121,10 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     what = {"cost": "generation cost", "shedding": "shedding"}.get(cfg.objective, cfg.objective)
     print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
     print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({s['stopped']})")
-    if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:
-        print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective)")
-    else:
-        print("objective     not evaluated (--no-evaluation: each zone keeps its own)")
+    print("── the coordinator's view (what a deployment publishes: releases, residuals, ledger) ──")
     if s["final_feasibility"] is not None:
         print(f"feasibility   consensus residual ‖w − Bz‖₂ = {s['final_feasibility']:.3e} p.u. (0 when the zones agree)")
         print(f"dual          dual residual ρ‖w − w_prev‖₂ = {s['final_dual_residual']:.3e}")
-    mv = s.get("max_violation")
-    if mv is not None and mv == mv:
-        print(f"violation     largest violation of a zone's own constraints by its released point: {mv:.2e} p.u.")
-    if s.get("centralized_objective") is not None:
-        rel = s.get("relative_gap_to_centralized")
-        rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
-        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g}{rel_txt}")
     if cfg.private:
         parts = []
         for z, e in s["epsilon_total"].items():
@@ -1120,11 +1140,30 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
             per_step = f"{per_step} per local step, calibrated to the {target}"
         else:
             per_step = f"{per_step} per local step"
-        print(f"privacy       total spent per zone over the whole run (ε {per_step}{how}): " + "; ".join(parts))
+        flag = "" if s.get("private", True) else " [NOT A GUARANTEE]"
+        print(f"privacy       total spent per zone over the whole run (ε {per_step}{how}){flag}: " + "; ".join(parts))
+        print(f"noise         {s.get('noise_source', cfg.noise_source)}" + (
+            " (OS entropy drawn by each zone; nobody else can replay it)" if cfg.noise_source == "secret" else ""))
+        for warning in s.get("privacy_warnings") or []:
+            print(f"WARNING       {warning}")
+    print(f"time          coordinator's loop {s['wall_s']:.2f} s, setup {s['setup_s']:.2f} s")
+    print("── the simulation's evaluation (needs every zone's data; a deployment cannot compute it) ──")
+    if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:
+        print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective)")
+    else:
+        print("objective     not evaluated (--no-evaluation: each zone keeps its own)")
+    mv = s.get("max_violation")
+    if mv is not None and mv == mv:
+        print(f"violation     largest violation of a zone's own constraints by its released point: {mv:.2e} p.u.")
+    if s.get("centralized_objective") is not None:
+        rel = s.get("relative_gap_to_centralized")
+        rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
+        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g}{rel_txt}")
     label = SOLVERS[cfg.local_solver].label
-    print(f"time          {s['wall_s']:.2f} s ({s['solver_s']:.2f} s in {label}, {s['solves']} local solves), setup {s['setup_s']:.2f} s")
+    if s.get("solves"):
+        print(f"zone solves   {s['solver_s']:.2f} s in {label}, {s['solves']} local solves (zone-private statistics)")
     if out is not None:
-        print(f"results       {out}")
+        print(f"results       {out}  (coordinator_view/ is what a deployment publishes; simulation_evaluation/ is not)")
 
 
 # ----------------------------------------------------------------------------- audit
@@ -1136,9 +1175,13 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     (docs/privacy.md, "Auditing").
 
     Two neighbouring load datasets D and D' differ in one load value of one zone
-    by beta (--adjacency bus: both loads of the bus). The run is repeated with
-    seeds S, S+1, ..., S+N-1 on each, and every message the audited zone releases
-    (its shared values of every round, round 0 included) is recorded. A linear
+    by beta (--adjacency bus: both loads of the bus). The run is repeated N
+    times on each, with secret noise as deployed (--seed S: seeds S, S+1, ...,
+    S+N-1, and the replay adversary who knows the seed is reported on its own),
+    and every message the audited zone releases
+    (its shared values of every round, round 0 included) is recorded, and every
+    other field of every message the coordinator receives, and the coordinator's
+    view (its history file and its round times). A linear
     score (difference of the class means over the pooled variance) and its
     threshold are trained on the first half of the runs of each dataset and
     tested on the second half. Its true and false positive rates, with 95 %
@@ -1152,6 +1195,11 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     active load moved by beta, and the bus whose move changes its zone's
     released values the most. --bus names it instead.
 
+    Every other channel is attacked the same way (Bonferroni-corrected), and
+    a message field outside the protocol's allow-list fails the audit by itself.
+    A run whose claim rests on an unsound sensitivity rule (--sensitivity paper
+    with output perturbation) is never called passed ("no guarantee").
+
     A lower bound above the claim is a privacy bug: the audit fails (exit
     status 3). A bound at or below the claim passes, which does not prove the
     claim: the attack is one simple test. A non-private algorithm claims
@@ -1162,8 +1210,9 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     progress bar goes to stderr (-q: none).
 
     exit status: 0 the audit passed (or the algorithm is not private); 1 a run
-    failed; 2 bad input; 3 the audit failed: the lower bound exceeds the
-    claimed epsilon; 130 interrupted.
+    failed; 2 bad input; 3 the audit failed: a lower bound exceeds the
+    claimed epsilon, a message field outside the allow-list crossed, or the
+    claim rests on an unsound sensitivity rule; 130 interrupted.
     """
 )
 
@@ -1200,13 +1249,16 @@ def add_audit_parser(sub) -> None:
     p.add_argument("--zone", type=int, metavar="Z", help="the audited zone, 0..K-1 (default: that of the most influential load)")
     p.add_argument("--bus", type=int, metavar="BUS", help="the bus (MATPOWER id) whose load moves (default: the most influential load)")
     p.add_argument("--beta", type=float, default=0.01, help="how far the load moves, p.u. (default: 0.01, as the adjacency)")
+    p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound",
+                   help="the audited run's sensitivity rule (default: sound); 'paper' with output perturbation is no guarantee")
     p.add_argument(
         "--adjacency", choices=list(ADJACENCIES), default="value",
         help="value: the bus's active load moves (default); bus: its active and reactive loads both move",
     )
     p.add_argument("--runs", type=int, default=200, metavar="N", help=f"runs per dataset, at least {MIN_RUNS} (default: 200; 2N runs in all)")
     p.add_argument("--jobs", type=int, metavar="J", help="parallel runs (default: one per core)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="the first seed (default: 0)")
+    p.add_argument("--seed", type=int, default=None, metavar="S",
+                   help="seeded runs S, S+1, ... and the replay adversary who knows the seed (default: secret noise, as deployed)")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the result (bound, claim, rates, intervals, settings) as JSON")
     p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
     p.set_defaults(func=cmd_audit)
@@ -1218,7 +1270,7 @@ def _audit_config(args: argparse.Namespace) -> RunConfig:
         ("--jobs", args.jobs, args.jobs is None or args.jobs >= 1, "at least 1"),
         ("--zones", args.zones, args.zones >= 1, "at least 1"),
         ("--zone", args.zone, args.zone is None or 0 <= args.zone < args.zones, f"a zone index 0..{args.zones - 1}"),
-        ("--seed", args.seed, args.seed >= 0, "a non-negative integer"),
+        ("--seed", args.seed, args.seed is None or args.seed >= 0, "a non-negative integer"),
         ("--beta", args.beta, math.isfinite(args.beta) and args.beta > 0, "a positive number (p.u.)"),
     ):
         if not ok:
@@ -1228,6 +1280,7 @@ def _audit_config(args: argparse.Namespace) -> RunConfig:
             case=args.case, zones=args.zones, algorithm=args.algorithm, epsilon=args.epsilon, delta=args.delta,
             target_epsilon=args.target_epsilon, target_delta=args.target_delta, beta=args.beta, adjacency=args.adjacency,
             rounds=args.rounds, local_updates=args.local_updates, seed=args.seed, evaluate=False, checkpoint_every=0,
+            sensitivity=args.sensitivity,
         )
     except ConfigError as exc:  # name the flag, not the field
         text = str(exc)
@@ -1280,10 +1333,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(jsonable(res.to_dict()), indent=2) + "\n")
     if res.failed:
         print(
-            f"powerdp: audit FAILED: the empirical lower bound eps >= {res.epsilon_lower_bound:.3g} exceeds the claimed "
-            f"eps = {res.epsilon_total:.3g} of zone {res.settings['zone']}",
+            f"powerdp: audit FAILED: the empirical lower bound eps >= {res.epsilon_lower_bound:.3g} (worst channel "
+            f"{max([res.epsilon_lower_bound] + [c['epsilon_lower_bound'] for n, c in res.channels.items() if n != 'replay']):.3g}) "
+            f"against the claimed eps = {res.epsilon_total:.3g} of zone {res.settings['zone']}"
+            + (f"; fields outside the allow-list: {', '.join(res.settings['fields_outside_allow_list'])}"
+               if res.settings.get("fields_outside_allow_list") else ""),
             file=sys.stderr,
         )
+        return EXIT_AUDIT_FAILED
+    if res.verdict == "no guarantee":
+        print("powerdp: audit NOT PASSED: the claimed epsilon rests on --sensitivity paper with output perturbation, "
+              "which is not a proven bound (docs/privacy.md)", file=sys.stderr)
         return EXIT_AUDIT_FAILED
     return EXIT_OK
 
@@ -1293,7 +1353,8 @@ def _print_audit(res) -> None:
     moved = "pd and qd" if s["adjacency"] == "bus" else "pd"
     print(f"audit         {s['algorithm']} on {s['case']} ({s['zones']} zones, {s['partition']}): zone {s['zone']}, "
           f"bus {s['bus']}, {moved} {s['load_value']:.4g} → {s['load_value'] + s['beta']:.4g} p.u. (β {s['beta']:g})")
-    print(f"runs          {s['runs']} per dataset (seeds {s['seeds'][0]}..{s['seeds'][1]}), {s['rounds']} rounds × "
+    noise = f"seeds {s['seeds'][0]}..{s['seeds'][1]}" if s.get("seeds") else "secret noise"
+    print(f"runs          {s['runs']} per dataset ({noise}), {s['rounds']} rounds × "
           f"{s['local_updates']} local step(s), {s['released_values_per_run']} released values per run")
     (tl, th), (fl, fh) = a["tpr_interval"], a["fpr_interval"]
     conf = f"{100 * a['confidence']:g} %"
@@ -1306,10 +1367,16 @@ def _print_audit(res) -> None:
     else:
         print(f"claimed       ε {res.epsilon_total:.4g}, δ {res.delta_total:g} for the run (ledger: {s['accountant']}); "
               f"ε {res.epsilon_per_step:.4g} per local step, basic composition {res.epsilon_basic:.4g}")
+    for name, c in (res.channels or {}).items():
+        what = "replay (knows the seed)" if name == "replay" else name
+        print(f"channel       {what}: TPR {c['tpr']:.3f}, FPR {c['fpr']:.3f}, ε ≥ {c['epsilon_lower_bound']:.3f}")
+    if s.get("fields_outside_allow_list"):
+        print(f"LEAK          message field(s) outside the allow-list: {', '.join(s['fields_outside_allow_list'])}")
     verdict = {
-        "passed": "passed: the lower bound does not exceed the claim",
-        "failed": "FAILED: the lower bound exceeds the claim (a privacy bug)",
+        "passed": "passed: no channel's lower bound exceeds the claim",
+        "failed": "FAILED: a lower bound exceeds the claim, or a field outside the allow-list crossed (a privacy bug)",
         "not private": "no claim to check",
+        "no guarantee": "NO GUARANTEE: the claim rests on an unsound sensitivity rule (--sensitivity paper); never passed",
     }[res.verdict]
     print(f"verdict       {verdict}")
     print(f"time          {res.wall_s:.1f} s ({s['jobs']} job(s))")

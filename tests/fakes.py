@@ -9,14 +9,14 @@ private target that depends on its own loads, with noise from its own generator.
 from __future__ import annotations
 
 import os
-import pickle
 from pathlib import Path
 
 import numpy as np
 
-from powerdp.admm.agent import ZoneDiagnostics, zone_checkpoint_path
-from powerdp.admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
-from powerdp.privacy import zone_rng
+from powerdp.admm.agent import ZoneDiagnostics
+from powerdp.admm.checkpoint import load_state, prune_zone_states, save_state, zone_checkpoint_path
+from powerdp.admm.messages import ConsensusMessage, ZoneUpdate
+from powerdp.privacy import noise_rng
 
 
 class FakeAgent:
@@ -26,7 +26,7 @@ class FakeAgent:
         self.n_shared = len(shared_keys)
         # a private target from the zone's own loads (other zones' loads are zero on a host: private_view)
         self.target = np.full(self.n_shared, float(net.pd[own_buses].sum()))
-        self.rng = zone_rng(config.seed, self.zone)
+        self.rng = noise_rng(config.seed, self.zone)
         self.released = np.zeros(self.n_shared)
         self.round = 0
         self.pid = os.getpid()
@@ -34,8 +34,7 @@ class FakeAgent:
         self.setup_s = {"build_s": 0.0, "compile_s": 0.0, "solver_s": 0.0}
 
     def _update(self, t: int) -> ZoneUpdate:
-        stats = SolverStats(1, 1, 0.0, 0.0, (0,), 0.0)
-        return ZoneUpdate(round=t, zone=self.zone, released=self.released.copy(), stats=stats)
+        return ZoneUpdate(round=t, zone=self.zone, released=self.released.copy())
 
     def initialize(self) -> ZoneUpdate:
         return self._update(0)
@@ -49,19 +48,16 @@ class FakeAgent:
         return ZoneDiagnostics(self.zone, float(np.sum((self.released - self.target) ** 2)), 0.0, 0.0, {"pid": self.pid, "seen_load": self.seen_load})
 
     def save_checkpoint(self, directory) -> Path:
-        path = zone_checkpoint_path(directory, self.zone, self.round)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(pickle.dumps((self.round, self.released, self.rng.bit_generator.state)))
-        return path
+        state = {"round": self.round, "released": self.released, "rng": self.rng.bit_generator.state}
+        return save_state(zone_checkpoint_path(directory, self.zone, self.round), state)
 
     def load_checkpoint(self, directory, round: int) -> None:
-        self.round, self.released, state = pickle.loads(zone_checkpoint_path(directory, self.zone, round).read_bytes())
-        self.rng.bit_generator.state = state
+        state = load_state(zone_checkpoint_path(directory, self.zone, round))
+        self.round, self.released = int(state["round"]), state["released"]
+        self.rng.bit_generator.state = state["rng"]
 
     def prune_checkpoints(self, directory, keep_round: int) -> None:
-        for old in Path(directory).glob(f"zone_{self.zone}_round_*.pkl"):
-            if old.name != zone_checkpoint_path(directory, self.zone, keep_round).name:
-                old.unlink()
+        prune_zone_states(directory, self.zone, keep_round)
 
     def save_solution(self, directory) -> Path:
         path = Path(directory) / f"zone_{self.zone}.csv"

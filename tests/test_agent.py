@@ -21,7 +21,7 @@ def zone_setup(case14):
 
 def make_agent(zone_setup, zone=0, **cfg):
     net, part, by_zone = zone_setup
-    config = RunConfig(case="case14", **cfg)
+    config = RunConfig(case="case14", **{"seed": 0, **cfg})  # seeded: the tests compare runs bit for bit
     return ZoneAgent(net, zone, part.own_buses(zone), by_zone[zone], config)
 
 
@@ -126,8 +126,9 @@ def test_objective_perturbation_releases_are_feasible(zone_setup, algorithm, noi
     for t in range(1, 6):
         upd = agent.step(ConsensusMessage(round=t, zone=0, w=w, rho=100.0))
         assert agent.problem.max_violation(agent.z_released) <= 1e-6
-        assert upd.stats.noise_magnitude > 0
-        assert upd.stats.solves == 3
+        assert agent.last_stats.noise_magnitude > 0  # zone-private: kept by the agent, not in the message
+        assert agent.last_stats.solves == 3
+        assert set(vars(upd)) == {"round", "zone", "released"}
         w = upd.released
     assert agent.ledger.steps == 15
 
@@ -148,12 +149,10 @@ def test_update_message_holds_only_released_values(zone_setup):
     upd = agent.initialize()
     msg = agent.step(ConsensusMessage(round=1, zone=0, w=upd.released, rho=100.0))
     assert isinstance(msg, ZoneUpdate)
-    assert set(vars(msg)) == {"round", "zone", "released", "stats"}
+    assert set(vars(msg)) == {"round", "zone", "released"}
     assert msg.released.shape == (agent.n_shared,)
     np.testing.assert_array_equal(msg.released, agent.z_released[agent.shared_cols])
-    assert isinstance(msg.stats, SolverStats)
-    for value in vars(msg.stats).values():
-        assert isinstance(value, (int, float, tuple))
+    assert isinstance(agent.last_stats, SolverStats)  # the zone keeps its solver statistics and Σ|ξ|
 
 
 def test_private_view_zeroes_other_zones_loads(zone_setup):
@@ -168,7 +167,7 @@ def test_released_values_do_not_depend_on_other_zones_loads(zone_setup):
     """A zone's release is a function of its own loads, the messages and its noise only."""
     net, part, by_zone = zone_setup
     a = make_agent(zone_setup, algorithm="objl")
-    b = ZoneAgent(private_view(net, part.own_buses(0)), 0, part.own_buses(0), by_zone[0], RunConfig(case="case14"))
+    b = ZoneAgent(private_view(net, part.own_buses(0)), 0, part.own_buses(0), by_zone[0], RunConfig(case="case14", seed=0))
     ua, ub = a.initialize(), b.initialize()
     np.testing.assert_array_equal(ua.released, ub.released)
     ma = a.step(ConsensusMessage(1, 0, ua.released, 100.0))

@@ -140,7 +140,7 @@ def test_private_run_stays_within_its_budget_and_broken_noise_fails(case14, monk
 
 
 def test_result_does_not_depend_on_jobs(case14):
-    cfg = _cfg(algorithm="objl", epsilon=2.0)
+    cfg = _cfg(algorithm="objl", epsilon=2.0, seed=0)
     one = run_audit(cfg, runs=20, bus=4, jobs=1, network=case14)
     two = run_audit(cfg, runs=20, bus=4, jobs=2, network=case14)
     assert one.attack == two.attack
@@ -161,7 +161,7 @@ def test_a_failed_run_is_reported(case14, monkeypatch):
 
     fail_local_solve(monkeypatch, zone=0, round=1)
     with pytest.raises(AuditRunFailed, match="dataset D with seed 0 failed: run stopped in round 1: zone 0") as exc:
-        run_audit(_cfg(algorithm="objl"), runs=20, bus=4, jobs=1, network=case14)
+        run_audit(_cfg(algorithm="objl", seed=0), runs=20, bus=4, jobs=1, network=case14)
     assert exc.value.exit_status == 1
 
 
@@ -252,3 +252,59 @@ def test_cli_audit_epsilon_and_target_exclude_each_other(capsys):
 def test_cli_audit_json_path_checked_before_any_work(tmp_path, capsys):
     assert main(["audit", "case14", "--runs", "20", "--json", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- every channel (privacy review)
+
+PRIVATE = {"objl": {}, "objg": {"delta": 1e-5, "epsilon": 0.5}, "outl": {"linearize": "all"}, "outg": {"linearize": "all", "delta": 1e-5, "epsilon": 0.5},
+           "objt": {}, "inpl": {}, "inpg": {"delta": 1e-5, "epsilon": 0.5}}
+
+
+@pytest.mark.slow  # 7 audits of 40 runs: ~1 min
+@pytest.mark.parametrize("algorithm", sorted(PRIVATE))
+def test_honest_runs_of_every_private_algorithm_pass_on_every_channel(case14, algorithm):
+    """Seeded (deterministic) audits: every channel the coordinator holds, the release and its view files, stays
+    within the claim; the replay adversary, who knows the seed, is reported on its own and wins outright."""
+    kw = {"epsilon": 1.0, **PRIVATE[algorithm]}
+    res = run_audit(_cfg(algorithm=algorithm, seed=11, **kw), runs=20, bus=4, jobs=1, network=case14)
+    assert res.verdict == "passed", (res.epsilon_lower_bound, res.channels)
+    assert set(res.channels) == {"coordinator_view", "coordinator_timing", "replay"}
+    assert all(c["epsilon_lower_bound"] <= res.epsilon_total for n, c in res.channels.items() if n != "replay")
+    assert (res.channels["replay"]["tpr"], res.channels["replay"]["fpr"]) == (1.0, 0.0)
+    assert res.channels["replay"]["epsilon_lower_bound"] > 0.5  # 10 + 10 test runs: the most they can show
+    assert res.settings["fields_outside_allow_list"] == [] and res.settings["noise_source"] == "seeded"
+
+
+def test_secret_noise_audit_has_no_replay_channel(case14):
+    res = run_audit(_cfg(algorithm="objl", target_epsilon=0.5), runs=20, bus=4, jobs=1, network=case14)
+    assert res.settings["noise_source"] == "secret" and res.settings["seeds"] is None
+    assert "replay" not in res.channels and res.verdict == "passed"
+
+
+def test_leak_switch_fails_the_audit_with_exit_status_3(monkeypatch, capsys, tmp_path):
+    from powerdp.admm.agent import _TEST_LEAK_ENV
+
+    monkeypatch.setenv(_TEST_LEAK_ENV, "noise_magnitude")  # Σ|ξ| back in every ZoneUpdate, as before the review
+    out = tmp_path / "leak.json"
+    args = ["audit", "case14", "--zones", "2", "--algorithm", "inpl", "--target-epsilon", "0.5", "--rounds", "2",
+            "--runs", "20", "--bus", "4", "--jobs", "1", "--json", str(out)]
+    assert main(args) == 3
+    err = capsys.readouterr().err
+    assert "audit FAILED" in err and "noise_magnitude" in err and "allow-list" in err
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "failed" and data["settings"]["fields_outside_allow_list"] == ["noise_magnitude"]
+    assert "field:noise_magnitude" in data["channels"]
+
+
+def test_paper_sensitivity_with_output_perturbation_is_never_called_passed(case14):
+    cfg = _cfg(algorithm="outl", sensitivity="paper", linearize="all", epsilon=1.0, seed=3)
+    res = run_audit(cfg, runs=20, bus=4, jobs=1, network=case14)
+    assert res.verdict in ("no guarantee", "failed") and res.verdict != "passed"
+
+
+def test_cli_audit_of_an_unsound_claim_exits_3(capsys):
+    args = ["audit", "case14", "--zones", "2", "--algorithm", "outl", "--epsilon", "1", "--sensitivity", "paper",
+            "--rounds", "1", "--runs", "20", "--bus", "4", "--jobs", "1", "--seed", "0"]
+    assert main(args) == 3
+    captured = capsys.readouterr()
+    assert "NO GUARANTEE" in captured.out and "not a proven bound" in captured.err

@@ -84,7 +84,9 @@ def test_zone_checkpoints_resume_bit_for_bit(setup, tmp_path):
     for _ in range(3):
         coord.receive(a.step(coord.broadcast()))
     a.save_checkpoint(str(tmp_path))
-    assert sorted(p.name for p in tmp_path.glob("zone_*_round_3.pkl")) == [f"zone_{z}_round_3.pkl" for z in range(3)]
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.glob("zone_*.private/round_3.npz")) == [
+        f"zone_{z}.private/round_3.npz" for z in range(3)
+    ]
     msgs = coord.broadcast()
     expected = [u.released for u in a.step(msgs)]
     b = make_backend("process", net, specs, cfg.replace(workers=2))

@@ -243,7 +243,7 @@ def test_clarabel_failure_is_a_solver_error_with_its_status(compiled14):
 
 
 def _run(tmp_path=None, **kw):
-    cfg = RunConfig(**{"case": "case14", "algorithm": "objl", "rounds": 10, "local_updates": 2, **kw})
+    cfg = RunConfig(**{"case": "case14", "algorithm": "objl", "rounds": 10, "local_updates": 2, "seed": 0, **kw})
     return run_distributed(cfg, reference=False, out=tmp_path)
 
 

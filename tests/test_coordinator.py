@@ -2,13 +2,11 @@ import numpy as np
 import pytest
 
 from powerdp.admm.coordinator import Coordinator
-from powerdp.admm.messages import SolverStats, ZoneUpdate
-
-STATS = SolverStats(1, 1, 0.0, 0.0, (0,))
+from powerdp.admm.messages import ZoneUpdate
 
 
 def upd(zone, rnd, vals):
-    return ZoneUpdate(round=rnd, zone=zone, released=np.asarray(vals, float), stats=STATS)
+    return ZoneUpdate(round=rnd, zone=zone, released=np.asarray(vals, float))
 
 
 def test_average_and_dual_update_match_loop_reference():

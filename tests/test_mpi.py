@@ -90,7 +90,7 @@ def test_lost_rank_is_named_and_the_run_resumes(tmp_path):
     assert "history and last checkpoint kept in" in proc.stderr
     assert len(pd.read_csv(out / "history.csv")) == 2
     assert "MPI rank 2" in (out / "failure.txt").read_text()
-    assert sorted(p.name for p in (out / "checkpoint").glob("zone_*.pkl")) == [f"zone_{z}_round_2.pkl" for z in range(3)]
+    assert sorted(p.parent.name for p in (out / "checkpoint").glob("zone_*.private/round_2.npz")) == [f"zone_{z}.private" for z in range(3)]
 
     resumed = subprocess.run(
         [exe, "-n", "3", sys.executable, "-m", "powerdp", "--quiet", "run", "--resume", str(out)],
@@ -117,3 +117,67 @@ def test_setup_error_on_rank_zero_releases_the_agent_ranks(tmp_path):
     assert "999" in proc.stderr, proc.stderr[-2000:]
     # the agent ranks are told at once, not left to notice rank 0's silence after --rank-timeout (60 s)
     assert time.monotonic() - t0 < 45
+
+
+# Every rank records which load files it opens (powerdp.admm.zone_data), then runs the deployment.
+DEPLOYMENT_RANK = """
+import json, sys
+import numpy as np
+from mpi4py import MPI
+from powerdp.admm import zone_data
+from powerdp.cli import main
+
+rank = MPI.COMM_WORLD.Get_rank()
+seen = {"public": 0, "zones": [], "public_loads_nan": None}
+real_public, real_zone = zone_data.load_public_network, zone_data.zone_network
+
+def public(directory):
+    net = real_public(directory)
+    seen["public"] += 1
+    seen["public_loads_nan"] = bool(np.isnan(net.pd).all() and np.isnan(net.qd).all())
+    return net
+
+def zone(directory, z, public=None):
+    seen["zones"].append(int(z))
+    return real_zone(directory, z, public)
+
+zone_data.load_public_network, zone_data.zone_network = public, zone
+status = main(sys.argv[2:])
+with open(f"{sys.argv[1]}/rank_{rank}.json", "w") as fh:
+    json.dump(seen, fh)
+sys.exit(status)
+"""
+
+
+def test_deployment_rank_zero_has_no_loads_and_the_run_equals_the_simulation(tmp_path):
+    """powerdp partition --split: rank 0 reads only the public network (its loads are NaN), each zone's rank only its
+    own zone's file, and the run is bit for bit the seeded simulation on the whole case."""
+    import json
+
+    from powerdp.cli import main
+
+    exe = _mpiexec()
+    split = tmp_path / "split"
+    assert main(["-q", "partition", "case14", "--zones", "2", "--split", str(split)]) == 0
+    script = tmp_path / "deployment_rank.py"
+    script.write_text(DEPLOYMENT_RANK)
+    out = tmp_path / "deployed"
+    proc = subprocess.run(
+        [exe, "-n", "3", sys.executable, str(script), str(tmp_path), "--quiet", "run", "--deployment", str(split),
+         "--no-evaluation", "--algorithm", "objl", "--epsilon", "0.3", "--rounds", "5", "--seed", "4", "--backend", "mpi",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ranks = [json.loads((tmp_path / f"rank_{r}.json").read_text()) for r in range(3)]
+    assert ranks[0]["public"] >= 1 and ranks[0]["public_loads_nan"] is True and ranks[0]["zones"] == []
+    assert sorted(ranks[1]["zones"] + ranks[2]["zones"]) == [0, 1]
+    assert len(ranks[1]["zones"]) == len(ranks[2]["zones"]) == 1  # each zone rank read one zone's file: its own
+    sim = run_distributed(RunConfig(case="case14", zones=2, algorithm="objl", epsilon=0.3, rounds=5, seed=4, evaluate=False),
+                          out=tmp_path / "simulated", reference=False)
+    assert sim.summary["noise_source"] == "seeded"
+    for name in ("history.csv", "consensus.csv"):
+        got = pd.read_csv(out / "coordinator_view" / name, float_precision="round_trip")
+        want = pd.read_csv(tmp_path / "simulated" / "coordinator_view" / name, float_precision="round_trip")
+        cols = [c for c in got.columns if c != "wall_s"]
+        pd.testing.assert_frame_equal(got[cols], want[cols], check_exact=True)

@@ -83,7 +83,7 @@ def test_save_load_round_trip(tmp_path):
 
 
 def test_checkpoint_and_resume_continue_the_same_run(tmp_path):
-    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=8, checkpoint_every=2)
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=8, checkpoint_every=2, seed=0)
     full = run_distributed(cfg, reference=False)
     run_distributed(cfg.replace(rounds=4), out=tmp_path / "r", reference=False)
     resumed = run_distributed(cfg, out=tmp_path / "r", resume=True, reference=False)
@@ -92,7 +92,7 @@ def test_checkpoint_and_resume_continue_the_same_run(tmp_path):
 
 def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, monkeypatch):
     fail_local_solve(monkeypatch, zone=1, round=3)
-    cfg = RunConfig(case="case14", algorithm="objl", rounds=6, checkpoint_every=1)
+    cfg = RunConfig(case="case14", algorithm="objl", rounds=6, checkpoint_every=1, seed=0)
     with pytest.raises(RunFailed, match=r"round 3.*zone 1, round 3, local step 1.*infeasible") as info:
         run_distributed(cfg, out=tmp_path / "f", reference=False)
     assert len(info.value.result.history) == 2
@@ -188,7 +188,7 @@ def coordinator_inbox(monkeypatch):
 def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, coordinator_inbox):
     """The coordinator's side receives no zone state: each worker writes its zones' files itself."""
     received = coordinator_inbox
-    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=4, checkpoint_every=2, backend="process", workers=2)
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=4, checkpoint_every=2, backend="process", workers=2, seed=0)
     run_distributed(cfg, out=tmp_path / "p", reference=False)
     assert {what for what, _ in received} >= {"save", "prune", "step"}
     assert all(payload is None for what, payload in received if what in ("save", "prune"))
@@ -201,8 +201,8 @@ def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, coordinator_i
         return False
 
     assert not any(holds_state(payload) for _, payload in received)
-    names = sorted(p.name for p in (tmp_path / "p" / "checkpoint").glob("zone_*.pkl"))
-    assert names == [f"zone_{z}_round_4.pkl" for z in range(3)]
+    names = sorted(str(p.relative_to(tmp_path / "p" / "checkpoint")) for p in (tmp_path / "p" / "checkpoint").glob("zone_*.private/*.npz"))
+    assert names == [f"zone_{z}.private/round_4.npz" for z in range(3)]
     # a process-backend checkpoint resumes on the serial backend, bit for bit
     full = run_distributed(cfg.replace(rounds=6, backend="serial"), reference=False)
     run_distributed(cfg.replace(rounds=6, backend="serial"), out=tmp_path / "p", resume=True, reference=False)
@@ -217,10 +217,12 @@ def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, coo
     from powerdp.admm.results import RunResult
 
     received = coordinator_inbox
-    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=3, backend="process", workers=2, evaluate=False)
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=3, backend="process", workers=2, evaluate=False, seed=0)
     res = run_distributed(cfg, out=tmp_path / "deploy", reference=True)
     diags = [d for what, payload in received if what == "diag" for d in payload]
     assert diags and all(math.isnan(d.objective) and math.isnan(d.max_violation) and d.solution is None for d in diags)
+    assert all(d.stats is None for d in diags)  # solver statistics and Σ|ξ| stay with the zones
+    assert res.history["noise_magnitude"].isna().all()
     assert all(d.epsilon_spent > 0 for d in diags)  # the privacy spend is data-independent and still reported
     assert res.history["objective"].isna().all() and res.history["feasibility"].notna().all()
     assert res.summary["centralized_objective"] is None and res.zone_solutions == {}
@@ -324,3 +326,56 @@ def test_observe_sees_every_round_of_releases_as_the_coordinator_receives_them()
     by_zone = part.shared_by_zone(cfg.flows)
     gap = np.concatenate([res.consensus[[keys[k] for k in by_zone[u.zone]]] - u.released for u in seen[-1]])
     assert np.linalg.norm(gap) == pytest.approx(res.history["feasibility"].iloc[-1], rel=1e-12)
+
+
+# ---------------------------------------------------------------------------- privacy labels (the review)
+
+
+def test_noise_is_secret_unless_seeded():
+    cfg = RunConfig(case="case14", zones=2, algorithm="objl", target_epsilon=1.0, rounds=2, checkpoint_every=0)
+    a, b = (run_distributed(cfg, reference=False) for _ in range(2))
+    assert a.summary["noise_source"] == b.summary["noise_source"] == "secret" and a.summary["privacy_warnings"] == []
+    assert not np.array_equal(a.consensus, b.consensus)  # OS entropy: another draw every run
+    assert a.privacy[0]["noise_source"] == "secret"  # the ledger records it
+    s1, s2 = (run_distributed(cfg.replace(seed=3), reference=False) for _ in range(2))
+    np.testing.assert_array_equal(s1.consensus, s2.consensus)
+    assert s1.summary["noise_source"] == "seeded" and s1.privacy[1]["noise_source"] == "seeded"
+    assert any("do not know the seed" in w for w in s1.summary["privacy_warnings"])
+
+
+def test_paper_sensitivity_with_output_perturbation_is_labelled_not_private(capsys):
+    from powerdp.cli import main
+
+    cfg = RunConfig(case="case14", zones=2, algorithm="outl", sensitivity="paper", linearize="all", rounds=1, seed=0)
+    res = run_distributed(cfg, reference=False)
+    assert res.summary["private"] is False and res.privacy[0]["private"] is False
+    assert any("not a proven bound" in w for w in res.summary["privacy_warnings"])
+    for ok in (cfg.replace(sensitivity="sound"), cfg.replace(algorithm="objl", linearize="private"),
+               cfg.replace(algorithm="inpl", linearize="private")):
+        assert ok.claim_holds  # objective and input perturbation: the paper's 2β is the sound bound
+    assert main(["run", "case14", "--zones", "2", "--algorithm", "outl", "--sensitivity", "paper", "--linearize", "all",
+                 "--rounds", "1", "--no-reference", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "[NOT A GUARANTEE]" in out and "WARNING       sensitivity 'paper'" in out
+    assert "the guarantee holds only against observers who do not know the seed" in out
+    assert "the coordinator's view" in out and "the simulation's evaluation" in out
+
+
+def test_run_directory_keeps_the_two_views_apart(tmp_path):
+    import json
+
+    from powerdp.admm.results import COORDINATOR_COLUMNS
+
+    cfg = RunConfig(case="case14", zones=2, algorithm="objl", epsilon=1.0, rounds=2, seed=0)
+    run_distributed(cfg, out=tmp_path / "r")
+    coord = pd.read_csv(tmp_path / "r" / "coordinator_view" / "history.csv")
+    assert list(coord.columns) == COORDINATOR_COLUMNS
+    ev = pd.read_csv(tmp_path / "r" / "simulation_evaluation" / "history.csv")
+    assert {"objective", "noise_magnitude", "max_violation", "solver_s"} <= set(ev.columns)
+    assert not ({"objective", "noise_magnitude", "solver_iterations", "solver_s", "max_violation"} & set(coord.columns))
+    cs = json.loads((tmp_path / "r" / "coordinator_view" / "summary.json").read_text())["summary"]
+    es = json.loads((tmp_path / "r" / "simulation_evaluation" / "summary.json").read_text())["summary"]
+    assert cs["noise_source"] == "seeded" and "final_feasibility" in cs
+    for key in ("final_objective", "centralized_objective", "gap_to_centralized", "total_shedding_mw", "solver_s"):
+        assert key in es and key not in cs
+    assert es["centralized_objective"] is not None

@@ -177,10 +177,7 @@ def test_sigterm_stops_after_the_round_with_checkpoint_and_one_line(tmp_path, sp
     n = _history_rows(d)
     assert f"round {n} of 100000" in lines[-1] and "--resume" in lines[-1]
     # history and checkpoint flushed: the checkpoint is of the last round in the history
-    import pickle
-
-    with open(d / "checkpoint" / "state.pkl", "rb") as fh:
-        assert pickle.load(fh)["coordinator"]["round"] == n
+    assert json.loads((d / "checkpoint" / "state.json").read_text())["round"] == n
     summary = json.loads((d / "summary.json").read_text())["summary"]
     assert summary["stopped"] == "interrupted" and summary["rounds"] == n
     assert main(["-q", "run", "--resume", str(d), "--rounds", str(n + 2)]) == 0
@@ -200,7 +197,7 @@ def test_ctrl_c_prints_one_line_and_leaves_a_resumable_run(tmp_path, spawn):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     lines = [line for line in _stderr_lines(err) if not line.endswith("...")]
     assert len(lines) == 1 and lines[0].startswith("powerdp: interrupted"), err
-    assert (d / "checkpoint" / "state.pkl").is_file()
+    assert (d / "checkpoint" / "state.json").is_file()
     n = _history_rows(d)
     assert main(["-q", "run", "--resume", str(d), "--rounds", str(n + 1)]) == 0
 
@@ -231,7 +228,7 @@ def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path, spawn):
     assert proc.returncode == 130
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert len(_stderr_lines(err)) == 1 and err.startswith("powerdp: interrupted"), err
-    assert all((d / "checkpoint" / "state.pkl").is_file() for d in (out / "runs").glob("*"))
+    assert all((d / "checkpoint" / "state.json").is_file() for d in (out / "runs").glob("*"))
 
 
 # ------------------------------------------------------ 3: after a failure
@@ -296,7 +293,7 @@ def test_out_holding_a_run_is_refused_unless_overwrite(finished_run, capsys):
     (d / "notes.txt").write_text("mine")
     assert main(["-q", "run", "case14", "--rounds", "1", "--no-reference", "--overwrite", "--out", str(d)]) == 0
     assert _history_rows(d) == 1 and (d / "notes.txt").read_text() == "mine"
-    assert sorted(p.name for p in (d / "checkpoint").glob("zone_*")) == [f"zone_{z}_round_1.pkl" for z in range(3)]
+    assert sorted(p.name for p in (d / "checkpoint").glob("zone_*.private/*")) == ["round_1.json"] * 3 + ["round_1.npz"] * 3
 
 
 @posix_only
@@ -418,9 +415,10 @@ def test_plot_errors_and_a_single_run(finished_run, tmp_path, capsys):
 @pytest.mark.parametrize(
     "target, content",
     [
-        ("checkpoint/state.pkl", b"garbage"),
-        ("checkpoint/state.pkl", None),  # truncated
-        ("checkpoint/zone_1_round_3.pkl", None),
+        ("checkpoint/state.json", b"garbage"),
+        ("checkpoint/state.npz", None),  # truncated
+        ("checkpoint/zone_1.private/round_3.npz", None),
+        ("checkpoint/zone_1.private/round_3.json", b"{"),
         ("config.json", b'{"case": "case14", "rounds": '),
     ],
 )

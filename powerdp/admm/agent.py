@@ -12,9 +12,10 @@ how the paper's figures are drawn; the coordinator never calls it.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
-import pickle
+import os
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,9 @@ from ..opf.formulation import BALANCE_VARIABLES, build_model
 from ..opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
 from ..opf.reduction import eliminate
 from ..opf.solver_base import LocalSolver, solver_class
-from ..privacy import PrivacyLedger, zone_rng
+from ..privacy import PrivacyLedger, noise_rng
+from ..privacy.mechanisms import mechanism_from_dict, mechanism_to_dict
+from .checkpoint import load_state, prune_zone_states, save_state, state_exists, zone_checkpoint_path
 from .config import RunConfig
 from .messages import ConsensusMessage, SolverStats, ZoneUpdate
 from .perturbations import PERTURBATIONS, Perturbation
@@ -39,10 +42,23 @@ from .updates import UPDATES, LocalUpdate, step_size
 
 __all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
 
+#: TEST-ONLY side channel: "noise_magnitude" makes every ZoneUpdate carry the round's Σ|ξ| in an extra
+#: field outside the allow-list (what the code before the privacy review did); ``powerdp audit`` must
+#: fail on it (tests/test_audit.py). Never set it outside tests.
+_TEST_LEAK_ENV = "POWERDP_TEST_LEAK"
 
-def zone_checkpoint_path(directory: str | Path, zone: int, round: int) -> Path:
-    """The file in which zone ``zone`` keeps its own state after round ``round``."""
-    return Path(directory) / f"zone_{int(zone)}_round_{int(round)}.pkl"
+
+@dataclasses.dataclass(frozen=True)
+class _LeakyZoneUpdate(ZoneUpdate):
+    """A ZoneUpdate with a field the allow-list forbids (the test-only leak switch)."""
+
+    noise_magnitude: float = 0.0
+
+
+def _maybe_leak(update: ZoneUpdate, noise: float) -> ZoneUpdate:
+    if os.environ.get(_TEST_LEAK_ENV) == "noise_magnitude":
+        return _LeakyZoneUpdate(update.round, update.zone, update.released, float(noise))
+    return update
 
 
 def lipschitz_constant(objective: QuadraticObjective, n: int) -> float:
@@ -91,6 +107,8 @@ class ZoneDiagnostics:
     solution: dict[Hashable, float] | None = None
     cost: float = math.nan  # generation cost of the released dispatch ($/h; NaN without costs)
     shedding_mw: float = math.nan  # Σ over own buses of |yp + pd| at the released point, MW
+    # the zone's own statistics of its last round (solver work, Σ|ξ|): zone-private, evaluation only (None without)
+    stats: SolverStats | None = None
 
 
 class ZoneAgent:
@@ -174,7 +192,7 @@ class ZoneAgent:
         self._warm_start = bool(config.warm_start and solver_cls.supports_warm_start)
         self._z_flat = prob.x0.copy()  # data-independent flat start (docs/algorithm.md)
         self._r_flat = red.reduced.x0.copy()
-        self.rng = zone_rng(config.seed, self.zone)
+        self.rng = noise_rng(config.seed, self.zone)  # secret unless the run is seeded; never leaves the zone
         self.grad_sensitivity = None
         # where ObjPert's noise goes: the balance variables y, the only entries of ∇f_p that hold
         # loads (noise_on "data"), or every entry of z as the paper draws it ("all")
@@ -201,6 +219,8 @@ class ZoneAgent:
         self.lam = np.zeros(self.n_shared)
         self.round = 0
         self._warm: tuple[np.ndarray, ...] | None = None
+        self.last_stats: SolverStats | None = None  # zone-private (messages.SolverStats)
+        self.stats_log: list[tuple[int, SolverStats]] = []
         self.setup_s = {"build_s": t1 - t0, "compile_s": t2 - t1, "solver_s": time.perf_counter() - t2}
 
     # ------------------------------------------------------------ internals
@@ -277,8 +297,13 @@ class ZoneAgent:
         z, res = self._solve(-self._z_flat, np.ones(self.n), None)
         self.z_last = z
         self.z_released = z
-        stats = SolverStats(1, res.iterations, res.solver_s, time.perf_counter() - t, (res.outcome,), 0.0)
-        return ZoneUpdate(round=0, zone=self.zone, released=z[self.shared_cols].copy(), stats=stats)
+        self._record_stats(SolverStats(1, res.iterations, res.solver_s, time.perf_counter() - t, (res.outcome,), 0.0))
+        return ZoneUpdate(round=0, zone=self.zone, released=z[self.shared_cols].copy())
+
+    def _record_stats(self, stats: SolverStats) -> None:
+        """Keep a round's solver statistics and noise magnitude with the zone (they never cross)."""
+        self.last_stats = stats
+        self.stats_log.append((self.round, stats))
 
     def step(self, msg: ConsensusMessage) -> ZoneUpdate:
         """One ADMM round (docs/algorithm.md steps 2–3): E local updates, release B_p z_p^{t+1}, update λ_p."""
@@ -302,15 +327,15 @@ class ZoneAgent:
         self.z_released = iterates[0] if len(iterates) == 1 else np.mean(iterates, axis=0)
         released = self.z_released[self.shared_cols].copy()
         self.lam = self.lam + rho * (w - released)  # docs/algorithm.md step 3
-        stats = SolverStats(
+        self._record_stats(SolverStats(
             solves=len(iterates),
             iterations=outcome.iterations,
             solver_s=outcome.solver_s,
             wall_s=time.perf_counter() - t_start,
             statuses=tuple(outcome.statuses),
             noise_magnitude=outcome.noise,
-        )
-        return ZoneUpdate(round=t, zone=self.zone, released=released, stats=stats)
+        ))
+        return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise)
 
     # ----------------------------------------------------------- evaluation
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
@@ -332,6 +357,7 @@ class ZoneAgent:
             epsilon_spent=self.ledger.epsilon_spent() if self.ledger is not None else 0.0,
             privacy=self.ledger.report() if self.ledger is not None else None,
             solution=solution,
+            stats=self.last_stats if evaluate else None,
         )
 
     def save_solution(self, directory: str | Path) -> Path:
@@ -344,52 +370,48 @@ class ZoneAgent:
         frame = pd.DataFrame({"variable": [k[0] for k in keys], "index": [k[1] for k in keys], "value": self.z_released})
         path = directory / f"zone_{self.zone}.csv"
         frame.to_csv(path, index=False)
+        # the zone's own solver statistics and noise magnitude per round: zone-private, never handed over
+        rows = [{"round": r, "solves": st.solves, "solver_iterations": st.iterations, "solver_s": st.solver_s,
+                 "noise_magnitude": st.noise_magnitude} for r, st in self.stats_log]
+        pd.DataFrame(rows).to_csv(directory / f"private_stats_zone_{self.zone}.csv", index=False)
         return path
 
     # ----------------------------------------------------------- checkpoint
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume this agent (kept on the zone's side)."""
-        return {
+        """Everything needed to resume this agent (kept on the zone's side): arrays and JSON values only."""
+        state: dict[str, Any] = {
             "zone": self.zone,
             "round": self.round,
+            "noise_source": self.config.noise_source,
             "z_last": self.z_last,
             "z_released": self.z_released,
             "lam": self.lam,
             "rng": self.rng.bit_generator.state,
             "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
-            "ledger_history": self.ledger.history if self.ledger is not None else [],
+            "ledger_history": [[mechanism_to_dict(m), int(n)] for m, n in self.ledger.history] if self.ledger is not None else [],
             "warm": self._warm,
         }
+        state.update(self.perturbation.state_arrays())
+        return state
 
     def save_checkpoint(self, directory: str | Path) -> Path:
-        """Write this zone's state after its current round to its own file in ``directory`` (atomically).
+        """Write this zone's state after its current round to its own zone-private files in ``directory``.
 
-        The zone's host writes the file itself: its iterate, duals and noise
-        generator never pass through the coordinator.
+        The zone's host writes them itself (``zone_P.private/round_T.npz`` + ``.json``, no pickle): its
+        iterate, duals and noise generator never pass through the coordinator.
         """
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        path = zone_checkpoint_path(directory, self.zone, self.round)
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump(self.state_dict(), fh)
-        tmp.replace(path)
-        return path
+        return save_state(zone_checkpoint_path(directory, self.zone, self.round), self.state_dict())
 
     def load_checkpoint(self, directory: str | Path, round: int) -> None:
         """Restore the state this zone saved after round ``round`` (see :meth:`save_checkpoint`)."""
         path = zone_checkpoint_path(directory, self.zone, round)
-        if not path.is_file():
-            raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path} is missing)")
-        with open(path, "rb") as fh:
-            self.load_state_dict(pickle.load(fh))
+        if not state_exists(path):
+            raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path}.json/.npz is missing)")
+        self.load_state_dict(load_state(path))
 
     def prune_checkpoints(self, directory: str | Path, keep_round: int) -> None:
         """Delete this zone's checkpoint files of rounds other than ``keep_round``."""
-        keep = zone_checkpoint_path(directory, self.zone, keep_round).name
-        for old in Path(directory).glob(f"zone_{self.zone}_round_*.pkl"):
-            if old.name != keep:
-                old.unlink(missing_ok=True)
+        prune_zone_states(directory, self.zone, keep_round)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["zone"]) != self.zone:
@@ -402,8 +424,10 @@ class ZoneAgent:
         if self.ledger is not None:
             if self.ledger.steps == 0 and state.get("ledger_history"):
                 for mechanism, steps in state["ledger_history"]:
-                    self.ledger.record(steps, mechanism=mechanism)
+                    self.ledger.record(int(steps), mechanism=mechanism_from_dict(mechanism))
             missing = int(state["ledger_steps"]) - self.ledger.steps
             if missing > 0:  # checkpoints written before the ledger kept its history
                 self.ledger.record(missing)
-        self._set_warm(state.get("warm"))
+        self.perturbation.load_state_arrays(state)
+        warm = state.get("warm")
+        self._set_warm(tuple(np.asarray(a, dtype=float) for a in warm) if warm is not None else None)

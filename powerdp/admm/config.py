@@ -70,7 +70,9 @@ class RunConfig:
     rho: float | None = None  # None: 100, or for exact ADMM on the cost objective one scaled to the costs (runner.default_rho)
     rho_schedule: str = "constant"  # or "adaptive" (residual balancing; non-private runs only)
     eta: str | float = "capped"
-    seed: int = 0
+    # None (default): every zone draws its noise from secret OS entropy ("noise_source": "secret"); an
+    # integer: a reproducible experiment whose noise anyone who knows the seed can replay ("seeded")
+    seed: int | None = None
     backend: str = "serial"
     workers: int | None = None
     rank_timeout: float = 60.0  # mpi backend: a rank silent this long (no heartbeat) is reported lost
@@ -85,6 +87,9 @@ class RunConfig:
     # then only released values, solver statistics and the data-independent privacy spend cross, and
     # each zone writes its own solution file on its own host.
     evaluate: bool = True
+    # deployment: a directory written by `powerdp partition --split`; the coordinator reads only its public
+    # network (no loads) and each zone's host only its own zone's load file (powerdp.admm.zone_data)
+    deployment: str | None = None
     local_solver: str = "ipopt"  # the zones' solver (powerdp.opf.solver_base.SOLVERS): "ipopt" or "clarabel"
     ipopt_profile: str = "default"  # Ipopt options of cold solves (a bundled profile or a .opt file)
     ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
@@ -183,6 +188,11 @@ class RunConfig:
             raise ConfigError("give zones (a count) or partition (a bus,zone CSV file, 'area' or 'zone')")
         if self.tol_primal < 0 or self.tol_dual < 0:
             raise ConfigError("tol_primal and tol_dual must be >= 0")
+        if self.deployment is not None and self.evaluate:
+            raise bad("deployment", "a deployment has no zone's loads on the coordinator's side, so nothing to evaluate; "
+                      "set evaluate false (--no-evaluation)")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
+            raise bad("seed", "must be a non-negative integer, or unset for secret noise")
         if self.checkpoint_every < 0:
             raise bad("checkpoint_every", "must be >= 0 (0 turns checkpoints off)")
         self.rounds = int(self.rounds)
@@ -266,6 +276,21 @@ class RunConfig:
     def spec(self) -> Algorithm:
         """The three choices the algorithm name stands for (docs/algorithm.md)."""
         return resolve(self.algorithm)
+
+    @property
+    def claim_holds(self) -> bool:
+        """Whether the ledger's ε is a proven guarantee: a private algorithm whose sensitivity rule is a sound
+        bound (``sensitivity = "paper"`` with output perturbation is a reproduction switch, not a guarantee)."""
+        if not self.private:
+            return False
+        return self.sensitivity == "sound" or PERTURBATIONS[self.spec.perturbation].paper_rule_sound
+
+    @property
+    def noise_source(self) -> str:
+        """``"secret"`` (no seed: OS entropy per zone) or ``"seeded"`` (replayable by whoever knows the seed)."""
+        from ..privacy.mechanisms import noise_source
+
+        return noise_source(self.seed)
 
     @property
     def update(self) -> str:

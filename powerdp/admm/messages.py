@@ -1,20 +1,28 @@
-"""The messages agents and coordinator exchange (and nothing else crosses).
+"""The messages agents and coordinator exchange — an allow-list: nothing else crosses (docs/privacy.md).
 
 A round is two messages per zone: the coordinator's :class:`ConsensusMessage`
 (the zone's entries of the consensus vector and the penalty ρ_t) and the
-agent's :class:`ZoneUpdate` (the released shared values and solver statistics).
-Both hold plain numbers and numpy arrays, so they pickle across processes and
-MPI ranks. A zone's loads, its private variables and its local objective never
-appear in either.
+agent's :class:`ZoneUpdate` (the released shared values B_p z_p, and nothing
+computed from the zone's noise ξ or from its loads). Both hold plain numbers
+and numpy arrays, so they cross processes and MPI ranks as they are.
+:data:`MESSAGE_FIELDS` is the allow-list, checked field by field by
+tests/test_messages.py and enforced on every update the coordinator takes.
+
+:class:`SolverStats` is **not** a message: what a zone's local solves cost (iterations,
+times, statuses) and its noise magnitude Σ|ξ| (the paper's eq. 29) depend on its
+loads and its noise, so they stay with the zone. A one-machine simulation reads them
+for its evaluation (:class:`powerdp.admm.agent.ZoneDiagnostics`); a deployment never hands
+them over.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ConsensusMessage", "ZoneUpdate", "SolverStats"]
+__all__ = ["ConsensusMessage", "ZoneUpdate", "SolverStats", "MESSAGE_FIELDS", "check_message"]
 
 
 @dataclass(frozen=True)
@@ -28,8 +36,35 @@ class ConsensusMessage:
 
 
 @dataclass(frozen=True)
+class ZoneUpdate:
+    """Agent → coordinator, at the end of round ``round`` (docs/algorithm.md step 2): B_p z_p^{t+1} only."""
+
+    round: int
+    zone: int
+    released: np.ndarray  # the zone's released shared values, in its shared-variable order
+
+
+#: every field each message type may carry (the protocol's allow-list; round and zone are public counters)
+MESSAGE_FIELDS: dict[type, tuple[str, ...]] = {
+    ConsensusMessage: ("round", "zone", "w", "rho"),
+    ZoneUpdate: ("round", "zone", "released"),
+}
+
+
+def check_message(msg: object) -> None:
+    """Raise ``ValueError`` unless ``msg`` is exactly an allowed message type with exactly its allowed fields."""
+    allowed = next((fields for t, fields in MESSAGE_FIELDS.items() if isinstance(msg, t)), None)
+    if allowed is None:
+        raise ValueError(f"{type(msg).__name__} is not a protocol message; only {', '.join(t.__name__ for t in MESSAGE_FIELDS)} cross")
+    names = tuple(f.name for f in dataclasses.fields(msg)) + tuple(sorted(getattr(msg, "__dict__", {}).keys() - {f.name for f in dataclasses.fields(msg)}))
+    extra = [n for n in names if n not in allowed]
+    if extra:
+        raise ValueError(f"{type(msg).__name__} carries field(s) outside the allow-list: {', '.join(extra)}")
+
+
+@dataclass(frozen=True)
 class SolverStats:
-    """What a zone tells about its local solves in one round (no data-dependent values)."""
+    """ZONE-PRIVATE: what a zone's local solves cost in one round, and its noise magnitude. Never a message."""
 
     solves: int
     iterations: int
@@ -37,13 +72,3 @@ class SolverStats:
     wall_s: float
     statuses: tuple[str, ...]  # each solve's outcome (powerdp.opf.solver_base.OUTCOMES)
     noise_magnitude: float = 0.0  # Σ|ξ| over the round's local steps (docs/algorithm.md, paper eq. 29)
-
-
-@dataclass(frozen=True)
-class ZoneUpdate:
-    """Agent → coordinator, at the end of round ``round`` (docs/algorithm.md step 2): B_p z_p^{t+1} only."""
-
-    round: int
-    zone: int
-    released: np.ndarray
-    stats: SolverStats

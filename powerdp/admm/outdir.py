@@ -25,7 +25,7 @@ __all__ = ["RUN_FILES", "DirectoryLock", "ensure_dir", "holds_run", "prepare_run
 LOCK_NAME = ".powerdp.lock"
 # everything a run writes into its directory (RunResult.save, the runner)
 RUN_FILES = ("config.json", "partition.csv", "history.csv", "history.csv.tmp", "summary.json", "consensus.csv", "failure.txt")
-RUN_DIRS = ("checkpoint", "zones")
+RUN_DIRS = ("checkpoint", "zones", "coordinator_view", "simulation_evaluation")
 
 
 def ensure_dir(path: str | Path, what: str = "output directory") -> Path:

@@ -37,6 +37,9 @@ class Perturbation:
     #: whether its noise lands on the entries a neighbouring change moves (the gradient's y entries), so
     #: the mechanism's privacy-loss distribution is exact and a Laplace budget may use δ > 0 (docs/privacy.md)
     exact_privacy_loss: ClassVar[bool] = False
+    #: whether the paper's sensitivity value (``sensitivity = "paper"``) is a sound bound for this perturbation
+    #: (docs/privacy.md: measured 2β for objective and input perturbation; not for output perturbation)
+    paper_rule_sound: ClassVar[bool] = True
 
     def __init__(self, config: RunConfig, **_: Any):
         self.config = config
@@ -57,6 +60,13 @@ class Perturbation:
     def end_round(self, steps: int) -> None:
         """Called after a round of ``steps`` released local steps."""
 
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """The perturbation's own state for the zone's checkpoint (arrays; none by default)."""
+        return {}
+
+    def load_state_arrays(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_arrays` saved (``state`` is the zone's whole checkpoint)."""
+
 
 def _mechanism(config: RunConfig, sensitivity: Sensitivity) -> Mechanism:
     """The per-step mechanism: from ``epsilon``/``delta`` per step, or calibrated to the run's total budget."""
@@ -71,7 +81,9 @@ def _mechanism(config: RunConfig, sensitivity: Sensitivity) -> Mechanism:
 def _ledger(config: RunConfig, mechanism: Mechanism, zone: int) -> PrivacyLedger:
     """A budget-first run is accounted at its target δ (so the tight figure is the one the budget names)."""
     target_delta = config.target_delta if config.target_epsilon is not None and config.target_delta else None
-    return PrivacyLedger(mechanism, target_delta=target_delta, zone=zone)
+    return PrivacyLedger(
+        mechanism, target_delta=target_delta, zone=zone, noise_source=config.noise_source, claim_holds=config.claim_holds
+    )
 
 
 class ObjectivePerturbation(Perturbation):
@@ -103,6 +115,7 @@ class OutputPerturbation(Perturbation):
     output sensitivity in round t."""
 
     name: ClassVar[str] = "output"
+    paper_rule_sound: ClassVar[bool] = False  # measured ‖Δz‖₂ = 1.37β, ‖Δz‖₁ = 5.2β at t = 1 against the β it assumes
     summary: ClassVar[str] = "noise added to every local solution (releases may leave W_p)"
 
     def __init__(self, config: RunConfig, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
@@ -154,6 +167,13 @@ class InputPerturbation(Perturbation):
     def perturb_objective(self, c: np.ndarray) -> float:
         c[self.noise_cols] += self.xi
         return noise_magnitude(self.xi)
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        return {"input_noise": self.xi}  # drawn once: a resumed run (secret noise too) must keep this d̃
+
+    def load_state_arrays(self, state: dict[str, Any]) -> None:
+        if "input_noise" in state:
+            self.xi = np.asarray(state["input_noise"], dtype=float)
 
     def end_round(self, steps: int) -> None:
         if self.ledger.steps == 0:  # d̃ is released (through its post-processing) from the first round on

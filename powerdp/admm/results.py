@@ -11,6 +11,17 @@ A :class:`RunResult` saves to a directory::
                           the final point in physical units (powerdp.opf.tables), when the
                           zones' solutions were evaluated
 
+Those top-level files are the one-machine simulation's full record. The two views of the run
+(docs/privacy.md, "What a deployment publishes") are also written apart, never mixed::
+
+    DIR/coordinator_view/       what the coordinator holds and a deployment would publish:
+        history.csv             residuals, the coordinator's round times, ε spent, ρ (COORDINATOR_COLUMNS)
+        consensus.csv           the final consensus point w
+        summary.json            public settings, residuals, the ledger per zone, noise_source, private
+    DIR/simulation_evaluation/  what only a simulation holding every zone's data can compute:
+        history.csv             objective at the true loads, violations, Σ|ξ|, zone solver work
+        summary.json            objective, shedding, cost, centralized reference and gap, AC check
+
 and :meth:`RunResult.load` reads it back.
 """
 
@@ -30,7 +41,21 @@ from ..jsonutil import jsonable
 from ..opf.tables import Dispatch, ResultTables
 from .config import RunConfig
 
-__all__ = ["RunResult", "HISTORY_COLUMNS", "OLD_HISTORY_NAMES"]
+__all__ = ["RunResult", "HISTORY_COLUMNS", "OLD_HISTORY_NAMES", "COORDINATOR_COLUMNS", "COORDINATOR_KEYS",
+           "COORDINATOR_VIEW", "EVALUATION_VIEW", "split_views"]
+
+#: the folders of the two views of a run (never mixed)
+COORDINATOR_VIEW = "coordinator_view"
+EVALUATION_VIEW = "simulation_evaluation"
+#: history columns the coordinator computes from what it receives (and its own clock); all others are evaluation
+COORDINATOR_COLUMNS = ["round", "feasibility", "dual_residual", "wall_s", "epsilon_spent", "rho"]
+#: summary keys of the coordinator's view (an allow-list: any other key is the simulation's evaluation)
+COORDINATOR_KEYS = (
+    "case", "algorithm", "objective", "n_zones", "n_shared", "load_values", "rounds", "stopped", "shedding_weight",
+    "final_feasibility", "final_dual_residual", "wall_s", "setup_s", "local_solver", "epsilon_total", "epsilon_per_step",
+    "epsilon_basic", "target_epsilon", "target_delta", "private", "noise_source", "privacy_warnings", "backend", "hosts",
+    "resumed_from",
+)
 
 #: history columns renamed since: old name → new name (runs written before still load)
 OLD_HISTORY_NAMES = {"ipopt_s": "solver_s"}
@@ -150,6 +175,10 @@ class RunResult:
     def summary_dict(self) -> dict[str, Any]:
         return dict(self.summary)
 
+    def views(self) -> dict[str, dict[str, Any]]:
+        """The summary split into the coordinator's view and the simulation's evaluation."""
+        return split_views(self.summary)
+
     def to_json(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(jsonable(self.summary), indent=2) + "\n")
@@ -169,7 +198,30 @@ class RunResult:
             _key_frame(keys, [sol[k] for k in keys]).to_csv(d / "zones" / f"zone_{zone}.csv", index=False)
         if self.tables is not None:
             self.tables.save(d)
+        self.save_views(d)
         return d
+
+    def save_views(self, directory: str | Path) -> None:
+        """Write the two views of the run into their own folders (see the module's docstring)."""
+        d = Path(directory)
+        coord, evaluation = d / COORDINATOR_VIEW, d / EVALUATION_VIEW
+        coord.mkdir(parents=True, exist_ok=True)
+        evaluation.mkdir(parents=True, exist_ok=True)
+        views = self.views()
+        hist = self.history
+        hist[[c for c in COORDINATOR_COLUMNS if c in hist.columns]].to_csv(coord / "history.csv", index=False)
+        ev_cols = ["round"] + [c for c in hist.columns if c not in COORDINATOR_COLUMNS]
+        hist[ev_cols].to_csv(evaluation / "history.csv", index=False)
+        _key_frame(self.shared_keys, self.consensus).to_csv(coord / "consensus.csv", index=False)
+        ledgers = {z: p for z, p in self.privacy.items()}  # data-independent: the ledger is public
+        (coord / "summary.json").write_text(
+            json.dumps(jsonable({"view": "the coordinator's view: what a deployment publishes",
+                                 "summary": views["coordinator_view"], "privacy": ledgers}), indent=2) + "\n"
+        )
+        (evaluation / "summary.json").write_text(
+            json.dumps(jsonable({"view": "the simulation's evaluation: needs every zone's data; never published",
+                                 "summary": views["simulation_evaluation"]}), indent=2) + "\n"
+        )
 
     @classmethod
     def load(cls, directory: str | Path) -> RunResult:
@@ -202,6 +254,14 @@ class RunResult:
             summary=data["summary"],
             tables=_read(d, ResultTables.load, []),  # None for runs saved before the tables existed
         )
+
+
+def split_views(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{"coordinator_view": ..., "simulation_evaluation": ...}``: the keys of :data:`COORDINATOR_KEYS`, and the rest."""
+    return {
+        "coordinator_view": {k: v for k, v in summary.items() if k in COORDINATOR_KEYS},
+        "simulation_evaluation": {k: v for k, v in summary.items() if k not in COORDINATOR_KEYS},
+    }
 
 
 def _read(path: Path, reader, needed: list[str]):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import pickle
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from ..grid.partition import partition as make_partition
 from ..jsonutil import jsonable
 from ..opf.objectives import OBJECTIVES, median_marginal_cost, resolve_shedding_weight
 from .backends import AgentSpec, launch, make_backend
+from .checkpoint import load_state, refuse_pickles, save_state, state_exists
 from .config import RunConfig
 from .configfile import read_config_json
 from .coordinator import Coordinator
@@ -134,12 +134,25 @@ def resolve_config(config: RunConfig, net: Network | None = None) -> RunConfig:
     return config
 
 
+def _load_network(config: RunConfig) -> Network:
+    """The coordinator's network: the case, or in a deployment only the public network (every load NaN)."""
+    if config.deployment is not None:
+        from .zone_data import load_public_network
+
+        return load_public_network(config.deployment)
+    return load_case(config.case, convention=config.convention)
+
+
 def resolve_partition(net: Network, config: RunConfig) -> Partition:
     """The run's zones: an explicit partition source, else the bundled one of a bundled case, else automatic."""
+    if config.deployment is not None:
+        from .zone_data import public_partition_path
+
+        return make_partition(net, str(public_partition_path(config.deployment)), allow_disconnected=True)
     config = resolve_partition_choice(config)
     if config.partition is not None:
         return make_partition(net, config.partition, allow_disconnected=config.allow_disconnected)
-    return make_partition(net, zones=config.zones, method=config.partition_method, seed=config.seed)
+    return make_partition(net, zones=config.zones, method=config.partition_method, seed=config.seed or 0)
 
 
 def load_config(directory: str | Path) -> RunConfig:
@@ -188,21 +201,18 @@ def _checkpoint_dir(out: Path) -> Path:
 
 
 def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list[dict]) -> None:
-    """Crash-consistent checkpoint after the coordinator's current round.
+    """Crash-consistent checkpoint after the coordinator's current round (no pickle: .npz + JSON).
 
-    Each zone first writes its own ``zone_Z_round_T.pkl`` on its host (its state
-    never reaches the coordinator); then the coordinator's ``state.pkl``, naming
-    round T, replaces the previous one atomically; only then are older zone
+    Each zone first writes its own ``zone_Z.private/round_T`` files on its host (its state
+    never reaches the coordinator); then the coordinator's ``state`` (.npz + .json, naming
+    round T) replaces the previous one, the JSON last; only then are older zone
     files pruned. A crash at any point leaves a complete earlier checkpoint.
     (``history.csv`` is appended every round; resuming rewrites it from here.)
     """
     d = _checkpoint_dir(out)
     d.mkdir(parents=True, exist_ok=True)
     backend.save_checkpoint(str(d))
-    tmp = d / "state.pkl.tmp"
-    with open(tmp, "wb") as fh:
-        pickle.dump({"coordinator": coordinator.state_dict(), "meta": {"history": history}}, fh)
-    tmp.replace(d / "state.pkl")
+    save_state(d / "state", {**coordinator.state_dict(), "history": [jsonable(row) for row in history]})
     backend.prune_checkpoints(str(d), coordinator.round)
 
 
@@ -229,21 +239,20 @@ def _append_history(out: Path, row: dict) -> None:
 
 def _load_checkpoint(out: Path) -> dict:
     d = _checkpoint_dir(out)
-    path = d / "state.pkl"
-    if not path.is_file():
-        raise ConfigError(f"{out} has no checkpoint to resume from ({path} is missing)")
+    refuse_pickles(d)  # an older version's pickles: refused without being opened
+    if not state_exists(d / "state"):
+        raise ConfigError(f"{out} has no checkpoint to resume from ({d / 'state.json'} is missing)")
+    state = load_state(d / "state")
     try:
-        with open(path, "rb") as fh:
-            state = pickle.load(fh)
-        int(state["coordinator"]["round"])
-        list(state["meta"]["history"])
-    except Exception as exc:  # noqa: BLE001 - truncated, garbage, or another program's pickle
-        raise ConfigError(f"{path} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
-    return state
+        int(state["round"])
+        history = list(state["history"])
+    except Exception as exc:  # noqa: BLE001 - another program's files
+        raise ConfigError(f"{d / 'state.json'} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
+    return {"coordinator": {k: v for k, v in state.items() if k != "history"}, "meta": {"history": history}}
 
 
 def _has_checkpoint(out: Path | None) -> bool:
-    return out is not None and (_checkpoint_dir(out) / "state.pkl").is_file()
+    return out is not None and state_exists(_checkpoint_dir(out) / "state")
 
 
 def run_distributed(
@@ -320,6 +329,18 @@ def _locked_run(
 def _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check=False, observe=None) -> RunResult:
     say = status or (lambda msg: None)
     seen = observe or (lambda updates: None)
+    if config.deployment is not None:  # a deployment's coordinator takes nothing outside the allow-list
+        from .messages import check_message
+
+        def seen(updates, _observe=seen):
+            for u in updates:
+                try:
+                    check_message(u)
+                except ValueError as exc:
+                    from .backends.base import WorkerError
+
+                    raise WorkerError(f"zone {u.zone} broke the protocol: {exc}") from None
+            _observe(updates)
     t_setup = time.perf_counter()
     if resume:
         done = int(_load_checkpoint(out_dir)["coordinator"]["round"])  # missing or unreadable: fails before any work
@@ -329,8 +350,8 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                 f"(give more than {done} to extend it)"
             )
         saved = load_config(out_dir)
-    say(f"loading {config.case}")
-    net = network if network is not None else load_case(config.case, convention=config.convention)
+    say(f"loading {config.deployment or config.case}")
+    net = network if network is not None else _load_network(config)
     config = resolve_config(config, net)
     if resume:
         check_resume_config(resolve_config(saved, net), config, out_dir)
@@ -403,14 +424,11 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                 last_diags.update((int(d.zone), d) for d in diags)
                 row = {
                     "round": t,
-                    "noise_magnitude": float(sum(u.stats.noise_magnitude for u in updates)),
+                    **_zone_stats(diags),  # zone-private statistics: the simulation's evaluation only
                     "objective": float(sum(d.objective for d in diags)),
                     "feasibility": res.primal,
                     "dual_residual": res.dual,
                     "max_violation": float(max(d.max_violation for d in diags)),
-                    "solver_iterations": int(sum(u.stats.iterations for u in updates)),
-                    "solves": int(sum(u.stats.solves for u in updates)),
-                    "solver_s": float(sum(u.stats.solver_s for u in updates)),
                     "wall_s": time.perf_counter() - t0,
                     "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
                     "rho": rho,
@@ -508,6 +526,38 @@ def _check_costs(net: Network, config: RunConfig) -> None:
         raise ConfigError(missing_costs_message(net))
 
 
+def privacy_labels(config: RunConfig) -> dict[str, Any]:
+    """What a run's ε means (docs/privacy.md, "Threat model"): whether the claim is a proven guarantee
+    (``private``), and whether the noise is secret or replayable from the seed (``noise_source``)."""
+    labels: dict[str, Any] = {"private": bool(config.claim_holds), "noise_source": config.noise_source}
+    warnings = []
+    if config.private and not config.claim_holds:
+        warnings.append(
+            f"sensitivity 'paper' with {config.perturbation} perturbation is not a proven bound: the printed epsilon "
+            "is the paper's, not a guarantee"
+        )
+    if config.private and config.noise_source == "seeded":
+        warnings.append(
+            f"seeded noise (seed {config.seed}): the guarantee holds only against observers who do not know the seed"
+        )
+    labels["privacy_warnings"] = warnings
+    return labels
+
+
+def _zone_stats(diags) -> dict[str, float]:
+    """Σ over zones of their own round statistics (noise magnitude, solver work), as the zones report them
+    to the simulation's evaluation; NaN in a deployment-view run (they stay with the zones)."""
+    stats = [getattr(d, "stats", None) for d in diags]
+    if not stats or any(s is None for s in stats):
+        return {"noise_magnitude": np.nan, "solver_iterations": np.nan, "solves": np.nan, "solver_s": np.nan}
+    return {
+        "noise_magnitude": float(sum(s.noise_magnitude for s in stats)),
+        "solver_iterations": int(sum(s.iterations for s in stats)),
+        "solves": int(sum(s.solves for s in stats)),
+        "solver_s": float(sum(s.solver_s for s in stats)),
+    }
+
+
 def _finite_sum(values: list[float]) -> float | None:
     """The sum, or None when a value is missing (not evaluated, no costs) or there are none."""
     vals = [float(v) for v in values if v is not None]
@@ -557,13 +607,14 @@ def _result(
         "local_solver": config.local_solver,
         "solver_s": float(frame["solver_s"].sum()),
         "ipopt_s": float(frame["solver_s"].sum()),  # old name of solver_s, kept for readers of older summaries
-        "solves": int(frame["solves"].sum()),
+        "solves": int(frame["solves"].sum()),  # zone-private statistics (0 when the zones kept them: no evaluation)
         "solver_iterations": int(frame["solver_iterations"].sum()),
         "epsilon_total": {int(d.zone): float(d.epsilon_spent) for d in diags},  # the ledger's tightest valid figure
         "epsilon_per_step": {int(d.zone): d.privacy["per_step"]["epsilon"] for d in diags if d.privacy},
         "epsilon_basic": {int(d.zone): d.privacy["basic"]["epsilon"] for d in diags if d.privacy},
         "target_epsilon": config.target_epsilon,
         "target_delta": config.target_delta,
+        **privacy_labels(config),
         "centralized_objective": central,
         "gap_to_centralized": None,
         "relative_gap_to_centralized": None,

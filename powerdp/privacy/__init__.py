@@ -11,7 +11,8 @@ Pure mathematics: nothing here builds a model or calls a solver.
   *not* a proven bound for constrained problems and is labelled so.
 * :class:`LaplaceMechanism` and :class:`GaussianMechanism` draw the noise ξ of
   one local step; :func:`make_mechanism` picks one from a :class:`Sensitivity`.
-* :func:`zone_rng` gives every zone its own reproducible generator.
+* :func:`noise_rng` gives every zone its own generator: secret (OS entropy) by default,
+  :func:`zone_rng` (reproducible from the run seed) for seeded experiments.
 * :class:`PrivacyLedger` counts the released local steps of one zone and
   reports what they cost: per step, basic composition, the paper's
   Theorem 4.9 (Gaussian) and a tight figure from Google's ``dp-accounting``.
@@ -28,7 +29,18 @@ ledger composes.
 """
 
 from .accounting import TIGHT_METHODS, PrivacyLedger, theorem_4_9_epsilon
-from .mechanisms import MECHANISMS, GaussianMechanism, LaplaceMechanism, Mechanism, make_mechanism, noise_magnitude, zone_rng
+from .mechanisms import (
+    MECHANISMS,
+    NOISE_SOURCES,
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+    make_mechanism,
+    noise_magnitude,
+    noise_rng,
+    noise_source,
+    zone_rng,
+)
 from .params import ADJACENCIES, SENSITIVITY_RULES, PrivacyWarning
 from .sensitivity import Sensitivity, gradient_sensitivity, output_sensitivity
 
@@ -40,6 +52,9 @@ __all__ = [
     "GaussianMechanism",
     "make_mechanism",
     "zone_rng",
+    "noise_rng",
+    "noise_source",
+    "NOISE_SOURCES",
     "PrivacyLedger",
     "PrivacyWarning",
     "noise_magnitude",

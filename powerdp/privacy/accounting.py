@@ -130,6 +130,8 @@ class PrivacyLedger:
         target_delta: float | None = None,
         tight_method: str = "auto",
         zone: int | None = None,
+        noise_source: str = "secret",
+        claim_holds: bool = True,
     ):
         if not isinstance(mechanism, (LaplaceMechanism, GaussianMechanism)):
             raise ConfigError(
@@ -138,6 +140,10 @@ class PrivacyLedger:
         self.mechanism = mechanism
         self.kind = mechanism.kind
         self.zone = zone
+        # "secret" (OS entropy) or "seeded" (replayable by whoever knows the seed), and whether the
+        # sensitivity the mechanism is calibrated to is a proven bound: what the figures below mean
+        self.noise_source = noise_source
+        self.claim_holds = bool(claim_holds)
         eps, delta = mechanism.per_step()
         self.epsilon, self.delta = eps, delta
         self.noise_multiplier = mechanism.noise_multiplier
@@ -362,6 +368,8 @@ class PrivacyLedger:
         out: dict[str, Any] = {
             "zone": self.zone,
             "mechanism": self.kind,
+            "noise_source": self.noise_source,
+            "private": self.claim_holds,
             "steps": k,
             "target_delta": self.target_delta,
             "per_step": {

@@ -21,7 +21,10 @@ from ..errors import ConfigError
 from .params import PrivacyWarning, check_delta, check_kind, check_positive, check_real
 from .sensitivity import Sensitivity
 
-__all__ = ["LaplaceMechanism", "GaussianMechanism", "Mechanism", "MECHANISMS", "make_mechanism", "zone_rng", "noise_magnitude", "Kind"]
+__all__ = [
+    "LaplaceMechanism", "GaussianMechanism", "Mechanism", "MECHANISMS", "make_mechanism", "zone_rng", "noise_rng",
+    "noise_source", "NOISE_SOURCES", "noise_magnitude", "Kind", "mechanism_to_dict", "mechanism_from_dict",
+]
 
 Kind = Literal["laplace", "gaussian"]
 
@@ -230,6 +233,51 @@ def zone_rng(seed: int, zone: int) -> np.random.Generator:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), int(zone)])))
+
+
+#: what a run's noise is drawn from: "secret" (OS entropy, held by the zone alone) or "seeded" (the run seed)
+NOISE_SOURCES = ("secret", "seeded")
+
+
+def noise_source(seed: int | None) -> str:
+    """``"seeded"`` when a run seed is given (a reproducible experiment), else ``"secret"``."""
+    return "secret" if seed is None else "seeded"
+
+
+def noise_rng(seed: int | None, zone: int) -> np.random.Generator:
+    """THE noise generator of a zone (every agent makes its generator here, and nowhere else).
+
+    ``seed`` None (the default of every run): ``PCG64(SeedSequence())``, seeded from the operating
+    system's entropy inside the zone's own process, so nobody else (the coordinator included) can
+    know or replay it; its state is kept only in the zone's own checkpoint files. A seed: the
+    reproducible :func:`zone_rng`, for experiments; such a run is private only against observers who
+    do not know the seed (docs/privacy.md, "Threat model"), and says so (``noise_source``).
+    """
+    if seed is None:
+        for name, value in (("zone", zone),):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))
+    return zone_rng(seed, zone)
+
+
+def mechanism_to_dict(mech: Mechanism) -> dict[str, Any]:
+    """A mechanism as plain JSON values (its kind and calibrated parameters), for checkpoints."""
+    return {"kind": mech.kind, **{k: v for k, v in vars(mech).items()}}
+
+
+def mechanism_from_dict(data: dict[str, Any]) -> Mechanism:
+    """The inverse of :func:`mechanism_to_dict` (no code is run: a registered class, plain numbers)."""
+    data = dict(data)
+    kind = data.pop("kind", None)
+    if kind not in MECHANISMS:
+        raise ConfigError(f"unknown mechanism kind {kind!r} in a checkpoint")
+    for k, v in data.items():
+        if v is not None and not isinstance(v, (int, float)):
+            raise ConfigError(f"mechanism field {k!r} in a checkpoint is not a number")
+    mech = MECHANISMS[kind].__new__(MECHANISMS[kind])
+    vars(mech).update(data)
+    return mech
 
 
 def noise_magnitude(xi: Any) -> float:

@@ -1,0 +1,91 @@
+"""Checkpoints without pickle: npz (allow_pickle=False) + JSON; old pickled run directories are refused unread."""
+
+import json
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from powerdp.admm.checkpoint import load_state, refuse_pickles, save_state, zone_checkpoint_path
+from powerdp.admm.config import RunConfig
+from powerdp.admm.runner import run_distributed
+from powerdp.cli import main
+from powerdp.errors import ConfigError
+
+
+class _Exploit:
+    """Unpickling this runs code: it creates the marker file."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_state_round_trip_is_exact(tmp_path):
+    rng = np.random.default_rng(1)
+    rng.standard_normal(3)
+    state = {"zone": 2, "round": 7, "lam": np.array([0.1, -2.5e-17]), "warm": (np.ones(2), np.arange(3.0)), "none": None,
+             "rng": rng.bit_generator.state, "history": [[{"kind": "laplace", "epsilon": 0.1}, 3]]}
+    stem = save_state(zone_checkpoint_path(tmp_path, 2, 7), state)
+    assert stem.parent.name == "zone_2.private" and {p.suffix for p in stem.parent.iterdir()} == {".npz", ".json"}
+    back = load_state(stem)
+    np.testing.assert_array_equal(back["lam"], state["lam"])
+    assert all(np.array_equal(a, b) for a, b in zip(back["warm"], state["warm"]))
+    assert back["rng"] == state["rng"] and back["none"] is None and back["history"] == state["history"]
+    again = np.random.default_rng()
+    again.bit_generator.state = back["rng"]
+    assert again.standard_normal() == rng.standard_normal()
+
+
+def test_object_arrays_are_refused(tmp_path):
+    with pytest.raises(TypeError):
+        save_state(tmp_path / "s", {"x": np.array([{"a": 1}], dtype=object)})
+    # a hand-made npz holding a pickled object array is not loaded
+    np.save(tmp_path / "raw.npy", np.array([None], dtype=object), allow_pickle=True)
+    with open(tmp_path / "t.npz", "wb") as fh:
+        np.savez(fh, x=np.array([None], dtype=object))
+    (tmp_path / "t.json").write_text(json.dumps({}))
+    with pytest.raises(ConfigError, match="not a readable checkpoint"):
+        load_state(tmp_path / "t")
+
+
+@pytest.mark.parametrize("name", ["state.pkl", "zone_1_round_2.pkl"])
+def test_crafted_pickle_in_a_run_directory_is_refused_without_being_loaded(tmp_path, capsys, name):
+    run = tmp_path / "run"
+    run_distributed(RunConfig(case="case14", rounds=2, checkpoint_every=1, seed=0), out=run, reference=False)
+    marker = tmp_path / "pwned"
+    (run / "checkpoint" / name).write_bytes(pickle.dumps(_Exploit(marker)))
+    assert main(["run", "--resume", str(run), "--rounds", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pickled checkpoints" in err[0] and name in err[0] and "Traceback" not in err[0]
+    assert not marker.exists()  # never unpickled
+    with pytest.raises(ConfigError, match="loading a pickle can run any code"):
+        refuse_pickles(run / "checkpoint")
+
+
+def test_no_pickle_in_the_package():
+    import pathlib
+
+    import powerdp
+
+    root = pathlib.Path(powerdp.__file__).parent
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                 if "import pickle" in p.read_text() or "pickle.load" in p.read_text() or "pickle.dump" in p.read_text()]
+    assert offenders == []
+
+
+def test_resume_of_a_secret_noise_run_continues_its_own_generator(tmp_path):
+    """Without a seed the zones' generators live only in their private checkpoint files; resuming continues them:
+    the resumed rounds differ from a fresh secret run and the run is marked secret throughout."""
+    cfg = RunConfig(case="case14", zones=2, algorithm="inpl", epsilon=1.0, rounds=4, checkpoint_every=2)
+    run_distributed(cfg.replace(rounds=2), out=tmp_path / "r", reference=False)
+    state = load_state(zone_checkpoint_path(tmp_path / "r" / "checkpoint", 0, 2))
+    assert state["noise_source"] == "secret" and "input_noise" in state
+    res = run_distributed(cfg, out=tmp_path / "r", resume=True, reference=False)
+    assert res.summary["noise_source"] == "secret" and len(res.history) == 4
+    # input perturbation draws d̃ once: the resumed zone kept it (same noise magnitude every round)
+    nm = res.history["noise_magnitude"].to_numpy()
+    assert np.all(nm == nm[0])
