@@ -20,7 +20,6 @@ of an affine function of the loads (the derivation is in docs/market.md).
 
 from __future__ import annotations
 
-import secrets
 import time
 
 import numpy as np
@@ -36,10 +35,10 @@ __all__ = ["MarketZone", "market_problem", "run_market", "market_sensitivity", "
 
 
 def _rng(seed: int | None, agent: int) -> np.random.Generator:
-    """The agent's noise generator: seeded runs through powerdp.privacy.zone_rng, else OS entropy."""
-    from ..privacy import zone_rng
+    """The agent's noise generator: powerdp.privacy.noise_rng (OS entropy unless the run is seeded)."""
+    from ..privacy import noise_rng
 
-    return zone_rng(secrets.randbits(63) if seed is None else int(seed), agent)
+    return noise_rng(None if seed is None else int(seed), agent)
 
 
 class MarketZone(SharingAgent):

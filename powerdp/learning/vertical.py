@@ -34,7 +34,6 @@ noise in the orthogonal complement.
 
 from __future__ import annotations
 
-import secrets
 import time
 from dataclasses import dataclass
 
@@ -154,9 +153,9 @@ class VerticalParty(SharingAgent):
             else:
                 norms = np.linalg.norm(self.D, axis=1, keepdims=True)
                 self.D = self.D / np.maximum(1.0, norms)
-            from ..privacy import zone_rng
+            from ..privacy import noise_rng
 
-            self.rng = zone_rng(secrets.randbits(63) if seed is None else int(seed), agent)
+            self.rng = noise_rng(None if seed is None else int(seed), agent)
         else:
             self.rng = None
         self.x = np.zeros(self.D.shape[1])
