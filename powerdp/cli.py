@@ -425,6 +425,24 @@ def setup_logging(quiet: bool, verbose: bool) -> None:
     logging.getLogger("powerdp").setLevel(own)
     for name in ("pyomo", "cyipopt", "pandapower", "numba", "matplotlib"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    route_python_warnings(verbose)
+
+
+def route_python_warnings(verbose: bool = False) -> None:
+    """Python warnings become one line, ``powerdp: warning: ...``, without the source line that raised them
+    (a user reads what is wrong, not where in powerdp it was noticed). Libraries' deprecation notices are
+    for their users' developers: shown only with ``-v``."""
+    import warnings
+
+    log = logging.getLogger("powerdp.warnings")
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not verbose and issubclass(category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)):
+            return
+        text = " ".join(str(message).split())
+        log.warning("%s", text if issubclass(category, UserWarning) else f"{text} ({category.__name__})")
+
+    warnings.showwarning = show
 
 
 def _broken_pipe() -> int:

@@ -135,11 +135,29 @@ def resolve_config(config: RunConfig, net: Network | None = None) -> RunConfig:
 
 
 def resolve_partition(net: Network, config: RunConfig) -> Partition:
-    """The run's zones: an explicit partition source, else the bundled one of a bundled case, else automatic."""
+    """The run's zones: an explicit partition source, else the bundled one of a bundled case, else automatic.
+
+    A distributed run needs at least two zones: one zone is refused here (``partition`` itself only warns).
+    """
+    import warnings
+
     config = resolve_partition_choice(config)
-    if config.partition is not None:
-        return make_partition(net, config.partition, allow_disconnected=config.allow_disconnected)
-    return make_partition(net, zones=config.zones, method=config.partition_method, seed=config.seed)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*has a single zone")
+        if config.partition is not None:
+            part = make_partition(net, config.partition, allow_disconnected=config.allow_disconnected)
+        else:
+            part = make_partition(net, zones=config.zones, method=config.partition_method, seed=config.seed)
+    _require_zones(net, part)
+    return part
+
+
+def _require_zones(net: Network, part: Partition) -> None:
+    if part.n_zones < 2:
+        raise ConfigError(
+            f"the partition of {net.name} ({part.source}) has a single zone; a distributed run needs at least 2 "
+            "(--zones 2 or more, or a partition with several zones)"
+        )
 
 
 def load_config(directory: str | Path) -> RunConfig:

@@ -26,6 +26,22 @@ _ASSIGN = re.compile(r"^\s*mpc\.(\w+)\s*=\s*(.*)$", re.DOTALL)
 _FUNCTION = re.compile(r"^\s*function\s+(?:\w+\s*=\s*)?(\w+)")
 
 
+# statements that carry no data: the end of the function, an empty statement
+_IGNORED = re.compile(r"^\s*(end|endfunction|return)?\s*[;,]?\s*$")
+_QUOTED = re.compile(r"""^('[^']*'|"[^"]*")$""")
+
+
+def _code_error(source: str, line_no: int, line: str) -> CaseDataError:
+    """A statement the parser does not evaluate: refusing it is safer than computing on the data without it."""
+    text = line.strip()
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return CaseDataError(
+        f"{source}, line {line_no}: {text!r} is MATLAB code, which powerdp does not evaluate; "
+        "write the data it computes into the matrices (or save the case from MATPOWER with savecase)"
+    )
+
+
 @dataclass
 class MatpowerData:
     """Raw tables of a MATPOWER case, in MATPOWER's own units (MW, MVAr, degrees)."""
@@ -104,6 +120,8 @@ def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
             continue
         m = _ASSIGN.match(line)
         if not m:
+            if line.strip() and not _IGNORED.match(line):
+                raise _code_error(source, k + 1, text.splitlines()[k])
             k += 1
             continue
         field_name, rhs = m.group(1), m.group(2).strip()
@@ -112,11 +130,14 @@ def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
             body = rhs[1:]
             while "]" not in body:
                 k += 1
-                if k >= len(lines):
+                if k >= len(lines) or _ASSIGN.match(lines[k]) or _FUNCTION.match(lines[k]):
                     raise CaseDataError(
                         f"{source}, line {start}: mpc.{field_name} opens '[' but never closes it"
                     )
                 body += "\n" + lines[k]
+            rest = body[body.index("]") + 1:]
+            if rest.strip().rstrip(";").strip():  # `] * 2;`, `]';`: computed, not data
+                raise _code_error(source, k + 1, text.splitlines()[k])
             body = body[: body.index("]")]
             matrices[field_name] = _parse_matrix(body, field_name, source, start)
         elif rhs.startswith("{"):
@@ -129,7 +150,10 @@ def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
                     )
                 body += lines[k]
         else:
-            scalars[field_name] = rhs.rstrip(";").strip().strip("'\"")
+            value = rhs.rstrip(";").strip()
+            if not (_is_float(value) or _QUOTED.match(value)):
+                raise _code_error(source, k + 1, text.splitlines()[k])
+            scalars[field_name] = value.strip("'\"")
         k += 1
 
     version = scalars.get("version", "2")
