@@ -137,12 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
         "second-order cones for the W cone and the thermal limits; several times faster)",
     )
     ps.add_argument("--profile", default=None, help="Ipopt option profile: a bundled name or a .opt file (--solver ipopt only; default: default)")
-    ps.add_argument("--json", metavar="PATH", type=Path, help="also write the result summary as JSON")
+    ps.add_argument("--json", metavar="PATH", type=Path, help="also write the result summary as JSON (- : to standard output, after the report; with -q alone)")
     ps.add_argument(
         "--out", metavar="DIR", type=Path,
         help="write result.json and the solution in physical units (generators.csv, buses.csv, branches.csv, zones.csv) "
-        "to DIR; powerdp export DIR --pandapower FILE.json reads it",
+        "to DIR, and inputs.json (the case file's absolute path and SHA-256); powerdp export DIR --pandapower FILE.json "
+        "reads it. A DIR that already holds a solve is refused",
     )
+    ps.add_argument("--overwrite", action="store_true", help="replace the solve already in --out DIR")
     ps.add_argument("--solution", metavar="DIR", type=Path, help="write the four CSV tables only (as --out, without result.json; and dclines.csv for a case with HVDC lines)")
     ps.add_argument("--ac-check", action="store_true", help="run pandapower's AC power flow at the solution: generator P set-points and voltage set-points √w at generator buses, loads as in the case; reports convergence, the slack's mismatch against the dispatch (MW), voltages outside [vmin, vmax] and branches above 100 %% of their rating (also in --json as ac_check)")
     ps.set_defaults(func=cmd_solve)
@@ -228,6 +230,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     for flag, path in (("--solution", args.solution), ("--out", args.out)):
         if path is not None and path.exists() and not path.is_dir():
             raise ConfigError(f"{flag} {path} is an existing file; it names a directory for the CSV tables")
+    _check_solve_out(args.out, args.overwrite)
     if args.shedding_weight is not None and not OBJECTIVES[args.objective].weighted:
         raise ConfigError(f"--shedding-weight: objective {args.objective!r} has no shedding penalty to weight; use --objective cost+shedding")
     if args.profile is not None and args.solver != "ipopt":
@@ -263,17 +266,46 @@ def cmd_solve(args: argparse.Namespace) -> int:
         else:
             log.warning("no AC check: the solve did not succeed, so there is no solution to check")
     if args.json:
-        data = res.to_dict()
-        args.json.write_text(json.dumps(data, indent=2) + "\n")
+        write_json(args.json, res.to_dict())
     if args.solution:
         ensure_dir(args.solution, "--solution directory")
         res.save_tables(args.solution)
     if args.out:
+        from .provenance import case_entry, record_inputs
+
         ensure_dir(args.out, "--out directory")
         res.save(args.out)
+        record_inputs(args.out, {"case": case_entry(args.case)})
     if not res.success:
         print(f"powerdp: the solve did not succeed: {label} status {res.status_name}", file=sys.stderr)
     return EXIT_OK if res.success else EXIT_FAILED
+
+
+def _check_solve_out(out: Path | None, overwrite: bool) -> None:
+    """``solve --out`` never replaces a result, a run or a sweep silently (as ``run --out``)."""
+    if out is None or not out.is_dir():
+        return
+    from .admm.outdir import holds_run
+
+    if holds_run(out) or (out / "sweep.json").is_file():
+        raise ConfigError(f"--out {out} holds a run or a sweep; give the solve a directory of its own")
+    if (out / "result.json").is_file() and not overwrite:
+        raise ConfigError(f"--out {out} already holds a solve (result.json); give another --out, or --overwrite to replace it")
+
+
+def _export_case(d: Path, fallback: str) -> str:
+    """The case a run or solve directory was made from: its recorded file, checked unchanged (provenance.py)."""
+    from .provenance import case_source, verify_inputs
+
+    source = case_source(verify_inputs(d, "export"), fallback)
+    text = str(source)
+    if text.startswith("pandapower network "):  # a solve saved before inputs.json: the network's name
+        import pandapower.networks as pn
+
+        name = text.removeprefix("pandapower network ")
+        if callable(getattr(pn, name, None)):
+            return f"pandapower:{name}"
+    return source
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -293,7 +325,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         from .admm.results import RunResult
 
         run = RunResult.load(d)
-        net = load_case(run.config.case, convention=run.config.convention)
+        net = load_case(_export_case(d, run.config.case), convention=run.config.convention)
         if run.tables is not None:
             dispatch = dispatch_from_tables(net, run.tables, where=str(d))
         else:  # a run saved before the tables existed: assemble from the zones' solutions
@@ -313,7 +345,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         tables = ResultTables.load(d)
         if tables is None:
             raise ConfigError(f"{d} has result.json but not all of generators.csv, buses.csv, branches.csv, zones.csv")
-        net = load_case(source, convention=convention)
+        net = load_case(_export_case(d, source), convention=convention)
         dispatch = dispatch_from_tables(net, tables, where=str(d))
         if net.dcline.n and (d / "dclines.csv").is_file():  # the HVDC lines' powers (p.u.), as OPFResult.save_tables writes them
             import pandas as pd
@@ -336,9 +368,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def write_json(path: Path, data) -> None:
+    """``--json PATH`` (atomically: a failed write keeps the old file), or standard output for ``--json -``."""
+    from .fileio import atomic_write_text
+    from .jsonutil import jsonable
+
+    text = json.dumps(jsonable(data), indent=2) + "\n"
+    if str(path) == "-":
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(path, text)
+
+
 def _check_output_file(path: Path | None, flag: str) -> None:
-    """An output file's directory is created (and the path checked) before any work is done."""
-    if path is None:
+    """An output file's directory is created (and the path checked) before any work is done ("-": standard output)."""
+    if path is None or str(path) == "-":
         return
     from .admm.outdir import ensure_dir
     from .errors import ConfigError
@@ -702,7 +746,7 @@ def add_run_parser(sub) -> None:
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR (refused if DIR holds a run)")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
-    p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON")
+    p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON (- : to standard output, after the report; with -q alone)")
     p.add_argument(
         "--ac-check", action="store_true",
         help="at the final point, run pandapower's AC power flow (generator P and voltage set-points √w, loads as in the "
@@ -1094,15 +1138,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         if result.ac_check is not None:
             print("\n".join(result.ac_check.lines()))
     if args.json:
-        result.to_json(args.json)
+        write_json(args.json, result.summary)
     return 0
+
+
+STOPPED = {  # summary["stopped"], in words
+    "rounds": "all rounds run", "tolerance": "stopped: residuals below --tol", "interrupted": "interrupted", "failed": "failed",
+}
 
 
 def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     unit = "Σ(p.u.²)" if cfg.objective == "shedding" else "$/h"
     what = {"cost": "generation cost", "shedding": "shedding"}.get(cfg.objective, cfg.objective)
     print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
-    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({s['stopped']})")
+    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({STOPPED.get(s['stopped'], s['stopped'])})")
     if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:
         print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective)")
     else:
@@ -1116,7 +1165,7 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     if s.get("centralized_objective") is not None:
         rel = s.get("relative_gap_to_centralized")
         rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
-        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g}{rel_txt}")
+        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g} {unit} (absolute){rel_txt}")
     if cfg.private:
         parts = []
         for z, e in s["epsilon_total"].items():
@@ -1257,7 +1306,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     cfg = _audit_config(args)
     if args.json is not None:
         _check_output_file(args.json, "--json")
-        if args.json.exists() and not args.force:
+        if str(args.json) != "-" and args.json.exists() and not args.force:
             raise ConfigError(f"--json {args.json} exists; give --force to overwrite it")
     total = 2 * args.runs
     bar = None
@@ -1287,9 +1336,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if not args.quiet:
         _print_audit(res)
     if args.json is not None:
-        from .jsonutil import jsonable
-
-        args.json.write_text(json.dumps(jsonable(res.to_dict()), indent=2) + "\n")
+        write_json(args.json, res.to_dict())
     if res.failed:
         print(
             f"powerdp: audit FAILED: the empirical lower bound eps >= {res.epsilon_lower_bound:.3g} exceeds the claimed "

@@ -24,7 +24,7 @@ __all__ = ["RUN_FILES", "DirectoryLock", "ensure_dir", "holds_run", "prepare_run
 
 LOCK_NAME = ".powerdp.lock"
 # everything a run writes into its directory (RunResult.save, the runner)
-RUN_FILES = ("config.json", "partition.csv", "history.csv", "history.csv.tmp", "summary.json", "consensus.csv", "failure.txt")
+RUN_FILES = ("config.json", "inputs.json", "partition.csv", "history.csv", "history.csv.tmp", "summary.json", "consensus.csv", "failure.txt")
 RUN_DIRS = ("checkpoint", "zones")
 
 
@@ -60,6 +60,8 @@ def prepare_run_dir(directory: str | Path, overwrite: bool = False, resume: bool
         if not d.is_dir():
             raise ConfigError(f"{d} holds no run to resume (no such directory)")
         return d
+    if (d / "sweep.json").is_file():
+        raise ConfigError(f"{d} holds a sweep (sweep.json); give the run a directory of its own")
     if holds_run(d):
         if not overwrite:
             raise ConfigError(

@@ -26,6 +26,7 @@ from ..grid.partition import Partition, bundled_csv
 from ..grid.partition import partition as make_partition
 from ..jsonutil import jsonable
 from ..opf.objectives import OBJECTIVES, median_marginal_cost, resolve_shedding_weight
+from ..provenance import case_entry, case_source, file_entry, partition_entry, record_inputs, verify_inputs
 from .backends import AgentSpec, launch, make_backend
 from .config import RunConfig
 from .configfile import read_config_json
@@ -347,14 +348,17 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                 f"(give more than {done} to extend it)"
             )
         saved = load_config(out_dir)
+        records = verify_inputs(out_dir, "resume")  # the case by its recorded absolute path, unchanged; partition.csv unedited
     say(f"loading {config.case}")
-    net = network if network is not None else load_case(config.case, convention=config.convention)
+    source = case_source(records, config.case) if resume else config.case
+    net = network if network is not None else load_case(source, convention=config.convention)
     config = resolve_config(config, net)
     if resume:
         check_resume_config(resolve_config(saved, net), config, out_dir)
     _check_costs(net, config)
+    _warn_large_step(config)
     if partition is None and resume and (out_dir / "partition.csv").is_file():  # the zones the run was made with
-        partition = make_partition(net, str(out_dir / "partition.csv"), allow_disconnected=True)
+        partition = _saved_partition(net, out_dir)
     part = partition if partition is not None else resolve_partition(net, config)
     say(f"partition: {part.n_zones} zones from {part.source}")
     by_zone = part.shared_by_zone(config.flows)
@@ -395,6 +399,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
             init_s = time.perf_counter() - t_init
             if out_dir is not None:
                 _start_files(out_dir, config, part, history)
+                _record_inputs(out_dir, config)
         setup_s = time.perf_counter() - t_setup
         run_start = time.perf_counter()
         stopped = "rounds"
@@ -501,6 +506,28 @@ def _start_files(out_dir: Path, config: RunConfig, part: Partition, history: lis
             pass
 
 
+def _record_inputs(out_dir: Path, config: RunConfig) -> None:
+    """inputs.json of a new run: the case and partition files it was made from, and its own partition.csv."""
+    record_inputs(out_dir, {
+        "case": case_entry(config.case),
+        "partition": partition_entry(config.partition),
+        "partition.csv": file_entry(out_dir / "partition.csv"),
+    })
+
+
+def _saved_partition(net: Network, out_dir: Path) -> Partition:
+    """The zones a run was made with, from its partition.csv; a damaged file is one line naming it."""
+    path = out_dir / "partition.csv"
+    try:
+        part = make_partition(net, str(path), allow_disconnected=True)
+    except PowerDPError as exc:
+        raise ConfigError(f"{path} does not fit the run's case ({exc}); it is damaged: restore it or start a new run") from None
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ConfigError(f"{path} is damaged ({type(exc).__name__}); restore it or start a new run") from None
+    _require_zones(net, part)
+    return part
+
+
 def _kept(out_dir: Path | None) -> str:
     """What a stopped run leaves behind, for its one-line message."""
     if out_dir is None:
@@ -517,6 +544,17 @@ def _interrupted_message(t: int, config: RunConfig, out_dir: Path | None) -> str
     if not config.checkpoint_every:
         return msg + f"; history kept in {out_dir}, no checkpoint (--checkpoint-every 0), so it cannot be resumed"
     return msg + f"; history and checkpoint of round {t} in {out_dir} (powerdp run --resume {out_dir} continues)"
+
+
+LARGE_STEP = 1.0  # a constant η above it exceeds the capped schedule's 1.9/L_p = 0.95 (L_p = 2, docs/algorithm.md)
+
+
+def _warn_large_step(config: RunConfig) -> None:
+    if not isinstance(config.eta, str) and float(config.eta) > LARGE_STEP:
+        log.warning(
+            "constant step eta = %g is above 1.9/L_p (0.95 on the shedding objective, L_p = 2); the run may diverge "
+            "(the default schedule 'capped' stays below it)", float(config.eta),
+        )
 
 
 def _check_costs(net: Network, config: RunConfig) -> None:
