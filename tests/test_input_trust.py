@@ -57,14 +57,15 @@ def write_case(tmp_path, text: str, name: str = "mycase.m") -> Path:
 def test_matlab_statements_in_a_case_file_are_refused_naming_the_line(tmp_path, capsys):
     text = case14_text().rstrip("\n") + "\nmpc.bus(:, 3) = 2 * mpc.bus(:, 3);\n"
     n = len(text.splitlines())
-    with pytest.raises(CaseDataError, match=rf"line {n}: 'mpc.bus\(:, 3\) = 2 \* mpc.bus\(:, 3\);' is MATLAB code"):
+    with pytest.raises(CaseDataError, match=rf"mycase.m, line {n}: a MATLAB statement") as err:
         parse_matpower(text, "mycase.m")
+    assert "2 *" not in str(err.value)  # a file's content is never echoed
     p = write_case(tmp_path, text)
     assert main(["solve", str(p)]) == 2
-    one_error(capsys, str(p), f"line {n}", "MATLAB code")
+    one_error(capsys, str(p), f"line {n}", "MATLAB statement")
     # computed scalars and matrices are code too
     for extra in ("mpc.baseMVA = 50 * 2;", "x = 3;", "mpc.extra_table = [1 2] * 3;", "if 1, mpc.baseMVA = 10; end"):
-        with pytest.raises(CaseDataError, match="MATLAB code"):
+        with pytest.raises(CaseDataError, match="MATLAB statement"):
             parse_matpower(case14_text() + extra + "\n", "mycase.m")
     # what real case files hold still parses: end, return, cell arrays, quoted strings
     data = parse_matpower(case14_text() + "mpc.name = 'x';\nmpc.bus_name = {\n 'a';\n};\nreturn;\nend\n", "mycase.m")
@@ -173,3 +174,333 @@ def test_python_warnings_are_one_line_without_source(capfd):
     warnings.warn("old API", DeprecationWarning)
     err = capfd.readouterr().err
     assert err.strip() == "powerdp: warning: something odd", err
+
+
+# ------------------------------------------------------------------ bug 2: resume and export check their inputs
+
+
+def _mycase(tmp_path, name="work", scale=1.0) -> Path:
+    """A copy of case14 as DIR/mycase.m, with bus 2's load scaled by ``scale``."""
+    d = tmp_path / name
+    d.mkdir(exist_ok=True)
+    text = case14_text()
+    if scale != 1.0:
+        text = edit_row(text, "bus", 1, 2, f"{21.7 * scale:g}")
+    return write_case(d, text)
+
+
+def test_resume_reopens_the_recorded_case_and_refuses_a_changed_or_missing_one(tmp_path, monkeypatch, capsys):
+    import json
+
+    case = _mycase(tmp_path)
+    other = _mycase(tmp_path, "other", scale=1.5)
+    monkeypatch.chdir(case.parent)
+    assert main(["-q", "run", "mycase.m", "--zones", "2", "--rounds", "2", "--out", "r", "--no-reference"]) == 0
+    rec = json.loads((case.parent / "r" / "inputs.json").read_text())
+    assert rec["case"]["path"] == str(case.resolve()) and len(rec["case"]["sha256"]) == 64
+    assert rec["partition.csv"]["path"] == str((case.parent / "r" / "partition.csv").resolve())
+    # from a directory holding another mycase.m: the recorded file is used, not ./mycase.m
+    monkeypatch.chdir(other.parent)
+    assert main(["-q", "run", "--resume", "../work/r", "--rounds", "3", "--no-reference"]) == 0
+    capsys.readouterr()
+    # the same run without the stop, for comparison: the resumed history equals an uninterrupted one
+    monkeypatch.chdir(case.parent)
+    assert main(["-q", "run", "mycase.m", "--zones", "2", "--rounds", "3", "--out", "full", "--no-reference"]) == 0
+    import pandas as pd
+
+    a = pd.read_csv(case.parent / "r" / "history.csv")["objective"].to_numpy()
+    b = pd.read_csv(case.parent / "full" / "history.csv")["objective"].to_numpy()
+    np.testing.assert_array_equal(a, b)
+    # changed: refused, naming the file and what to do
+    case.write_text(other.read_text())
+    assert main(["-q", "run", "--resume", "r", "--rounds", "4"]) == 2
+    one_error(capsys, str(case.resolve()), "has changed since the run was made", "restore the original")
+    assert main(["export", "r", "--pandapower", str(tmp_path / "x.json")]) == 2
+    one_error(capsys, "cannot export", "has changed")
+    # missing
+    case.unlink()
+    assert main(["-q", "run", "--resume", "r", "--rounds", "4"]) == 2
+    one_error(capsys, str(case.resolve()), "is missing")
+
+
+def test_export_of_a_solve_reopens_the_recorded_case(tmp_path, monkeypatch, capsys):
+    case = _mycase(tmp_path)
+    monkeypatch.chdir(case.parent)
+    assert main(["-q", "solve", "mycase.m", "--out", "s"]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["-q", "export", "work/s", "--pandapower", "x.json"]) == 0
+    case.write_text(edit_row(case.read_text(), "bus", 1, 2, "30"))
+    assert main(["-q", "export", "work/s", "--pandapower", "y.json"]) == 2
+    one_error(capsys, "cannot export work/s", "has changed")
+
+
+# ------------------------------------------------------------------ bug 10: an edited partition.csv
+
+
+@pytest.mark.parametrize("edit", ["zone", "truncate", "garbage"])
+def test_edited_partition_csv_is_one_line(tmp_path, capsys, edit):
+    d = tmp_path / "r"
+    assert main(["-q", "run", "case14", "--rounds", "2", "--out", str(d), "--no-reference", "--checkpoint-every", "1"]) == 0
+    path = d / "partition.csv"
+    lines = path.read_text().splitlines()
+    if edit == "zone":
+        lines[1] = lines[1].split(",")[0] + ",5"
+    elif edit == "truncate":
+        lines = lines[:5]
+    else:
+        lines = ["bus,zone", "1,2,3", "x"]
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["-q", "run", "--resume", str(d), "--rounds", "3"]) == 2
+    one_error(capsys, str(path.resolve()), "has changed")
+    # a run made before inputs.json: partition.csv itself is checked, in one line
+    (d / "inputs.json").unlink()
+    assert main(["-q", "run", "--resume", str(d), "--rounds", "3"]) == 2
+    one_error(capsys, *([] if edit == "zone" else [str(path)]))  # a moved bus: its zone's checkpoint is missing
+
+
+# ------------------------------------------------------------------ bug 4: optional steps never lose a run
+
+
+def test_a_pandapower_net_the_dispatch_cannot_be_written_into_keeps_its_results(tmp_path, capsys):
+    d = tmp_path / "d"
+    assert main(["run", "pandapower:example_multivoltage", "--zones", "2", "--rounds", "2", "--out", str(d), "--no-reference"]) == 0
+    err = capsys.readouterr().err
+    assert "powerdp: warning: no " in err and "pandapower.json" in err and "xward" in err
+    assert (d / "summary.json").is_file() and (d / "generators.csv").is_file()
+    assert not (d / "pandapower.json").exists()
+    assert main(["-q", "run", "--resume", str(d), "--rounds", "3"]) == 0
+
+
+def test_export_of_a_pandapower_solve(tmp_path, capsys):
+    assert main(["-q", "solve", "pandapower:case9", "--out", str(tmp_path / "s")]) == 0
+    assert main(["export", str(tmp_path / "s"), "--pandapower", str(tmp_path / "x.json")]) == 0
+    assert "wrote" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ bug 5 and sweeps
+
+
+def test_sweep_ids_of_two_cases_with_the_same_name_differ(tmp_path):
+    from powerdp.sweep import SweepSpec
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "case14.m").write_text(case14_text())
+    spec = SweepSpec(cases=["case14", str(other / "case14.m")], partitions=[2], algorithms=["nonprivate"], source="s.toml")
+    ids = [rid for rid, _ in spec.configs()]
+    assert len(set(ids)) == 2 and ids[0] == "case14_z2-modularity_nonprivate_eps0.1_E1_s0"
+    assert ids[1].startswith(ids[0] + "-")
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("", "no [sweep] grid"),
+        ("[run]\nrounds = 2\n", "no [sweep] grid"),
+        ("sweep = 3\n", "sweep must be a table"),
+        ('[sweep]\ncases = ["case14"]\nepsilons = [0.1, 0.1]\n', "holds run case14_case14_3zones_objl_eps0.1_E1_s0 twice"),
+        ('[sweep]\ncases = ["case14"]\n[run]\nextra = {trust_raduis = 2}\nalgorithm_x = 1\n', "unknown key(s) algorithm_x"),
+    ],
+)
+def test_sweep_files_that_would_mislead(tmp_path, capsys, text, needle):
+    spec = tmp_path / "s.toml"
+    spec.write_text(text)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out")]) == 2
+    one_error(capsys, needle)
+
+
+def test_runs_and_sweeps_keep_their_own_directories(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["-q", "run", "case14", "--rounds", "1", "--out", str(run), "--no-reference"]) == 0
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\ncases = ["case14"]\nalgorithms = ["nonprivate"]\n[run]\nrounds = 1\n')
+    assert main(["sweep", str(spec), "--out", str(run)]) == 2
+    one_error(capsys, "holds a single run")
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text("{}")
+    assert main(["run", "case14", "--rounds", "1", "--out", str(sweep)]) == 2
+    one_error(capsys, "holds a sweep")
+    assert main(["solve", "case14", "--out", str(run)]) == 2
+    one_error(capsys, "holds a run or a sweep")
+
+
+# ------------------------------------------------------------------ bug 7 and other numbers
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--tol", "nan"], "tol_primal = nan"),
+        (["--tol", "inf"], "tol_primal = inf"),
+        (["--eta", "nan"], "eta = nan"),
+        (["--eta", "inf"], "eta = inf"),
+    ],
+)
+def test_non_finite_numbers_are_refused(capsys, args, needle):
+    assert main(["run", "case14", "--rounds", "1", *args]) == 2
+    one_error(capsys, needle)
+
+
+def test_nan_tolerance_in_a_config_file(tmp_path, capsys):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[run]\ncase = "case14"\nzones = 3\ntol_primal = nan\n')
+    assert main(["run", "--config", str(cfg), "--rounds", "1"]) == 2
+    one_error(capsys, "tol_primal = nan")
+
+
+def test_a_huge_constant_step_is_warned_about(capsys):
+    assert main(["run", "case14", "--rounds", "1", "--eta", "1e308", "--algorithm", "nonprivate", "--no-reference"]) in (0, 1)
+    err = capsys.readouterr().err
+    assert "powerdp: warning: constant step eta = 1e+308 is above 1.9/L_p" in err and "Traceback" not in err
+
+
+def test_unknown_update_rule_option_is_refused(tmp_path, capsys):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[run]\ncase = "case14"\nzones = 3\nalgorithm = "objt"\n[run.extra]\ntrust_raduis = 2\n')
+    assert main(["run", "--config", str(cfg), "--rounds", "1"]) == 2
+    one_error(capsys, "extra.trust_raduis", "trust_radius")
+
+
+# ------------------------------------------------------------------ bug 9: options and files
+
+
+@pytest.mark.parametrize("option", ["output_file", "option_file_name", "hsllib"])
+def test_options_that_make_ipopt_touch_files_are_refused(tmp_path, capsys, option):
+    target = tmp_path / "ipopt.out"
+    assert main(["run", "case14", "--rounds", "1", "--ipopt-option", f"{option}={target}"]) == 2
+    line = one_error(capsys, f"Ipopt option {option!r}", "refuses it")
+    assert str(target) not in line
+    assert not target.exists()
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(f'[run]\ncase = "case14"\nzones = 3\nrounds = 1\nipopt_options = {{{option} = "{target}"}}\n')
+    assert main(["run", "--config", str(cfg)]) == 2
+    one_error(capsys, option)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[sweep]\ncases = ["case14"]\n[run]\nrounds = 1\nipopt_options = {{{option} = "{target}"}}\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "sw")]) == 2
+    one_error(capsys, option)
+    prof = tmp_path / "p.opt"
+    prof.write_text(f"tol 1e-8\n{option} {target}\n")
+    assert main(["solve", "case14", "--profile", str(prof)]) == 2
+    one_error(capsys, option)
+    assert not target.exists()
+
+
+def test_a_profile_that_is_not_one_is_not_echoed(tmp_path, capsys):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret_token = hunter2\n")
+    assert main(["solve", "case14", "--profile", str(secret)]) == 2
+    line = one_error(capsys, str(secret), "line 1")
+    assert "hunter2" not in line and "secret_token" not in line
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(f'[run]\ncase = "case14"\nzones = 3\nrounds = 1\nipopt_profile = "{secret}"\n')
+    assert main(["run", "--config", str(cfg)]) == 2
+    assert "hunter2" not in one_error(capsys, str(secret))
+
+
+def test_ipopt_opt_in_the_working_directory_is_not_read(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ipopt.opt").write_text("max_iter 1\n")
+    assert main(["solve", "case14"]) == 0
+    assert "Solve_Succeeded" in capsys.readouterr().out
+
+
+def test_a_bogus_ipopt_option_is_one_line_and_nothing_on_stdout(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-m", "powerdp", "run", "case14", "--rounds", "1", "--no-reference", "--ipopt-option", "foo=1"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    assert r.stderr.strip().splitlines()[-1].startswith("powerdp: error: invalid Ipopt option foo = 1")
+
+
+def test_symlinks_inside_a_run_directory_are_refused(tmp_path, capsys):
+    d, elsewhere = tmp_path / "r", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("x")
+    assert main(["-q", "run", "case14", "--rounds", "1", "--out", str(d), "--no-reference"]) == 0
+    import shutil
+
+    shutil.rmtree(d / "checkpoint")
+    (d / "checkpoint").symlink_to(elsewhere)
+    assert main(["-q", "run", "case14", "--rounds", "1", "--out", str(d), "--overwrite"]) == 2
+    one_error(capsys, str(d / "checkpoint"), "symbolic link")
+    assert main(["-q", "run", "--resume", str(d), "--rounds", "2"]) == 2
+    one_error(capsys, "symbolic link")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
+
+
+# ------------------------------------------------------------------ bug 8: write failures
+
+
+def test_atomic_write_keeps_the_last_good_file_and_names_it(tmp_path):
+    import errno
+
+    from powerdp.fileio import OutputError, atomic_write
+
+    path = tmp_path / "summary.json"
+    path.write_text("good\n")
+
+    def full(fh):
+        fh.write("partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OutputError, match=rf"cannot write {path}: No space left on device"):
+        atomic_write(path, full)
+    assert path.read_text() == "good\n" and not (tmp_path / "summary.json.tmp").exists()
+
+
+def test_a_full_disk_at_the_summary_names_the_file_and_keeps_the_run(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from powerdp.admm import results
+    from powerdp.fileio import atomic_write, atomic_write_text
+
+    d = tmp_path / "r"
+
+    def no_room(path, text):
+        if Path(path).name == "summary.json":  # the disk fills up half-way through the file
+            def write(fh):
+                fh.write(text[:100])
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return atomic_write(path, write)
+        return atomic_write_text(path, text)
+
+    monkeypatch.setattr(results, "atomic_write_text", no_room)
+    assert main(["-q", "run", "case14", "--rounds", "3", "--out", str(d), "--no-reference"]) == 2
+    one_error(capsys, f"cannot write {d / 'summary.json'}: No space left on device")
+    assert not (d / "summary.json").exists() and not (d / "summary.json.tmp").exists()
+    monkeypatch.undo()
+    assert main(["-q", "run", "--resume", str(d), "--rounds", "3"]) == 0  # the computed rounds were kept
+    import json
+
+    assert json.loads((d / "summary.json").read_text())["summary"]["rounds"] == 3
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs POSIX resource limits")
+def test_a_file_size_limit_keeps_the_last_checkpoint_resumable(tmp_path):
+    """ulimit -f: the checkpoint that does not fit is named; the previous one is complete and resumes."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2900, 2900))
+
+    d = tmp_path / "f"
+    cmd = [sys.executable, "-m", "powerdp", "run", "case14", "--rounds", "10", "--out", str(d), "--no-reference", "--checkpoint-every", "1"]
+    r = subprocess.run(cmd, preexec_fn=limit, capture_output=True, text=True)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert last.startswith("powerdp: error: cannot write the checkpoint of round ") and str(d / "checkpoint") in last
+    assert "--resume" in last
+    assert not list((d / "checkpoint").glob("*.tmp"))
+    r = subprocess.run([sys.executable, "-m", "powerdp", "-q", "run", "--resume", str(d), "--rounds", "10"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import pandas as pd
+
+    assert pd.read_csv(d / "history.csv")["round"].tolist() == list(range(1, 11))

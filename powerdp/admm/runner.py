@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, Interrupted, ModelError, PowerDPError
+from ..fileio import OutputError, atomic_to_csv, atomic_write, atomic_write_text
 from ..grid.network import Network, load_case
 from ..grid.partition import Partition, bundled_csv
 from ..grid.partition import partition as make_partition
@@ -216,13 +217,30 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
     (``history.csv`` is appended every round; resuming rewrites it from here.)
     """
     d = _checkpoint_dir(out)
-    d.mkdir(parents=True, exist_ok=True)
-    backend.save_checkpoint(str(d))
-    tmp = d / "state.pkl.tmp"
-    with open(tmp, "wb") as fh:
-        pickle.dump({"coordinator": coordinator.state_dict(), "meta": {"history": history}}, fh)
-    tmp.replace(d / "state.pkl")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        backend.save_checkpoint(str(d))
+        state = {"coordinator": coordinator.state_dict(), "meta": {"history": history}}
+        atomic_write(d / "state.pkl", lambda fh: pickle.dump(state, fh), binary=True)
+    except OSError as exc:  # a full disk, a file-size limit: the previous checkpoint stays complete
+        raise _checkpoint_write_error(out, d, coordinator.round, exc) from None
     backend.prune_checkpoints(str(d), coordinator.round)
+
+
+def _checkpoint_write_error(out: Path, d: Path, t: int, exc: OSError) -> OutputError:
+    for partial in d.glob("*.tmp"):  # the unfinished files of this attempt; the last complete checkpoint is intact
+        try:
+            partial.unlink()
+        except OSError:
+            pass
+    where = str(exc).removeprefix("cannot write ") if isinstance(exc, OutputError) else (
+        f"{exc.filename}: {exc.strerror or exc}" if exc.filename else f"a checkpoint file in {d}: {exc.strerror or exc}"
+    )
+    kept = (
+        f"the history and the last complete checkpoint are kept in {out} (powerdp run --resume {out} continues once "
+        "the file can be written)" if _has_checkpoint(out) else f"the history is kept in {out}, but no checkpoint to resume from"
+    )
+    return OutputError(f"cannot write the checkpoint of round {t}, {where}; {kept}")
 
 
 def _renamed(row: dict) -> dict:
@@ -235,15 +253,19 @@ def _renamed(row: dict) -> dict:
 
 
 def _write_history(out: Path, history: list[dict]) -> None:
-    tmp = out / "history.csv.tmp"
-    pd.DataFrame(history, columns=HISTORY_COLUMNS).to_csv(tmp, index=False)
-    tmp.replace(out / "history.csv")
+    atomic_to_csv(pd.DataFrame(history, columns=HISTORY_COLUMNS), out / "history.csv", index=False)
 
 
 def _append_history(out: Path, row: dict) -> None:
-    """One line per round (csv, repr floats: round-trip exact), cheap enough for every round."""
-    with open(out / "history.csv", "a", newline="") as fh:
-        csv.writer(fh).writerow([row.get(c, "") for c in HISTORY_COLUMNS])
+    """One line per round (csv, repr floats: round-trip exact), cheap enough for every round. A failed
+    append is an error naming the file (a resume rewrites the history from the checkpoint)."""
+    try:
+        with open(out / "history.csv", "a", newline="") as fh:
+            csv.writer(fh).writerow([row.get(c, "") for c in HISTORY_COLUMNS])
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write {out / 'history.csv'}: {exc.strerror or exc}; {_kept(out).removeprefix('; ')}"
+        ) from None
 
 
 def _load_checkpoint(out: Path) -> dict:
@@ -420,8 +442,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                     )
                     detail = str(exc).removeprefix(f"round {t}: ")  # when the error already names the round
                     if out_dir is not None:
-                        partial.save(out_dir)
-                        (out_dir / "failure.txt").write_text(f"round {t}: {detail}\n")
+                        _save_partial(partial, out_dir, f"round {t}: {detail}\n")
                     raise RunFailed(f"run stopped in round {t}: {detail}{_kept(out_dir)}", partial, exc) from exc
                 last_diags.update((int(d.zone), d) for d in diags)
                 row = {
@@ -484,19 +505,42 @@ def _final_point(result: RunResult, net: Network, part: Partition, out_dir: Path
         return
     result.dispatch = dispatch_from_zones(net, part.zone_of_bus, result.zone_solutions)
     result.tables = physical_tables(net, result.dispatch, part.zone_of_bus, part.labels)
+    if out_dir is not None:  # what was computed is kept before anything optional runs
+        result.save(out_dir)
     if ac_check:
         say("AC check: pandapower power flow at the final point")
         result.check_ac(net)
     if out_dir is not None and net.pandapower_net is not None:
-        import pandapower as pp
+        _write_pandapower_copy(result, net, out_dir)
 
+
+def _write_pandapower_copy(result: RunResult, net: Network, out_dir: Path) -> None:
+    """The dispatch in a copy of the source pandapower network (an extra nobody asked for: skipped with a warning
+    when the network holds elements the dispatch cannot be written into)."""
+    import pandapower as pp
+
+    from ..fileio import atomic_write
+
+    try:
         pp_net = result.ac_check.pandapower.net if result.ac_check is not None else result.to_pandapower(net)
-        pp.to_json(pp_net, str(out_dir / "pandapower.json"))
+    except PowerDPError as exc:
+        log.warning("no %s: %s", out_dir / "pandapower.json", exc)
+        return
+    atomic_write(out_dir / "pandapower.json", lambda fh: fh.write(pp.to_json(pp_net)))
+
+
+def _save_partial(partial: RunResult, out_dir: Path, failure: str) -> None:
+    """A failed run's files; a write failure here must not hide the failure being reported."""
+    try:
+        partial.save(out_dir)
+        atomic_write_text(out_dir / "failure.txt", failure)
+    except OSError as exc:
+        log.warning("could not write the failed run's files: %s", exc)
 
 
 def _start_files(out_dir: Path, config: RunConfig, part: Partition, history: list[dict]) -> None:
     """The run's files as round 1 (or the first resumed round) starts."""
-    (out_dir / "config.json").write_text(json.dumps(jsonable(config.to_dict()), indent=2) + "\n")
+    atomic_write_text(out_dir / "config.json", json.dumps(jsonable(config.to_dict()), indent=2) + "\n")
     part.to_csv(out_dir / "partition.csv")
     _write_history(out_dir, history)
     for stale in ("failure.txt", "summary.json"):  # of an earlier attempt; written again when this one ends

@@ -33,11 +33,8 @@ _QUOTED = re.compile(r"""^('[^']*'|"[^"]*")$""")
 
 def _code_error(source: str, line_no: int, line: str) -> CaseDataError:
     """A statement the parser does not evaluate: refusing it is safer than computing on the data without it."""
-    text = line.strip()
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return CaseDataError(
-        f"{source}, line {line_no}: {text!r} is MATLAB code, which powerdp does not evaluate; "
+    return CaseDataError(  # the statement is not echoed: an error never prints a file's content
+        f"{source}, line {line_no}: a MATLAB statement (not 'mpc.NAME = [...]', a number or a string), which powerdp does not evaluate; "
         "write the data it computes into the matrices (or save the case from MATPOWER with savecase)"
     )
 
@@ -79,9 +76,9 @@ def _parse_matrix(body: str, name: str, source: str, first_line: int) -> np.ndar
             try:
                 rows.append([float(t) for t in tokens])
             except ValueError:
-                bad = next(t for t in tokens if not _is_float(t))
-                raise CaseDataError(
-                    f"{source}, line {first_line + k}: mpc.{name} has a non-numeric entry {bad!r}"
+                col = next(j for j, t in enumerate(tokens) if not _is_float(t))
+                raise CaseDataError(  # the entry is not echoed: an error never prints a file's content
+                    f"{source}, line {first_line + k}: mpc.{name} has a non-numeric entry in column {col + 1}"
                 ) from None
     if not rows:
         return np.zeros((0, 0))
