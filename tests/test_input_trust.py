@@ -504,3 +504,46 @@ def test_a_file_size_limit_keeps_the_last_checkpoint_resumable(tmp_path):
     import pandas as pd
 
     assert pd.read_csv(d / "history.csv")["round"].tolist() == list(range(1, 11))
+
+
+# ------------------------------------------------------------------ unclear: outputs that read wrongly
+
+
+def test_check_ac_prints_nothing_of_pandapower(capfd):
+    import powerdp
+
+    res = powerdp.solve_opf("case14")
+    capfd.readouterr()
+    res.check_ac()
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", (out, err)
+
+
+def test_summary_labels_the_gap_and_how_the_run_stopped(capsys):
+    assert main(["run", "case14", "--rounds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "rounds 2 (all rounds run)" in out and "(rounds)" not in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("centralized"))
+    assert "Σ(p.u.²) (absolute)" in line.split("gap", 1)[1]
+
+
+def test_json_dash_writes_to_standard_output(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["-q", "solve", "case14", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["objective"] == pytest.approx(CASE14_SOC, abs=0.01)
+    assert main(["-q", "run", "case14", "--rounds", "1", "--no-reference", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["rounds"] == 1
+    assert not (tmp_path / "-").exists()
+
+
+def test_solve_out_never_replaces_a_solve_silently(tmp_path, capsys):
+    out = tmp_path / "s"
+    assert main(["-q", "solve", "case14", "--out", str(out)]) == 0
+    assert main(["-q", "solve", "case14", "--objective", "shedding", "--out", str(out)]) == 2
+    one_error(capsys, str(out), "already holds a solve", "--overwrite")
+    assert main(["-q", "solve", "case14", "--objective", "shedding", "--out", str(out), "--overwrite"]) == 0
+    import json
+
+    assert json.loads((out / "result.json").read_text())["objective_name"] == "shedding"
