@@ -547,3 +547,13 @@ def test_solve_out_never_replaces_a_solve_silently(tmp_path, capsys):
     import json
 
     assert json.loads((out / "result.json").read_text())["objective_name"] == "shedding"
+
+
+# ------------------------------------------------------------------ newcomer: skips say what is missing
+
+
+def test_a_skip_for_missing_data_names_the_file_and_what_it_would_check():
+    from tests.conftest import shared_case
+
+    with pytest.raises(pytest.skip.Exception, match=r"reference data pglib/nope\.m not found .*would have checked: the answer"):
+        shared_case("pglib", "nope.m", checks="the answer")
