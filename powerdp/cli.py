@@ -342,7 +342,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             source, convention = info["source"], info["convention"]
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{d / 'result.json'} is not a powerdp solve result ({type(exc).__name__}: {exc})") from None
-        tables = ResultTables.load(d)
+        try:
+            tables = ResultTables.load(d)
+        except (OSError, ValueError) as exc:  # a damaged table (pandas' parser errors are ValueErrors)
+            raise ConfigError(f"{d}: a solution table is not readable ({type(exc).__name__}); it is damaged") from None
         if tables is None:
             raise ConfigError(f"{d} has result.json but not all of generators.csv, buses.csv, branches.csv, zones.csv")
         net = load_case(_export_case(d, source), convention=convention)
@@ -968,6 +971,8 @@ def _ipopt_options(items: list[str]) -> dict:
         if "=" not in item:
             raise ConfigError(f"--ipopt-option {item!r}: expected NAME=VALUE")
         name, value = item.split("=", 1)
+        if not name.strip() or not value.strip():
+            raise ConfigError(f"--ipopt-option {item!r}: expected NAME=VALUE, both non-empty")
         out[name.strip()] = option_value(value.strip())
     return out
 

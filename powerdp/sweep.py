@@ -67,6 +67,8 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"configuration file not found: {path}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (a TOML file is expected)") from None
 
 
 @dataclass

@@ -557,3 +557,25 @@ def test_a_skip_for_missing_data_names_the_file_and_what_it_would_check():
 
     with pytest.raises(pytest.skip.Exception, match=r"reference data pglib/nope\.m not found .*would have checked: the answer"):
         shared_case("pglib", "nope.m", checks="the answer")
+
+
+# ------------------------------------------------------------------ more found while working: binary inputs
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["run", "case14", "--rounds", "1", "--partition", "BIN"], "not a text file"),
+        (["partition", "case14", "--from", "BIN"], "not a text file"),
+        (["run", "--config", "BIN"], "not a text file"),
+        (["sweep", "BIN", "--out", "OUT"], "not a text file"),
+        (["solve", "case14", "--profile", "BIN"], "not a text file"),
+        (["run", "case14", "--rounds", "1", "--ipopt-option", "=3"], "expected NAME=VALUE"),
+    ],
+)
+def test_binary_files_and_empty_option_names_are_one_line(tmp_path, capsys, args, needle):
+    binary = tmp_path / "bin.csv"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    args = [str(binary) if a == "BIN" else str(tmp_path / "out") if a == "OUT" else a for a in args]
+    assert main(args) == 2
+    one_error(capsys, needle)

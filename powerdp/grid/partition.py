@@ -636,6 +636,8 @@ def _read_csv(net: Network, path: Path) -> tuple[np.ndarray, list]:
         text = path.read_text()
     except OSError as exc:
         raise PartitionError(f"{where}: cannot read it ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError:
+        raise PartitionError(f"{where}: not a text file (a bus,zone CSV is expected)") from None
     entries = []
     first = True
     for lineno, raw in enumerate(text.splitlines(), start=1):

@@ -83,7 +83,12 @@ def load_ipopt_profile(name_or_path: str | Path = "default") -> dict[str, Any]:
         text = candidate.read_text()
         path = Path(str(candidate))
     else:
-        text = path.read_text()
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not a text file (an Ipopt option profile is expected)") from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     options: dict[str, Any] = {}
     for k, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
