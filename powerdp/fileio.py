@@ -12,13 +12,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import PowerDPError
+from .errors import OutputError
 
 __all__ = ["OutputError", "atomic_write", "atomic_write_text", "atomic_to_csv", "write_error"]
-
-
-class OutputError(PowerDPError, OSError):
-    """An output file could not be written (full disk, file-size limit, permissions); names the file."""
 
 
 def write_error(path: str | Path, exc: OSError) -> OutputError:

@@ -482,7 +482,8 @@ def test_a_full_disk_at_the_summary_names_the_file_and_keeps_the_run(tmp_path, m
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs POSIX resource limits")
-def test_a_file_size_limit_keeps_the_last_checkpoint_resumable(tmp_path):
+@pytest.mark.parametrize("backend", ["serial", "process"])
+def test_a_file_size_limit_keeps_the_last_checkpoint_resumable(tmp_path, backend):
     """ulimit -f: the checkpoint that does not fit is named; the previous one is complete and resumes."""
     import resource
     import subprocess
@@ -492,7 +493,8 @@ def test_a_file_size_limit_keeps_the_last_checkpoint_resumable(tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, (2900, 2900))
 
     d = tmp_path / "f"
-    cmd = [sys.executable, "-m", "powerdp", "run", "case14", "--rounds", "10", "--out", str(d), "--no-reference", "--checkpoint-every", "1"]
+    cmd = [sys.executable, "-m", "powerdp", "run", "case14", "--rounds", "10", "--out", str(d), "--no-reference", "--checkpoint-every", "1",
+           "--backend", backend]
     r = subprocess.run(cmd, preexec_fn=limit, capture_output=True, text=True)
     last = r.stderr.strip().splitlines()[-1]
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
@@ -579,3 +581,22 @@ def test_binary_files_and_empty_option_names_are_one_line(tmp_path, capsys, args
     args = [str(binary) if a == "BIN" else str(tmp_path / "out") if a == "OUT" else a for a in args]
     assert main(args) == 2
     one_error(capsys, needle)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs POSIX resource limits")
+def test_a_zone_checkpoint_that_cannot_be_written_on_a_worker_is_named(tmp_path):
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2300, 2300))  # below a case14 zone checkpoint
+
+    d = tmp_path / "z"
+    cmd = [sys.executable, "-m", "powerdp", "run", "case14", "--rounds", "3", "--out", str(d), "--no-reference", "--backend", "process",
+           "--checkpoint-every", "1"]
+    r = subprocess.run(cmd, preexec_fn=limit, capture_output=True, text=True)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "cannot write the checkpoint of round 1, the checkpoint of zone 0" in last and "File too large" in last
+    assert not list((d / "checkpoint").glob("*.tmp"))

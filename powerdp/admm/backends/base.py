@@ -208,7 +208,10 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConf
             elif cmd == "save":  # each zone writes its own file; nothing but an acknowledgement returns
                 for z in sorted(agents):
                     zone = z
-                    agents[z].save_checkpoint(arg)
+                    try:
+                        agents[z].save_checkpoint(arg)
+                    except OSError as exc:  # a full disk: named, and reported as an output error (exit 2), not a failed run
+                        raise _errors.OutputError(f"cannot write {exc.filename or f'the checkpoint of zone {z} in {arg}'}: {exc.strerror or exc}") from None
                 out = None
             elif cmd == "restore":
                 directory, rnd = arg
