@@ -600,3 +600,28 @@ def test_a_zone_checkpoint_that_cannot_be_written_on_a_worker_is_named(tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "cannot write the checkpoint of round 1, the checkpoint of zone 0" in last and "File too large" in last
     assert not list((d / "checkpoint").glob("*.tmp"))
+
+
+# ------------------------------------------------------------------ unclear: partition labels
+
+
+@pytest.mark.parametrize("label", ["1.5", "nan", "inf"])
+def test_a_zone_label_that_is_not_a_whole_number_is_refused(tmp_path, capsys, label):
+    p = tmp_path / "zones.csv"
+    p.write_text("bus,zone\n" + "".join(f"{b},{1 if b <= 7 else 2}\n" for b in range(1, 14)) + f"14,{label}\n")
+    assert main(["run", "case14", "--rounds", "1", "--partition", str(p)]) == 2
+    one_error(capsys, str(p), "line 15", "bus 14", "not a zone")
+
+
+def test_a_named_zone_among_numbered_ones_is_warned_about(tmp_path, caplog):
+    from powerdp.grid.partition import partition
+
+    p = tmp_path / "zones.csv"
+    p.write_text("bus,zone\n" + "".join(f"{b},{1 if b <= 7 else 2}\n" for b in range(1, 14)) + "14,a\n")
+    with caplog.at_level(logging.WARNING, logger="powerdp"):
+        part = partition(load_case("case14"), str(p), allow_disconnected=True)
+    assert part.n_zones == 3
+    assert any("1 bus(es) have a named zone (first: bus 14, line 15) beside 13 in numbered zones" in r.getMessage() for r in caplog.records)
+    # a '2.0' is zone 2
+    p.write_text("bus,zone\n" + "".join(f"{b},{1 if b <= 7 else 2}\n" for b in range(1, 14)) + "14,2.0\n")
+    assert partition(load_case("case14"), str(p), allow_disconnected=True).n_zones == 2
