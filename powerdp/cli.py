@@ -520,6 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "quiet", False) and getattr(args, "verbose", False):
         parser.error("-q/--quiet and -v/--verbose exclude each other")
     setup_logging(args.quiet, args.verbose)
+    if sys.stdout is not None and not isinstance(sys.stdout, _NamedStdout):
+        sys.stdout = _NamedStdout(sys.stdout)
     try:
         with stop_signals():
             return int(args.func(args) or 0)
@@ -535,15 +537,51 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _broken_pipe()
     except OSError as exc:  # an output path that cannot be written, a full disk...
+        if exc.filename == STDOUT_NAME:  # `powerdp ... > /dev/full`: Python's flush at exit must not say it again
+            _broken_pipe()
         print(f"powerdp: error: {_os_error(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
         try:
-            sys.stdout.flush()
+            if sys.stdout is not None:  # None when started with stdout closed (`>&-`)
+                sys.stdout.flush()
         except BrokenPipeError:
             _broken_pipe()
-        except (OSError, ValueError):
+        except OSError as exc:
+            _broken_pipe()
+            print(f"powerdp: error: {_os_error(exc)}", file=sys.stderr)
+        except ValueError:
             pass
+        if isinstance(sys.stdout, _NamedStdout):
+            sys.stdout = sys.stdout.stream
+
+
+STDOUT_NAME = "standard output"
+
+
+class _NamedStdout:
+    """sys.stdout whose write errors name it (`No space left on device` alone says nothing of where)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def _named(self, exc: OSError) -> OSError:
+        return type(exc)(exc.errno, exc.strerror, STDOUT_NAME) if exc.errno is not None else exc
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def flush(self):
+        try:
+            return self.stream.flush()
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 if __name__ == "__main__":  # pragma: no cover

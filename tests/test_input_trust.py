@@ -625,3 +625,28 @@ def test_a_named_zone_among_numbered_ones_is_warned_about(tmp_path, caplog):
     # a '2.0' is zone 2
     p.write_text("bus,zone\n" + "".join(f"{b},{1 if b <= 7 else 2}\n" for b in range(1, 14)) + "14,2.0\n")
     assert partition(load_case("case14"), str(p), allow_disconnected=True).n_zones == 2
+
+
+# ------------------------------------------------------------------ streams: closed or full standard output
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["cases"], ["solve", "case14"], ["-q", "solve", "case14", "--json", "-"]])
+def test_a_full_standard_output_is_named_in_one_line(args):
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "powerdp", *args], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert r.returncode == 2 and r.stderr.strip() == "powerdp: error: standard output: No space left on device", r.stderr
+
+
+def test_a_closed_standard_output_is_no_traceback():
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-c", "import os, sys; os.close(1); sys.stdout = None; from powerdp.cli import main; sys.exit(main(['cases']))"],
+        stderr=subprocess.PIPE, text=True,
+    )
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
