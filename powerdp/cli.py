@@ -22,6 +22,7 @@ from .admm.algorithms import compose
 from .admm.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
 from .admm.perturbations import PERTURBATIONS
 from .admm.updates import UPDATES
+from .cli_io import STDOUT_NAME, NamedStdout, route_python_warnings, write_json
 from .errors import ConfigError, Interrupted, PowerDPError
 from .opf.objectives import OBJECTIVES
 from .opf.solver_base import SOLVERS
@@ -371,18 +372,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def write_json(path: Path, data) -> None:
-    """``--json PATH`` (atomically: a failed write keeps the old file), or standard output for ``--json -``."""
-    from .fileio import atomic_write_text
-    from .jsonutil import jsonable
-
-    text = json.dumps(jsonable(data), indent=2) + "\n"
-    if str(path) == "-":
-        sys.stdout.write(text)
-    else:
-        atomic_write_text(path, text)
-
-
 def _check_output_file(path: Path | None, flag: str) -> None:
     """An output file's directory is created (and the path checked) before any work is done ("-": standard output)."""
     if path is None or str(path) == "-":
@@ -475,23 +464,6 @@ def setup_logging(quiet: bool, verbose: bool) -> None:
     route_python_warnings(verbose)
 
 
-def route_python_warnings(verbose: bool = False) -> None:
-    """Python warnings become one line, ``powerdp: warning: ...``, without the source line that raised them
-    (a user reads what is wrong, not where in powerdp it was noticed). Libraries' deprecation notices are
-    for their users' developers: shown only with ``-v``."""
-    import warnings
-
-    log = logging.getLogger("powerdp.warnings")
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if not verbose and issubclass(category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)):
-            return
-        text = " ".join(str(message).split())
-        log.warning("%s", text if issubclass(category, UserWarning) else f"{text} ({category.__name__})")
-
-    warnings.showwarning = show
-
-
 def _broken_pipe() -> int:
     """The reader of our output went away (``powerdp partition ... | head``): stop quietly."""
     try:
@@ -520,8 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "quiet", False) and getattr(args, "verbose", False):
         parser.error("-q/--quiet and -v/--verbose exclude each other")
     setup_logging(args.quiet, args.verbose)
-    if sys.stdout is not None and not isinstance(sys.stdout, _NamedStdout):
-        sys.stdout = _NamedStdout(sys.stdout)
+    if sys.stdout is not None and not isinstance(sys.stdout, NamedStdout):
+        sys.stdout = NamedStdout(sys.stdout)
     try:
         with stop_signals():
             return int(args.func(args) or 0)
@@ -552,36 +524,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"powerdp: error: {_os_error(exc)}", file=sys.stderr)
         except ValueError:
             pass
-        if isinstance(sys.stdout, _NamedStdout):
+        if isinstance(sys.stdout, NamedStdout):
             sys.stdout = sys.stdout.stream
-
-
-STDOUT_NAME = "standard output"
-
-
-class _NamedStdout:
-    """sys.stdout whose write errors name it (`No space left on device` alone says nothing of where)."""
-
-    def __init__(self, stream):
-        self.stream = stream
-
-    def _named(self, exc: OSError) -> OSError:
-        return type(exc)(exc.errno, exc.strerror, STDOUT_NAME) if exc.errno is not None else exc
-
-    def write(self, text):
-        try:
-            return self.stream.write(text)
-        except OSError as exc:
-            raise self._named(exc) from None
-
-    def flush(self):
-        try:
-            return self.stream.flush()
-        except OSError as exc:
-            raise self._named(exc) from None
-
-    def __getattr__(self, name):
-        return getattr(self.stream, name)
 
 
 if __name__ == "__main__":  # pragma: no cover
