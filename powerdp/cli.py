@@ -27,6 +27,7 @@ from .errors import ConfigError, Interrupted, PowerDPError
 from .opf.objectives import OBJECTIVES
 from .opf.solver_base import SOLVERS
 from .privacy import MECHANISMS
+from .provenance import forget_noted
 
 log = logging.getLogger("powerdp")
 
@@ -492,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "quiet", False) and getattr(args, "verbose", False):
         parser.error("-q/--quiet and -v/--verbose exclude each other")
     setup_logging(args.quiet, args.verbose)
+    forget_noted()
     if sys.stdout is not None and not isinstance(sys.stdout, NamedStdout):
         sys.stdout = NamedStdout(sys.stdout)
     try:
@@ -849,12 +851,16 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         return _resume_config(args, explicit)
     if getattr(args, "config", None) is not None:
         from .admm.configfile import check_types
+        from .provenance import note_input
         from .sweep import load_toml
 
         data = load_toml(args.config)
         unknown = sorted(set(data) - {"run"})
         if unknown:
             raise ConfigError(f"{args.config}: unknown table(s) {', '.join(unknown)}; a run file has one [run] table")
+        if not isinstance(data.get("run", {}), dict):
+            raise ConfigError(f"{args.config}: run must be a table ([run]), not a {type(data['run']).__name__}")
+        note_input("config", args.config, required=False)  # recorded in inputs.json; config.json holds the settings
         fields = dict(data.get("run", {}))
         check_types(fields, str(args.config), "run")
         for dest in sorted(explicit & set(FLAG_TO_FIELD)):  # flags given on the command line override the file

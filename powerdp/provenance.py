@@ -6,9 +6,10 @@ run or exporting a result reopens the case by that absolute path, never by the n
 to the current directory, and refuses with one line when a file is missing or has changed: mixing
 the rounds of one case with another's loads would be a silent wrong answer.
 
-Not recorded: a run's configuration file (``--config``); ``config.json`` holds every setting, and
-resuming reads only that. Bundled cases are recorded by name and hash (a powerdp upgrade that changed
-one is caught too); ``pandapower:NAME`` networks are recorded by name only.
+A run's configuration file (``--config``) is recorded too, as ``config`` with ``"required": false``:
+``config.json`` holds every setting and resuming reads only that, so a later edit of the TOML file
+changes nothing and is not refused. Bundled cases are recorded by name and hash (a powerdp upgrade that
+changed one is caught too); ``pandapower:NAME`` networks are recorded by name only.
 """
 
 from __future__ import annotations
@@ -64,9 +65,25 @@ def partition_entry(partition: Any) -> dict | None:
     return None
 
 
+#: inputs the command line names for the next record (the ``--config`` file), role → entry
+_NOTED: dict[str, dict] = {}
+
+
+def note_input(role: str, path: str | Path, required: bool = True) -> None:
+    """Have the next :func:`record_inputs` also record ``path`` (the CLI's ``--config`` file)."""
+    _NOTED[role] = {**file_entry(path), **({} if required else {"required": False})}
+
+
+def forget_noted() -> None:
+    """Drop inputs noted for a run that never recorded them (the CLI calls it as each command starts)."""
+    _NOTED.clear()
+
+
 def record_inputs(directory: str | Path, entries: dict[str, dict | None]) -> None:
-    """Write ``DIR/inputs.json`` with the given entries (roles ``case``, ``partition``, ``partition.csv``...)."""
-    data = {role: e for role, e in entries.items() if e is not None}
+    """Write ``DIR/inputs.json`` with the given entries (roles ``case``, ``partition``, ``partition.csv``...)
+    and those noted by :func:`note_input`."""
+    data = {role: e for role, e in {**_NOTED, **entries}.items() if e is not None}
+    _NOTED.clear()
     atomic_write_text(Path(directory) / INPUTS_FILE, json.dumps(data, indent=2) + "\n")
 
 
@@ -104,7 +121,7 @@ def verify_inputs(directory: str | Path, action: str, roles: tuple[str, ...] | N
                     "version?); use the powerdp that made it, or start a new run"
                 )
             continue
-        if "path" not in e:
+        if "path" not in e or e.get("required") is False:
             continue
         p = Path(str(e["path"]))
         if not p.is_file():

@@ -650,3 +650,23 @@ def test_a_closed_standard_output_is_no_traceback():
         stderr=subprocess.PIPE, text=True,
     )
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_config_file_is_recorded_but_not_required(tmp_path, monkeypatch, capsys, caplog):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[run]\ncase = "case14"\nzones = 3\nrounds = 1\n')
+    assert main(["-q", "run", "--config", "run.toml", "--out", "r", "--no-reference"]) == 0
+    rec = json.loads((tmp_path / "r" / "inputs.json").read_text())
+    assert rec["config"]["path"] == str(cfg.resolve()) and rec["config"]["required"] is False
+    cfg.write_text(cfg.read_text() + "# edited later\n")  # config.json holds the settings: resuming does not need it
+    assert main(["-q", "run", "--resume", "r", "--rounds", "2"]) == 0
+    # the next run without --config records no config
+    assert main(["-q", "run", "case14", "--rounds", "1", "--out", "r2", "--no-reference"]) == 0
+    assert "config" not in json.loads((tmp_path / "r2" / "inputs.json").read_text())
+    # a run made before inputs.json resumes with a warning that nothing was checked
+    (tmp_path / "r2" / "inputs.json").unlink()
+    assert main(["run", "--resume", "r2", "--rounds", "2"]) == 0
+    assert "made before powerdp recorded its input files" in capsys.readouterr().err

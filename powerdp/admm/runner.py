@@ -371,6 +371,11 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
             )
         saved = load_config(out_dir)
         records = verify_inputs(out_dir, "resume")  # the case by its recorded absolute path, unchanged; partition.csv unedited
+        if not records and network is None:
+            log.warning(
+                "%s was made before powerdp recorded its input files (inputs.json); the case is reopened as %r from the "
+                "current directory, unchecked", out_dir, str(config.case),
+            )
     say(f"loading {config.case}")
     source = case_source(records, config.case) if resume else config.case
     net = network if network is not None else load_case(source, convention=config.convention)
