@@ -300,6 +300,8 @@ def test_sweep_ids_of_two_cases_with_the_same_name_differ(tmp_path):
         ("sweep = 3\n", "sweep must be a table"),
         ('[sweep]\ncases = ["case14"]\nepsilons = [0.1, 0.1]\n', "holds run case14_case14_3zones_objl_eps0.1_E1_s0 twice"),
         ('[sweep]\ncases = ["case14"]\n[run]\nextra = {trust_raduis = 2}\nalgorithm_x = 1\n', "unknown key(s) algorithm_x"),
+        ('[sweep]\ncases = ["case14"]\nseeds = [-1]\n', "seed = -1: must be a non-negative integer"),
+        ('[sweep]\ncases = ["case14"]\n[run]\nipopt_options = {max_iter = [1]}\n', "Ipopt option 'max_iter' must be a number or a string"),
     ],
 )
 def test_sweep_files_that_would_mislead(tmp_path, capsys, text, needle):

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..opf.objectives import OBJECTIVES
 from ..opf.solver_base import SOLVERS, solver_class
@@ -190,6 +192,8 @@ class RunConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
                 raise bad(name, "must be a number >= 0 (0: run all rounds)")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0):
+            raise bad("seed", "must be a non-negative integer")
         if self.checkpoint_every < 0:
             raise bad("checkpoint_every", "must be >= 0 (0 turns checkpoints off)")
         self.rounds = int(self.rounds)

@@ -110,7 +110,9 @@ FILE_OPTIONS = ("output_file", "option_file_name", "hsllib", "pardisolib", "file
 
 def check_ipopt_options(options: dict[str, Any], where: str = "Ipopt options") -> None:
     """Refuse the options of :data:`FILE_OPTIONS` (names only in the message, never values)."""
-    for name in options:
+    for name, value in options.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(f"{where}: Ipopt option {str(name)!r} must be a number or a string")
         if str(name).strip() in FILE_OPTIONS:
             raise ConfigError(
                 f"{where}: Ipopt option {str(name).strip()!r} makes Ipopt write or read files outside the run's directory; "
