@@ -498,7 +498,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = NamedStdout(sys.stdout)
     try:
         with stop_signals():
-            return int(args.func(args) or 0)
+            status = int(args.func(args) or 0)
+        if sys.stdout is not None:  # a full standard output is an error of this command, not of Python's exit
+            sys.stdout.flush()
+        return status
     except Interrupted as exc:
         print(f"powerdp: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED

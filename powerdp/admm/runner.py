@@ -362,6 +362,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
     say = status or (lambda msg: None)
     seen = observe or (lambda updates: None)
     t_setup = time.perf_counter()
+    records: dict[str, dict] = {}  # the input files recorded by the run being resumed (provenance.py)
     if resume:
         done = int(_load_checkpoint(out_dir)["coordinator"]["round"])  # missing or unreadable: fails before any work
         if done > config.rounds:
@@ -377,7 +378,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                 "current directory, unchecked", out_dir, str(config.case),
             )
     say(f"loading {config.case}")
-    source = case_source(records, config.case) if resume else config.case
+    source = case_source(records, config.case)
     net = network if network is not None else load_case(source, convention=config.convention)
     config = resolve_config(config, net)
     if resume:
