@@ -7,6 +7,7 @@ the table gives; a figure in docs/ that the table does not list fails the first 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -61,7 +62,7 @@ def test_paper_script_still_draws_its_figure(tmp_path):
         sys.executable, str(ROOT / "examples" / "paper_power_flow.py"), "--out", str(tmp_path), "--cases", "case14",
         "--seeds", "1", "--rounds", "2", "--local-updates", "1", "--epsilons", "0.1", "--algorithms", "objl,outl", "--jobs", "1",
     ]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "figure_case14_E1_sound.png").stat().st_size > 10_000
 
@@ -74,7 +75,7 @@ def test_budget_benchmark_still_draws_its_figure(tmp_path):
         sys.executable, str(ROOT / "benchmarks" / "utility.py"), "budget", "--out", str(tmp_path), "--case", "case14",
         "--seeds", "1", "--rounds", "2", "--algorithms", "objg", "--budgets", "1", "10", "--jobs", "1",
     ]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr[-2000:]
     assert main(["-q", "plot", str(tmp_path / "delta")]) == 0
     assert (tmp_path / "delta" / "figures" / "privacy_budget_case14.png").stat().st_size > 10_000
