@@ -118,6 +118,7 @@ def test_generator_at_isolated_bus_is_not_called_out_of_service(tmp_path, caplog
         ("gencost", 0, 3, "0", "generator 1 has NCOST = 0"),
         ("gencost", 1, 4, "-0.5", "generator 2 has a negative quadratic cost coefficient (-0.5)"),
         ("branch", 7, 8, "-0.97", "branch 8 has a negative tap ratio (-0.97)"),
+        ("branch", 1, 8, "1e-300", "branch 2 has a tap ratio of 1e-300, outside [0.001, 1000]"),  # crashed Ipopt (SIGSEGV)
     ],
 )
 def test_case_data_that_changes_the_model_is_refused(tmp_path, capsys, table, row, col, value, needle):
@@ -679,3 +680,18 @@ def test_a_config_file_is_recorded_but_not_required(tmp_path, monkeypatch, capsy
     (tmp_path / "r2" / "inputs.json").unlink()
     assert main(["run", "--resume", "r2", "--rounds", "2"]) == 0
     assert "made before powerdp recorded its input files" in capsys.readouterr().err
+
+
+def test_a_non_finite_coefficient_never_reaches_the_solver():
+    """The safety net behind the case checks: an overflowed coefficient is a ModelError, not a crashed process."""
+    import pyomo.environ as pyo
+
+    from powerdp.errors import ModelError
+    from powerdp.opf.compiled import compile_model
+
+    m = pyo.ConcreteModel(name="tiny")
+    m.x = pyo.Var(bounds=(0, 1))
+    m.c = pyo.Constraint(expr=float("inf") * m.x <= 1)
+    m.obj = pyo.Objective(expr=m.x)
+    with pytest.raises(ModelError, match="non-finite coefficient"):
+        compile_model(m, expressions=())

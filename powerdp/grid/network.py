@@ -29,6 +29,7 @@ __all__ = ["Network", "DCLines", "load_case", "bundled_cases", "network_from_mat
 Convention = Literal["powermodels", "matpower"]
 CONVENTIONS = ("powermodels", "matpower")
 PM_ANGLE_PAD = 1.0472  # PowerModels' default_pad for angle limits (rad, ~60 deg)
+TAP_RANGE = (1e-3, 1e3)  # a tap ratio outside it makes 1/tap² overflow or vanish (1e-300 crashed Ipopt)
 TINY_IMPEDANCE = 1e-6  # p.u.: below it a branch makes the model ill-conditioned (x = 1e-12 solved with violations of 7e-5)
 NO_LIMIT_RATING = 1e150  # p.u.: a rateA whose square overflows a float is no limit
 TINY_RATING_MVA = 1e-3  # a positive rateA below it leaves a branch (almost) no capacity
@@ -508,6 +509,13 @@ def check_branches(t: _Tables) -> None:
     if np.any(branch[:, 8] < 0):
         k = int(np.flatnonzero(branch[:, 8] < 0)[0])
         raise CaseDataError(f"{src}: branch {k + 1} has a negative tap ratio ({branch[k, 8]:g}); it must be positive (0 means 1)")
+    odd_tap = (branch[:, 8] != 0) & ((branch[:, 8] < TAP_RANGE[0]) | (branch[:, 8] > TAP_RANGE[1]))
+    if odd_tap.any():
+        k = int(np.flatnonzero(odd_tap)[0])
+        raise CaseDataError(
+            f"{src}: branch {k + 1} has a tap ratio of {branch[k, 8]:g}, outside [{TAP_RANGE[0]:g}, {TAP_RANGE[1]:g}]; "
+            "its admittance would be meaningless (0 means 1)"
+        )
     z = np.hypot(branch[:, 2], branch[:, 3])
     if np.any(z < TINY_IMPEDANCE):
         k = int(np.flatnonzero(z < TINY_IMPEDANCE)[0])
