@@ -22,10 +22,12 @@ from .admm.algorithms import compose
 from .admm.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
 from .admm.perturbations import PERTURBATIONS
 from .admm.updates import UPDATES
+from .cli_io import STDOUT_NAME, NamedStdout, route_python_warnings, write_json
 from .errors import ConfigError, Interrupted, PowerDPError
 from .opf.objectives import OBJECTIVES
 from .opf.solver_base import SOLVERS
 from .privacy import MECHANISMS
+from .provenance import forget_noted
 
 log = logging.getLogger("powerdp")
 
@@ -138,12 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
         "second-order cones for the W cone and the thermal limits; several times faster)",
     )
     ps.add_argument("--profile", default=None, help="Ipopt option profile: a bundled name or a .opt file (--solver ipopt only; default: default)")
-    ps.add_argument("--json", metavar="PATH", type=Path, help="also write the result summary as JSON")
+    ps.add_argument("--json", metavar="PATH", type=Path, help="also write the result summary as JSON (- : to standard output, after the report; with -q alone)")
     ps.add_argument(
         "--out", metavar="DIR", type=Path,
         help="write result.json and the solution in physical units (generators.csv, buses.csv, branches.csv, zones.csv) "
-        "to DIR; powerdp export DIR --pandapower FILE.json reads it",
+        "to DIR, and inputs.json (the case file's absolute path and SHA-256); powerdp export DIR --pandapower FILE.json "
+        "reads it. A DIR that already holds a solve is refused",
     )
+    ps.add_argument("--overwrite", action="store_true", help="replace the solve already in --out DIR")
     ps.add_argument("--solution", metavar="DIR", type=Path, help="write the four CSV tables only (as --out, without result.json; and dclines.csv for a case with HVDC lines)")
     ps.add_argument("--ac-check", action="store_true", help="run pandapower's AC power flow at the solution: generator P set-points and voltage set-points √w at generator buses, loads as in the case; reports convergence, the slack's mismatch against the dispatch (MW), voltages outside [vmin, vmax] and branches above 100 %% of their rating (also in --json as ac_check)")
     ps.set_defaults(func=cmd_solve)
@@ -241,6 +245,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     for flag, path in (("--solution", args.solution), ("--out", args.out)):
         if path is not None and path.exists() and not path.is_dir():
             raise ConfigError(f"{flag} {path} is an existing file; it names a directory for the CSV tables")
+    _check_solve_out(args.out, args.overwrite)
     if args.shedding_weight is not None and not OBJECTIVES[args.objective].weighted:
         raise ConfigError(f"--shedding-weight: objective {args.objective!r} has no shedding penalty to weight; use --objective cost+shedding")
     if args.profile is not None and args.solver != "ipopt":
@@ -276,17 +281,46 @@ def cmd_solve(args: argparse.Namespace) -> int:
         else:
             log.warning("no AC check: the solve did not succeed, so there is no solution to check")
     if args.json:
-        data = res.to_dict()
-        args.json.write_text(json.dumps(data, indent=2) + "\n")
+        write_json(args.json, res.to_dict())
     if args.solution:
         ensure_dir(args.solution, "--solution directory")
         res.save_tables(args.solution)
     if args.out:
+        from .provenance import case_entry, record_inputs
+
         ensure_dir(args.out, "--out directory")
         res.save(args.out)
+        record_inputs(args.out, {"case": case_entry(args.case)})
     if not res.success:
         print(f"powerdp: the solve did not succeed: {label} status {res.status_name}", file=sys.stderr)
     return EXIT_OK if res.success else EXIT_FAILED
+
+
+def _check_solve_out(out: Path | None, overwrite: bool) -> None:
+    """``solve --out`` never replaces a result, a run or a sweep silently (as ``run --out``)."""
+    if out is None or not out.is_dir():
+        return
+    from .admm.outdir import holds_run
+
+    if holds_run(out) or (out / "sweep.json").is_file():
+        raise ConfigError(f"--out {out} holds a run or a sweep; give the solve a directory of its own")
+    if (out / "result.json").is_file() and not overwrite:
+        raise ConfigError(f"--out {out} already holds a solve (result.json); give another --out, or --overwrite to replace it")
+
+
+def _export_case(d: Path, fallback: str) -> str:
+    """The case a run or solve directory was made from: its recorded file, checked unchanged (provenance.py)."""
+    from .provenance import case_source, verify_inputs
+
+    source = case_source(verify_inputs(d, "export"), fallback)
+    text = str(source)
+    if text.startswith("pandapower network "):  # a solve saved before inputs.json: the network's name
+        import pandapower.networks as pn
+
+        name = text.removeprefix("pandapower network ")
+        if callable(getattr(pn, name, None)):
+            return f"pandapower:{name}"
+    return source
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -306,7 +340,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         from .admm.results import RunResult
 
         run = RunResult.load(d)
-        net = load_case(run.config.case, convention=run.config.convention)
+        net = load_case(_export_case(d, run.config.case), convention=run.config.convention)
         if run.tables is not None:
             dispatch = dispatch_from_tables(net, run.tables, where=str(d))
         else:  # a run saved before the tables existed: assemble from the zones' solutions
@@ -323,10 +357,13 @@ def cmd_export(args: argparse.Namespace) -> int:
             source, convention = info["source"], info["convention"]
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{d / 'result.json'} is not a powerdp solve result ({type(exc).__name__}: {exc})") from None
-        tables = ResultTables.load(d)
+        try:
+            tables = ResultTables.load(d)
+        except (OSError, ValueError) as exc:  # a damaged table (pandas' parser errors are ValueErrors)
+            raise ConfigError(f"{d}: a solution table is not readable ({type(exc).__name__}); it is damaged") from None
         if tables is None:
             raise ConfigError(f"{d} has result.json but not all of generators.csv, buses.csv, branches.csv, zones.csv")
-        net = load_case(source, convention=convention)
+        net = load_case(_export_case(d, source), convention=convention)
         dispatch = dispatch_from_tables(net, tables, where=str(d))
         if net.dcline.n and (d / "dclines.csv").is_file():  # the HVDC lines' powers (p.u.), as OPFResult.save_tables writes them
             import pandas as pd
@@ -350,8 +387,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _check_output_file(path: Path | None, flag: str) -> None:
-    """An output file's directory is created (and the path checked) before any work is done."""
-    if path is None:
+    """An output file's directory is created (and the path checked) before any work is done ("-": standard output)."""
+    if path is None or str(path) == "-":
         return
     from .admm.outdir import ensure_dir
     from .errors import ConfigError
@@ -445,6 +482,7 @@ def setup_logging(quiet: bool, verbose: bool) -> None:
     logging.getLogger("powerdp").setLevel(own)
     for name in ("pyomo", "cyipopt", "pandapower", "numba", "matplotlib"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    route_python_warnings(verbose)
 
 
 def _broken_pipe() -> int:
@@ -475,9 +513,15 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "quiet", False) and getattr(args, "verbose", False):
         parser.error("-q/--quiet and -v/--verbose exclude each other")
     setup_logging(args.quiet, args.verbose)
+    forget_noted()
+    if sys.stdout is not None and not isinstance(sys.stdout, NamedStdout):
+        sys.stdout = NamedStdout(sys.stdout)
     try:
         with stop_signals():
-            return int(args.func(args) or 0)
+            status = int(args.func(args) or 0)
+        if sys.stdout is not None:  # a full standard output is an error of this command, not of Python's exit
+            sys.stdout.flush()
+        return status
     except Interrupted as exc:
         print(f"powerdp: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -490,15 +534,23 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _broken_pipe()
     except OSError as exc:  # an output path that cannot be written, a full disk...
+        if exc.filename == STDOUT_NAME:  # `powerdp ... > /dev/full`: Python's flush at exit must not say it again
+            _broken_pipe()
         print(f"powerdp: error: {_os_error(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
         try:
-            sys.stdout.flush()
+            if sys.stdout is not None:  # None when started with stdout closed (`>&-`)
+                sys.stdout.flush()
         except BrokenPipeError:
             _broken_pipe()
-        except (OSError, ValueError):
+        except OSError as exc:
+            _broken_pipe()
+            print(f"powerdp: error: {_os_error(exc)}", file=sys.stderr)
+        except ValueError:
             pass
+        if isinstance(sys.stdout, NamedStdout):
+            sys.stdout = sys.stdout.stream
 
 
 if __name__ == "__main__":  # pragma: no cover
@@ -719,7 +771,7 @@ def add_run_parser(sub) -> None:
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR (refused if DIR holds a run)")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
-    p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON")
+    p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON (- : to standard output, after the report; with -q alone)")
     p.add_argument(
         "--ac-check", action="store_true",
         help="at the final point, run pandapower's AC power flow (generator P and voltage set-points √w, loads as in the "
@@ -837,12 +889,16 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         return _resume_config(args, explicit)
     if getattr(args, "config", None) is not None:
         from .admm.configfile import check_types
+        from .provenance import note_input
         from .sweep import load_toml
 
         data = load_toml(args.config)
         unknown = sorted(set(data) - {"run"})
         if unknown:
             raise ConfigError(f"{args.config}: unknown table(s) {', '.join(unknown)}; a run file has one [run] table")
+        if not isinstance(data.get("run", {}), dict):
+            raise ConfigError(f"{args.config}: run must be a table ([run]), not a {type(data['run']).__name__}")
+        note_input("config", args.config, required=False)  # recorded in inputs.json; config.json holds the settings
         fields = dict(data.get("run", {}))
         check_types(fields, str(args.config), "run")
         for dest in sorted(explicit & set(FLAG_TO_FIELD)):  # flags given on the command line override the file
@@ -862,7 +918,7 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         raise ConfigError("give a CASE (or --resume DIR, or --deployment DIR)")
     return RunConfig(
         case=args.case if args.case is not None else "deployment",
-        deployment=None if args.deployment is None else str(args.deployment),
+        deployment=None if args.deployment is None else str(Path(args.deployment).resolve()),
         zones=args.zones if args.zones is not None else (None if args.partition else 3),
         partition=args.partition,
         partition_method=args.method,
@@ -942,6 +998,8 @@ def _ipopt_options(items: list[str]) -> dict:
         if "=" not in item:
             raise ConfigError(f"--ipopt-option {item!r}: expected NAME=VALUE")
         name, value = item.split("=", 1)
+        if not name.strip() or not value.strip():
+            raise ConfigError(f"--ipopt-option {item!r}: expected NAME=VALUE, both non-empty")
         out[name.strip()] = option_value(value.strip())
     return out
 
@@ -1112,15 +1170,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         if result.ac_check is not None:
             print("\n".join(result.ac_check.lines()))
     if args.json:
-        result.to_json(args.json)
+        write_json(args.json, result.summary)
     return 0
+
+
+STOPPED = {  # summary["stopped"], in words
+    "rounds": "all rounds run", "tolerance": "stopped: residuals below --tol", "interrupted": "interrupted", "failed": "failed",
+}
 
 
 def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     unit = "Σ(p.u.²)" if cfg.objective == "shedding" else "$/h"
     what = {"cost": "generation cost", "shedding": "shedding"}.get(cfg.objective, cfg.objective)
     print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
-    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({s['stopped']})")
+    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({STOPPED.get(s['stopped'], s['stopped'])})")
     print("── the coordinator's view (what a deployment publishes: releases, residuals, ledger) ──")
     if s["final_feasibility"] is not None:
         print(f"feasibility   consensus residual ‖w − Bz‖₂ = {s['final_feasibility']:.3e} p.u. (0 when the zones agree)")
@@ -1158,7 +1221,7 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     if s.get("centralized_objective") is not None:
         rel = s.get("relative_gap_to_centralized")
         rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
-        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g}{rel_txt}")
+        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g} {unit} (absolute){rel_txt}")
     label = SOLVERS[cfg.local_solver].label
     if s.get("solves"):
         print(f"zone solves   {s['solver_s']:.2f} s in {label}, {s['solves']} local solves (zone-private statistics)")
@@ -1298,7 +1361,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     cfg = _audit_config(args)
     if args.json is not None:
         _check_output_file(args.json, "--json")
-        if args.json.exists() and not args.force:
+        if str(args.json) != "-" and args.json.exists() and not args.force:
             raise ConfigError(f"--json {args.json} exists; give --force to overwrite it")
     total = 2 * args.runs
     bar = None
@@ -1328,9 +1391,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if not args.quiet:
         _print_audit(res)
     if args.json is not None:
-        from .jsonutil import jsonable
-
-        args.json.write_text(json.dumps(jsonable(res.to_dict()), indent=2) + "\n")
+        write_json(args.json, res.to_dict())
     if res.failed:
         print(
             f"powerdp: audit FAILED: the empirical lower bound eps >= {res.epsilon_lower_bound:.3g} (worst channel "

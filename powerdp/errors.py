@@ -50,6 +50,10 @@ class InfeasibleError(SolverError):
     """Ipopt reports the problem (or a zone's local problem) as locally infeasible."""
 
 
+class OutputError(PowerDPError, OSError):
+    """An output file could not be written (full disk, file-size limit, permissions); the message names the file."""
+
+
 class ConfigError(PowerDPError, ValueError):
     """Bad run configuration (unknown option, out-of-range value)."""
 

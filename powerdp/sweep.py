@@ -67,6 +67,8 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"configuration file not found: {path}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (a TOML file is expected)") from None
 
 
 @dataclass
@@ -135,7 +137,7 @@ class SweepSpec:
                 budget = f"eps={eps}" if target is None else f"total eps={target}"
                 raise ConfigError(f"{self.source}: run {case}/{alg}/{budget}/E={E}/seed={seed}: {exc}") from None
             out.append((run_id(cfg), cfg))
-        return out
+        return _unique_ids(out, self.source)
 
     def check_inputs(self) -> None:
         """Load every case and partition once, so a missing file or too many zones fails before any solve."""
@@ -171,6 +173,27 @@ def _takes_delta(algorithm: str) -> bool:
     return spec.mechanism == "gaussian" or PERTURBATIONS[spec.perturbation].exact_privacy_loss
 
 
+def _unique_ids(runs: list[tuple[str, RunConfig]], source: str) -> list[tuple[str, RunConfig]]:
+    """Two grid points never share a directory: the same settings twice are refused; two cases or partitions
+    whose files have the same name (bundled ``case14`` and ``other/case14.m``) keep the first one's id and
+    the others get a short hash of their file's path."""
+    import hashlib
+
+    seen: dict[str, RunConfig] = {}
+    out = []
+    for rid, cfg in runs:
+        if rid in seen and seen[rid].to_dict() == cfg.to_dict():
+            raise ConfigError(f"{source}: the grid holds run {rid} twice; list each case, partition, algorithm, ε, E and seed once")
+        if rid in seen:
+            where = f"{Path(str(cfg.case)).resolve() if Path(str(cfg.case)).exists() else cfg.case}|{cfg.partition}"
+            rid = f"{rid}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+            if rid in seen:
+                raise ConfigError(f"{source}: two grid entries would both run as {rid}")
+        seen[rid] = cfg
+        out.append((rid, cfg))
+    return out
+
+
 def run_id(cfg: RunConfig) -> str:
     """A readable, unique directory name of a run inside a sweep."""
     part = f"z{cfg.zones}-{cfg.partition_method}" if cfg.partition is None else Path(str(cfg.partition)).stem
@@ -186,7 +209,12 @@ def load_sweep(path: str | Path) -> SweepSpec:
     unknown = sorted(set(data) - {"sweep", "run"})
     if unknown:
         raise ConfigError(f"{src}: unknown table(s) {', '.join(unknown)}; a sweep file has [sweep] and [run]")
+    for table in ("sweep", "run"):
+        if not isinstance(data.get(table, {}), dict):
+            raise ConfigError(f"{src}: {table} must be a table ([{table}]), not a {type(data[table]).__name__}")
     grid = dict(data.get("sweep", {}))
+    if not grid:
+        raise ConfigError(f"{src}: no [sweep] grid; a sweep file lists at least sweep.cases (see examples/sweep_small.toml)")
     if "epsilons" in grid and "target_epsilons" in grid:
         raise ConfigError(f"{src}: give sweep.epsilons (ε per step) or sweep.target_epsilons (a total budget), not both")
     bad = sorted(set(grid) - GRID_KEYS)
@@ -279,10 +307,12 @@ def run_sweep(
     refused (:class:`ConfigError`), or with ``overwrite`` run again; finished runs
     with the same settings are kept. ``out`` is locked while the sweep runs.
     """
-    from .admm.outdir import DirectoryLock, ensure_dir, remove_run_files
+    from .admm.outdir import DirectoryLock, ensure_dir, holds_run, remove_run_files
 
     out = Path(out)
     spec.check_inputs()
+    if holds_run(out):
+        raise ConfigError(f"{out} holds a single run (config.json); give the sweep a directory of its own")
     ensure_dir(out)
     with DirectoryLock(out, what="sweep"):
         changed = changed_runs(spec, out)

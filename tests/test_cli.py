@@ -264,7 +264,7 @@ def test_solve_ac_check_and_out(tmp_path, capsys):
     assert ac["converged"] is True
     assert ac["slack_mismatch_mw"] == pytest.approx(0.172, abs=0.02)
     assert ac["max_voltage_violation_pu"] == 0.0 and ac["max_loading_percent"] is None
-    assert sorted(p.name for p in out.iterdir()) == ["branches.csv", "buses.csv", "generators.csv", "result.json", "zones.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["branches.csv", "buses.csv", "generators.csv", "inputs.json", "result.json", "zones.csv"]
     result = json.loads((out / "result.json").read_text())
     assert result["source"].endswith("case14.m") and result["ac_check"]["converged"] is True
     with open(out / "generators.csv", newline="") as fh:

@@ -60,7 +60,7 @@ def _same_row(a, b, rtol=1e-12, atol=1e-12) -> bool:
 
 
 def _pglib_case30():
-    net = load_case(shared_case("pglib", "pglib_opf_case30_ieee.m"))
+    net = load_case(shared_case("pglib", "pglib_opf_case30_ieee.m", checks="zone models of PGLib case30 in 3 zones against the whole-network model"))
     return net, partition(net, zones=3, seed=0)
 
 

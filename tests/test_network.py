@@ -43,7 +43,7 @@ def test_matpower_convention_keeps_raw_limits(case14):
 
 def test_parallel_and_reversed_branches_share_one_pair(tmp_path):
     # case5 of PowerModels has branches 3->4 and 4->3: one bus pair, opposite signs
-    net = load_case(shared_case("powermodels", "case5.m"))
+    net = load_case(shared_case("powermodels", "case5.m", checks="parallel and reversed branches share one bus pair, as in PowerModels"))
     assert net.n_branch == 7 and net.n_pair == 6
     k34 = np.flatnonzero((net.bus_ids[net.f_bus] == 3) & (net.bus_ids[net.t_bus] == 4))[0]
     k43 = np.flatnonzero((net.bus_ids[net.f_bus] == 4) & (net.bus_ids[net.t_bus] == 3))[0]

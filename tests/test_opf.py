@@ -77,7 +77,7 @@ def test_case14_matches_powermodels_socwr(case14_result):
 
 @pytest.mark.parametrize("name", sorted(POWERMODELS_SOCWR))
 def test_powermodels_test_cases(name):
-    res = solve_opf(shared_case("powermodels", f"{name}.m"))
+    res = solve_opf(shared_case("powermodels", f"{name}.m", checks=f"the SOC objective of PowerModels' {name} against PowerModels.jl's published value"))
     assert res.success, res.status_name
     assert res.objective == pytest.approx(POWERMODELS_SOCWR[name], abs=1.0)
 
@@ -87,7 +87,7 @@ def test_powermodels_test_cases(name):
     [n if n != "case300_ieee" else pytest.param(n, marks=pytest.mark.slow) for n in PGLIB_AC_SOC_GAP],
 )
 def test_pglib_baseline_soc_gap(name):
-    res = solve_opf(shared_case("pglib", f"pglib_opf_{name}.m"))
+    res = solve_opf(shared_case("pglib", f"pglib_opf_{name}.m", checks=f"the SOC objective of PGLib {name} against PGLib's published SOC gap"))
     assert res.success, res.status_name
     lo, hi = pglib_soc_interval(*PGLIB_AC_SOC_GAP[name])
     assert lo <= res.objective <= hi, f"{name}: SOC objective {res.objective:.4f} not in [{lo:.4f}, {hi:.4f}]"

@@ -128,7 +128,7 @@ def test_piecewise_linear_cost(case14):
 
 
 def test_pwl_case_costs_add_up_to_the_objective():
-    res = solve_opf(shared_case("powermodels", "case5_pwlc.m"))
+    res = solve_opf(shared_case("powermodels", "case5_pwlc.m", checks="piecewise-linear generator costs add up to the objective"))
     assert res.generators["cost_per_h"].sum() == pytest.approx(res.objective, rel=1e-6)
 
 

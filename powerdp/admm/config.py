@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..opf.objectives import OBJECTIVES
 from ..opf.solver_base import SOLVERS, solver_class
@@ -110,7 +112,12 @@ class RunConfig:
             raise bad("algorithm", str(exc)) from None
         if not isinstance(self.extra, dict):
             raise bad("extra", "must be a table of options (e.g. an update rule's)")
-        UPDATES[spec.update].check_config(self)
+        rule = UPDATES[spec.update]
+        unknown = sorted(set(self.extra) - set(rule.extra_options))
+        if unknown:
+            known = ", ".join(rule.extra_options) or "none"
+            raise ConfigError(f"extra.{unknown[0]}: not an option of update rule {spec.update!r} (its options: {known})")
+        rule.check_config(self)
         if self.objective not in OBJECTIVES:
             raise bad("objective", f"choose one of {', '.join(OBJECTIVES)}")
         self._check_weight(bad)
@@ -165,8 +172,8 @@ class RunConfig:
                 self.eta = float(self.eta)
             except ValueError:
                 raise bad("eta", f"choose one of {', '.join(ETA_SCHEDULES)} or a positive number") from None
-        if not isinstance(self.eta, str) and not (float(self.eta) > 0):
-            raise bad("eta", "a constant step must be positive")
+        if not isinstance(self.eta, str) and not (float(self.eta) > 0 and math.isfinite(float(self.eta))):
+            raise bad("eta", "a constant step must be a positive number")
         if self.eta == "theorem" and not spec.private:
             raise bad("eta", "the Theorem 5.1 schedule needs epsilon; use it with a DP algorithm")
         if not isinstance(self.local_solver, str) or self.local_solver not in SOLVERS:
@@ -186,12 +193,14 @@ class RunConfig:
             raise bad("zones", "must be at least 1")
         if self.zones is None and self.partition is None:
             raise ConfigError("give zones (a count) or partition (a bus,zone CSV file, 'area' or 'zone')")
-        if self.tol_primal < 0 or self.tol_dual < 0:
-            raise ConfigError("tol_primal and tol_dual must be >= 0")
+        for name in ("tol_primal", "tol_dual"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
+                raise bad(name, "must be a number >= 0 (0: run all rounds)")
         if self.deployment is not None and self.evaluate:
             raise bad("deployment", "a deployment has no zone's loads on the coordinator's side, so nothing to evaluate; "
                       "set evaluate false (--no-evaluation)")
-        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0):
             raise bad("seed", "must be a non-negative integer, or unset for secret noise")
         if self.checkpoint_every < 0:
             raise bad("checkpoint_every", "must be >= 0 (0 turns checkpoints off)")

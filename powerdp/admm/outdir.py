@@ -24,7 +24,7 @@ __all__ = ["RUN_FILES", "DirectoryLock", "ensure_dir", "holds_run", "prepare_run
 
 LOCK_NAME = ".powerdp.lock"
 # everything a run writes into its directory (RunResult.save, the runner)
-RUN_FILES = ("config.json", "partition.csv", "history.csv", "history.csv.tmp", "summary.json", "consensus.csv", "failure.txt")
+RUN_FILES = ("config.json", "inputs.json", "partition.csv", "history.csv", "history.csv.tmp", "summary.json", "consensus.csv", "failure.txt")
 RUN_DIRS = ("checkpoint", "zones", "coordinator_view", "simulation_evaluation")
 
 
@@ -59,7 +59,12 @@ def prepare_run_dir(directory: str | Path, overwrite: bool = False, resume: bool
     if resume:
         if not d.is_dir():
             raise ConfigError(f"{d} holds no run to resume (no such directory)")
+        refuse_links(d)
         return d
+    if d.is_dir():
+        refuse_links(d)
+    if (d / "sweep.json").is_file():
+        raise ConfigError(f"{d} holds a sweep (sweep.json); give the run a directory of its own")
     if holds_run(d):
         if not overwrite:
             raise ConfigError(
@@ -67,6 +72,22 @@ def prepare_run_dir(directory: str | Path, overwrite: bool = False, resume: bool
             )
         remove_run_files(d)
     return ensure_dir(d)
+
+
+def refuse_links(d: Path) -> None:
+    """No symbolic link among a run's files and folders: a run writes (and --overwrite removes) only inside its
+    own directory, never through a link into another place."""
+    names = [*RUN_FILES, *RUN_DIRS, LOCK_NAME, "pandapower.json", "generators.csv", "buses.csv", "branches.csv", "zones.csv"]
+    paths = [d / n for n in names]
+    for sub in RUN_DIRS:
+        if (d / sub).is_dir() and not (d / sub).is_symlink():
+            paths.extend((d / sub).iterdir())
+    for p in paths:
+        if p.is_symlink():
+            raise ConfigError(
+                f"{p} is a symbolic link; powerdp writes only into the run directory's own files and folders: "
+                "remove the link (or use another --out)"
+            )
 
 
 def remove_run_files(d: Path) -> None:

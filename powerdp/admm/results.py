@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..fileio import atomic_to_csv, atomic_write_text
 from ..jsonutil import jsonable
 from ..opf.tables import Dispatch, ResultTables
 from .config import RunConfig
@@ -181,21 +182,20 @@ class RunResult:
 
     def to_json(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(jsonable(self.summary), indent=2) + "\n")
+        atomic_write_text(path, json.dumps(jsonable(self.summary), indent=2) + "\n")
 
     # ----------------------------------------------------------------- files
     def save(self, directory: str | Path) -> Path:
         d = Path(directory)
         (d / "zones").mkdir(parents=True, exist_ok=True)
-        (d / "config.json").write_text(json.dumps(jsonable(self.config.to_dict()), indent=2) + "\n")
-        self.history.to_csv(d / "history.csv", index=False)
-        (d / "summary.json").write_text(
-            json.dumps(jsonable({"summary": self.summary, "privacy": self.privacy}), indent=2) + "\n"
-        )
-        _key_frame(self.shared_keys, self.consensus).to_csv(d / "consensus.csv", index=False)
+        # each file written whole or not at all (fileio.py): a full disk keeps the last good copy and names the file
+        atomic_write_text(d / "config.json", json.dumps(jsonable(self.config.to_dict()), indent=2) + "\n")
+        atomic_to_csv(self.history, d / "history.csv", index=False)
+        atomic_write_text(d / "summary.json", json.dumps(jsonable({"summary": self.summary, "privacy": self.privacy}), indent=2) + "\n")
+        atomic_to_csv(_key_frame(self.shared_keys, self.consensus), d / "consensus.csv", index=False)
         for zone, sol in self.zone_solutions.items():
             keys = list(sol)
-            _key_frame(keys, [sol[k] for k in keys]).to_csv(d / "zones" / f"zone_{zone}.csv", index=False)
+            atomic_to_csv(_key_frame(keys, [sol[k] for k in keys]), d / "zones" / f"zone_{zone}.csv", index=False)
         if self.tables is not None:
             self.tables.save(d)
         self.save_views(d)

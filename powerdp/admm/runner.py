@@ -20,11 +20,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, Interrupted, ModelError, PowerDPError
+from ..fileio import OutputError, atomic_to_csv, atomic_write, atomic_write_text
 from ..grid.network import Network, load_case
 from ..grid.partition import Partition, bundled_csv
 from ..grid.partition import partition as make_partition
 from ..jsonutil import jsonable
 from ..opf.objectives import OBJECTIVES, median_marginal_cost, resolve_shedding_weight
+from ..provenance import case_entry, case_source, file_entry, partition_entry, record_inputs, verify_inputs
 from .backends import AgentSpec, launch, make_backend
 from .checkpoint import load_state, refuse_pickles, save_state, state_exists
 from .config import RunConfig
@@ -144,15 +146,35 @@ def _load_network(config: RunConfig) -> Network:
 
 
 def resolve_partition(net: Network, config: RunConfig) -> Partition:
-    """The run's zones: an explicit partition source, else the bundled one of a bundled case, else automatic."""
+    """The run's zones: an explicit partition source, else the bundled one of a bundled case, else automatic.
+
+    A distributed run needs at least two zones: one zone is refused here (``partition`` itself only warns).
+    """
+    import warnings
+
     if config.deployment is not None:
         from .zone_data import public_partition_path
 
-        return make_partition(net, str(public_partition_path(config.deployment)), allow_disconnected=True)
+        part = make_partition(net, str(public_partition_path(config.deployment)), allow_disconnected=True)
+        _require_zones(net, part)
+        return part
     config = resolve_partition_choice(config)
-    if config.partition is not None:
-        return make_partition(net, config.partition, allow_disconnected=config.allow_disconnected)
-    return make_partition(net, zones=config.zones, method=config.partition_method, seed=config.seed or 0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*has a single zone")
+        if config.partition is not None:
+            part = make_partition(net, config.partition, allow_disconnected=config.allow_disconnected)
+        else:
+            part = make_partition(net, zones=config.zones, method=config.partition_method, seed=config.seed or 0)
+    _require_zones(net, part)
+    return part
+
+
+def _require_zones(net: Network, part: Partition) -> None:
+    if part.n_zones < 2:
+        raise ConfigError(
+            f"the partition of {net.name} ({part.source}) has a single zone; a distributed run needs at least 2 "
+            "(--zones 2 or more, or a partition with several zones)"
+        )
 
 
 def load_config(directory: str | Path) -> RunConfig:
@@ -210,10 +232,29 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
     (``history.csv`` is appended every round; resuming rewrites it from here.)
     """
     d = _checkpoint_dir(out)
-    d.mkdir(parents=True, exist_ok=True)
-    backend.save_checkpoint(str(d))
-    save_state(d / "state", {**coordinator.state_dict(), "history": [jsonable(row) for row in history]})
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        backend.save_checkpoint(str(d))
+        save_state(d / "state", {**coordinator.state_dict(), "history": [jsonable(row) for row in history]})
+    except OSError as exc:  # a full disk, a file-size limit: the previous checkpoint stays complete
+        raise _checkpoint_write_error(out, d, coordinator.round, exc) from None
     backend.prune_checkpoints(str(d), coordinator.round)
+
+
+def _checkpoint_write_error(out: Path, d: Path, t: int, exc: OSError) -> OutputError:
+    for partial in d.rglob("*.tmp"):  # the unfinished files of this attempt; the last complete checkpoint is intact
+        try:
+            partial.unlink()
+        except OSError:
+            pass
+    where = str(exc).removeprefix("cannot write ") if isinstance(exc, OutputError) else (
+        f"{exc.filename}: {exc.strerror or exc}" if exc.filename else f"a checkpoint file in {d}: {exc.strerror or exc}"
+    )
+    kept = (
+        f"the history and the last complete checkpoint are kept in {out} (powerdp run --resume {out} continues once "
+        "the file can be written)" if _has_checkpoint(out) else f"the history is kept in {out}, but no checkpoint to resume from"
+    )
+    return OutputError(f"cannot write the checkpoint of round {t}, {where}; {kept}")
 
 
 def _renamed(row: dict) -> dict:
@@ -226,15 +267,19 @@ def _renamed(row: dict) -> dict:
 
 
 def _write_history(out: Path, history: list[dict]) -> None:
-    tmp = out / "history.csv.tmp"
-    pd.DataFrame(history, columns=HISTORY_COLUMNS).to_csv(tmp, index=False)
-    tmp.replace(out / "history.csv")
+    atomic_to_csv(pd.DataFrame(history, columns=HISTORY_COLUMNS), out / "history.csv", index=False)
 
 
 def _append_history(out: Path, row: dict) -> None:
-    """One line per round (csv, repr floats: round-trip exact), cheap enough for every round."""
-    with open(out / "history.csv", "a", newline="") as fh:
-        csv.writer(fh).writerow([row.get(c, "") for c in HISTORY_COLUMNS])
+    """One line per round (csv, repr floats: round-trip exact), cheap enough for every round. A failed
+    append is an error naming the file (a resume rewrites the history from the checkpoint)."""
+    try:
+        with open(out / "history.csv", "a", newline="") as fh:
+            csv.writer(fh).writerow([row.get(c, "") for c in HISTORY_COLUMNS])
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write {out / 'history.csv'}: {exc.strerror or exc}; {_kept(out).removeprefix('; ')}"
+        ) from None
 
 
 def _load_checkpoint(out: Path) -> dict:
@@ -342,6 +387,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                     raise WorkerError(f"zone {u.zone} broke the protocol: {exc}") from None
             _observe(updates)
     t_setup = time.perf_counter()
+    records: dict[str, dict] = {}  # the input files recorded by the run being resumed (provenance.py)
     if resume:
         done = int(_load_checkpoint(out_dir)["coordinator"]["round"])  # missing or unreadable: fails before any work
         if done > config.rounds:
@@ -350,14 +396,26 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                 f"(give more than {done} to extend it)"
             )
         saved = load_config(out_dir)
+        records = verify_inputs(out_dir, "resume")  # the case by its recorded absolute path, unchanged; partition.csv unedited
+        if not records and network is None and config.deployment is None:
+            log.warning(
+                "%s was made before powerdp recorded its input files (inputs.json); the case is reopened as %r from the "
+                "current directory, unchecked", out_dir, str(config.case),
+            )
     say(f"loading {config.deployment or config.case}")
-    net = network if network is not None else _load_network(config)
+    if network is not None:
+        net = network
+    elif config.deployment is not None:
+        net = _load_network(config)
+    else:
+        net = load_case(case_source(records, config.case), convention=config.convention)
     config = resolve_config(config, net)
     if resume:
         check_resume_config(resolve_config(saved, net), config, out_dir)
     _check_costs(net, config)
+    _warn_large_step(config)
     if partition is None and resume and (out_dir / "partition.csv").is_file():  # the zones the run was made with
-        partition = make_partition(net, str(out_dir / "partition.csv"), allow_disconnected=True)
+        partition = _saved_partition(net, out_dir)
     part = partition if partition is not None else resolve_partition(net, config)
     say(f"partition: {part.n_zones} zones from {part.source}")
     by_zone = part.shared_by_zone(config.flows)
@@ -398,6 +456,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
             init_s = time.perf_counter() - t_init
             if out_dir is not None:
                 _start_files(out_dir, config, part, history)
+                _record_inputs(out_dir, config)
         setup_s = time.perf_counter() - t_setup
         run_start = time.perf_counter()
         stopped = "rounds"
@@ -418,8 +477,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                     )
                     detail = str(exc).removeprefix(f"round {t}: ")  # when the error already names the round
                     if out_dir is not None:
-                        partial.save(out_dir)
-                        (out_dir / "failure.txt").write_text(f"round {t}: {detail}\n")
+                        _save_partial(partial, out_dir, f"round {t}: {detail}\n")
                     raise RunFailed(f"run stopped in round {t}: {detail}{_kept(out_dir)}", partial, exc) from exc
                 last_diags.update((int(d.zone), d) for d in diags)
                 row = {
@@ -479,19 +537,41 @@ def _final_point(result: RunResult, net: Network, part: Partition, out_dir: Path
         return
     result.dispatch = dispatch_from_zones(net, part.zone_of_bus, result.zone_solutions)
     result.tables = physical_tables(net, result.dispatch, part.zone_of_bus, part.labels)
+    if out_dir is not None:  # what was computed is kept before anything optional runs
+        result.save(out_dir)
     if ac_check:
         say("AC check: pandapower power flow at the final point")
         result.check_ac(net)
     if out_dir is not None and net.pandapower_net is not None:
-        import pandapower as pp
+        _write_pandapower_copy(result, net, out_dir)
 
+
+def _write_pandapower_copy(result: RunResult, net: Network, out_dir: Path) -> None:
+    """The dispatch in a copy of the source pandapower network (an extra nobody asked for: skipped with a warning
+    when the network holds elements the dispatch cannot be written into)."""
+    import pandapower as pp
+
+
+    try:
         pp_net = result.ac_check.pandapower.net if result.ac_check is not None else result.to_pandapower(net)
-        pp.to_json(pp_net, str(out_dir / "pandapower.json"))
+    except PowerDPError as exc:
+        log.warning("no %s: %s", out_dir / "pandapower.json", exc)
+        return
+    atomic_write(out_dir / "pandapower.json", lambda fh: fh.write(pp.to_json(pp_net)))
+
+
+def _save_partial(partial: RunResult, out_dir: Path, failure: str) -> None:
+    """A failed run's files; a write failure here must not hide the failure being reported."""
+    try:
+        partial.save(out_dir)
+        atomic_write_text(out_dir / "failure.txt", failure)
+    except OSError as exc:
+        log.warning("could not write the failed run's files: %s", exc)
 
 
 def _start_files(out_dir: Path, config: RunConfig, part: Partition, history: list[dict]) -> None:
     """The run's files as round 1 (or the first resumed round) starts."""
-    (out_dir / "config.json").write_text(json.dumps(jsonable(config.to_dict()), indent=2) + "\n")
+    atomic_write_text(out_dir / "config.json", json.dumps(jsonable(config.to_dict()), indent=2) + "\n")
     part.to_csv(out_dir / "partition.csv")
     _write_history(out_dir, history)
     for stale in ("failure.txt", "summary.json"):  # of an earlier attempt; written again when this one ends
@@ -499,6 +579,39 @@ def _start_files(out_dir: Path, config: RunConfig, part: Partition, history: lis
             (out_dir / stale).unlink()
         except FileNotFoundError:
             pass
+
+
+def _record_inputs(out_dir: Path, config: RunConfig) -> None:
+    """inputs.json of a new run: the case and partition files it was made from, and its own partition.csv."""
+    if config.deployment is not None:  # the coordinator's public files (a zone's private file is its own)
+        from .zone_data import public_dir, public_partition_path
+
+        pub = public_dir(config.deployment)
+        record_inputs(out_dir, {
+            "public network": file_entry(pub / "network.npz"),
+            "public network (json)": file_entry(pub / "network.json"),
+            "public partition": file_entry(public_partition_path(config.deployment)),
+            "partition.csv": file_entry(out_dir / "partition.csv"),
+        })
+        return
+    record_inputs(out_dir, {
+        "case": case_entry(config.case),
+        "partition": partition_entry(config.partition),
+        "partition.csv": file_entry(out_dir / "partition.csv"),
+    })
+
+
+def _saved_partition(net: Network, out_dir: Path) -> Partition:
+    """The zones a run was made with, from its partition.csv; a damaged file is one line naming it."""
+    path = out_dir / "partition.csv"
+    try:
+        part = make_partition(net, str(path), allow_disconnected=True)
+    except PowerDPError as exc:
+        raise ConfigError(f"{path} does not fit the run's case ({exc}); it is damaged: restore it or start a new run") from None
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ConfigError(f"{path} is damaged ({type(exc).__name__}); restore it or start a new run") from None
+    _require_zones(net, part)
+    return part
 
 
 def _kept(out_dir: Path | None) -> str:
@@ -517,6 +630,17 @@ def _interrupted_message(t: int, config: RunConfig, out_dir: Path | None) -> str
     if not config.checkpoint_every:
         return msg + f"; history kept in {out_dir}, no checkpoint (--checkpoint-every 0), so it cannot be resumed"
     return msg + f"; history and checkpoint of round {t} in {out_dir} (powerdp run --resume {out_dir} continues)"
+
+
+LARGE_STEP = 1.0  # a constant η above it exceeds the capped schedule's 1.9/L_p = 0.95 (L_p = 2, docs/algorithm.md)
+
+
+def _warn_large_step(config: RunConfig) -> None:
+    if not isinstance(config.eta, str) and float(config.eta) > LARGE_STEP:
+        log.warning(
+            "constant step eta = %g is above 1.9/L_p (0.95 on the shedding objective, L_p = 2); the run may diverge "
+            "(the default schedule 'capped' stays below it)", float(config.eta),
+        )
 
 
 def _check_costs(net: Network, config: RunConfig) -> None:

@@ -26,6 +26,19 @@ _ASSIGN = re.compile(r"^\s*mpc\.(\w+)\s*=\s*(.*)$", re.DOTALL)
 _FUNCTION = re.compile(r"^\s*function\s+(?:\w+\s*=\s*)?(\w+)")
 
 
+# statements that carry no data: the end of the function, an empty statement
+_IGNORED = re.compile(r"^\s*(end|endfunction|return)?\s*[;,]?\s*$")
+_QUOTED = re.compile(r"""^('[^']*'|"[^"]*")$""")
+
+
+def _code_error(source: str, line_no: int, line: str) -> CaseDataError:
+    """A statement the parser does not evaluate: refusing it is safer than computing on the data without it."""
+    return CaseDataError(  # the statement is not echoed: an error never prints a file's content
+        f"{source}, line {line_no}: a MATLAB statement (not 'mpc.NAME = [...]', a number or a string), which powerdp does not evaluate; "
+        "write the data it computes into the matrices (or save the case from MATPOWER with savecase)"
+    )
+
+
 @dataclass
 class MatpowerData:
     """Raw tables of a MATPOWER case, in MATPOWER's own units (MW, MVAr, degrees)."""
@@ -63,9 +76,9 @@ def _parse_matrix(body: str, name: str, source: str, first_line: int) -> np.ndar
             try:
                 rows.append([float(t) for t in tokens])
             except ValueError:
-                bad = next(t for t in tokens if not _is_float(t))
-                raise CaseDataError(
-                    f"{source}, line {first_line + k}: mpc.{name} has a non-numeric entry {bad!r}"
+                col = next(j for j, t in enumerate(tokens) if not _is_float(t))
+                raise CaseDataError(  # the entry is not echoed: an error never prints a file's content
+                    f"{source}, line {first_line + k}: mpc.{name} has a non-numeric entry in column {col + 1}"
                 ) from None
     if not rows:
         return np.zeros((0, 0))
@@ -104,6 +117,8 @@ def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
             continue
         m = _ASSIGN.match(line)
         if not m:
+            if line.strip() and not _IGNORED.match(line):
+                raise _code_error(source, k + 1, text.splitlines()[k])
             k += 1
             continue
         field_name, rhs = m.group(1), m.group(2).strip()
@@ -112,11 +127,14 @@ def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
             body = rhs[1:]
             while "]" not in body:
                 k += 1
-                if k >= len(lines):
+                if k >= len(lines) or _ASSIGN.match(lines[k]) or _FUNCTION.match(lines[k]):
                     raise CaseDataError(
                         f"{source}, line {start}: mpc.{field_name} opens '[' but never closes it"
                     )
                 body += "\n" + lines[k]
+            rest = body[body.index("]") + 1:]
+            if rest.strip().rstrip(";").strip():  # `] * 2;`, `]';`: computed, not data
+                raise _code_error(source, k + 1, text.splitlines()[k])
             body = body[: body.index("]")]
             matrices[field_name] = _parse_matrix(body, field_name, source, start)
         elif rhs.startswith("{"):
@@ -129,7 +147,10 @@ def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
                     )
                 body += lines[k]
         else:
-            scalars[field_name] = rhs.rstrip(";").strip().strip("'\"")
+            value = rhs.rstrip(";").strip()
+            if not (_is_float(value) or _QUOTED.match(value)):
+                raise _code_error(source, k + 1, text.splitlines()[k])
+            scalars[field_name] = value.strip("'\"")
         k += 1
 
     version = scalars.get("version", "2")

@@ -29,6 +29,10 @@ __all__ = ["Network", "DCLines", "load_case", "bundled_cases", "network_from_mat
 Convention = Literal["powermodels", "matpower"]
 CONVENTIONS = ("powermodels", "matpower")
 PM_ANGLE_PAD = 1.0472  # PowerModels' default_pad for angle limits (rad, ~60 deg)
+TAP_RANGE = (1e-3, 1e3)  # a tap ratio outside it makes 1/tap² overflow or vanish (1e-300 crashed Ipopt)
+TINY_IMPEDANCE = 1e-6  # p.u.: below it a branch makes the model ill-conditioned (x = 1e-12 solved with violations of 7e-5)
+NO_LIMIT_RATING = 1e150  # p.u.: a rateA whose square overflows a float is no limit
+TINY_RATING_MVA = 1e-3  # a positive rateA below it leaves a branch (almost) no capacity
 
 BUS_COLUMNS = ["bus_i", "type", "Pd", "Qd", "Gs", "Bs", "area", "Vm", "Va", "baseKV", "zone", "Vmax", "Vmin"]
 GEN_COLUMNS = ["bus", "Pg", "Qg", "Qmax", "Qmin", "Vg", "mBase", "status", "Pmax", "Pmin"]
@@ -502,6 +506,24 @@ def check_branches(t: _Tables) -> None:
     if np.any(branch[:, 5] < 0):
         k = int(np.flatnonzero(branch[:, 5] < 0)[0])
         raise CaseDataError(f"{src}: branch {k + 1} has a negative rateA ({branch[k, 5]:g})")
+    if np.any(branch[:, 8] < 0):
+        k = int(np.flatnonzero(branch[:, 8] < 0)[0])
+        raise CaseDataError(f"{src}: branch {k + 1} has a negative tap ratio ({branch[k, 8]:g}); it must be positive (0 means 1)")
+    odd_tap = (branch[:, 8] != 0) & ((branch[:, 8] < TAP_RANGE[0]) | (branch[:, 8] > TAP_RANGE[1]))
+    if odd_tap.any():
+        k = int(np.flatnonzero(odd_tap)[0])
+        raise CaseDataError(
+            f"{src}: branch {k + 1} has a tap ratio of {branch[k, 8]:g}, outside [{TAP_RANGE[0]:g}, {TAP_RANGE[1]:g}]; "
+            "its admittance would be meaningless (0 means 1)"
+        )
+    z = np.hypot(branch[:, 2], branch[:, 3])
+    if np.any(z < TINY_IMPEDANCE):
+        k = int(np.flatnonzero(z < TINY_IMPEDANCE)[0])
+        log.warning(
+            "%s: branch %d has an impedance of %.3g p.u. (r = %g, x = %g), below %g: the model is ill-conditioned and "
+            "solutions may violate its constraints; merge its buses or give it a realistic impedance",
+            src, k + 1, z[k], branch[k, 2], branch[k, 3], TINY_IMPEDANCE,
+        )
     ncols = branch.shape[1]
     t.angmin_deg = branch[:, 11] if ncols > 11 else np.full(len(branch), -360.0)
     t.angmax_deg = branch[:, 12] if ncols > 12 else np.full(len(branch), 360.0)
@@ -579,6 +601,8 @@ def correct_out_of_service(t: _Tables) -> None:
     """Isolated buses (type 4), out-of-service branches and generators, and elements at dropped buses go."""
     src, branch, gen = t.src, t.data.branch, t.data.gen
     t.active_bus = t.btype != 4
+    if not t.active_bus.any():
+        raise CaseDataError(f"{src}: every bus is isolated (bus type 4); there is no network to solve")
     if not t.active_bus.all():
         log.info("%s: dropping %d isolated bus(es) (type 4)", src, int((~t.active_bus).sum()))
     t.active_branch = (branch[:, 10] != 0) & t.active_bus[t.f_all] & t.active_bus[t.t_all]
@@ -586,7 +610,12 @@ def correct_out_of_service(t: _Tables) -> None:
         log.info("%s: dropping %d out-of-service branch(es)", src, int((~t.active_branch).sum()))
     t.active_gen = (gen[:, 7] > 0) & t.active_bus[t.gen_bus_all] if len(gen) else np.zeros(0, bool)
     if len(gen) and not t.active_gen.all():
-        log.info("%s: dropping %d out-of-service generator(s)", src, int((~t.active_gen).sum()))
+        out = int((gen[:, 7] <= 0).sum())
+        at_isolated = int(((gen[:, 7] > 0) & ~t.active_bus[t.gen_bus_all]).sum())
+        if out:
+            log.info("%s: dropping %d out-of-service generator(s)", src, out)
+        if at_isolated:
+            log.info("%s: dropping %d in-service generator(s) at isolated (type 4) buses", src, at_isolated)
     t.active_dcline = (t.dcline[:, 2] != 0) & t.active_bus[t.dc_f_all] & t.active_bus[t.dc_t_all]
     if not t.active_dcline.all():
         log.info("%s: dropping %d out-of-service dcline(s)", src, int((~t.active_dcline).sum()))
@@ -601,11 +630,21 @@ def correct_taps(t: _Tables) -> None:
 
 
 def correct_ratings(t: _Tables) -> None:
-    """rateA = 0 means no thermal limit."""
+    """rateA = 0 means no thermal limit; any positive rateA, however small, is a limit."""
     rate = t.data.branch[t.active_branch, 5] / t.S
-    t.rate_a = np.where(np.isclose(rate, 0.0), np.inf, rate)
+    # 0 is no limit; so is a rating whose square overflows (rateA 1e308: the thermal constraint squares it)
+    t.rate_a = np.where((rate == 0.0) | (rate > NO_LIMIT_RATING), np.inf, rate)
+    if np.any(rate > NO_LIMIT_RATING):
+        log.info("%s: %d branch(es) with rateA above %g p.u. have no thermal limit", t.src, int(np.sum(rate > NO_LIMIT_RATING)), NO_LIMIT_RATING)
     if np.isinf(t.rate_a).any():
         log.info("%s: %d branch(es) with rateA = 0 have no thermal limit", t.src, int(np.isinf(t.rate_a).sum()))
+    tiny = (rate > 0) & (rate * t.S < TINY_RATING_MVA)
+    if tiny.any():
+        k = int(np.flatnonzero(t.active_branch)[np.flatnonzero(tiny)[0]])
+        log.warning(
+            "%s: %d branch(es) have rateA below %g MVA (branch %d: %g MVA) and can carry almost no power; "
+            "rateA = 0 means no limit", t.src, int(tiny.sum()), TINY_RATING_MVA, k + 1, t.data.branch[k, 5],
+        )
 
 
 def correct_angle_limits(t: _Tables) -> None:
@@ -718,6 +757,11 @@ def _cost_table(t: _Tables, gc, what: str, table: str, pmin_all, pmax_all, activ
             raise CaseDataError(f"{src}: {what} {k + 1} has a non-finite value in mpc.{table}")
         model, ncost = int(row[0]), int(round(row[3]))
         if model == 2:
+            if ncost < 1:
+                raise CaseDataError(
+                    f"{src}: {what} {k + 1} has NCOST = {row[3]:g} in mpc.{table}; a polynomial cost needs at least one "
+                    "coefficient (NCOST = 1 and a 0 for no cost)"
+                )
             coeffs = row[4 : 4 + ncost]
             if len(coeffs) < ncost or not np.all(np.isfinite(coeffs)):
                 raise CaseDataError(f"{src}: {what} {k + 1}: mpc.{table} needs {ncost} finite cost coefficients")
@@ -729,6 +773,11 @@ def _cost_table(t: _Tables, gc, what: str, table: str, pmin_all, pmax_all, activ
                     "powerdp supports degree 2 at most"
                 )
             padded = np.concatenate([np.zeros(3 - len(coeffs)), coeffs])
+            if padded[0] < 0 and active[k]:
+                raise CaseDataError(
+                    f"{src}: {what} {k + 1} has a negative quadratic cost coefficient ({padded[0]:g}) in mpc.{table}; "
+                    "the cost is then not convex and the OPF has no meaningful optimum"
+                )
             c2[k], c1[k], c0[k] = padded[0] * S**2, padded[1] * S, padded[2]
         elif model == 1:
             vals = row[4 : 4 + 2 * ncost]
@@ -933,6 +982,8 @@ def _warn_suspicious(net: Network, data: MatpowerData, gen_rows: np.ndarray) -> 
                 "%s: the network has %d islands; %s(es) %s are cut off from the largest one (a cost OPF is infeasible "
                 "unless every island can supply its own load)", src, n_isl, word, _list_ids(ids),
             )
+    if net.n_gen == 0:
+        log.warning("%s: no generator in service; nothing can supply the load (a cost OPF is infeasible)", src)
     if net.n_bus and not np.any(net.bus_type == 3):
         log.warning("%s: no reference bus (bus type 3); the case is probably incomplete", src)
     if not pp or not len(gen_rows):

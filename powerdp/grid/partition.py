@@ -86,9 +86,7 @@ def _normalize_label(value: Any, where: str) -> int | str:
     if isinstance(value, (float, np.floating)):
         if math.isfinite(value) and float(value).is_integer():
             return int(value)
-        if not math.isfinite(value):
-            raise PartitionError(f"{where} has zone label {value}, which is not a zone")
-        return str(value)
+        raise PartitionError(f"{where} has zone label {value}, which is not a zone (zone numbers are whole numbers)")
     if isinstance(value, str):
         text = value.strip()
         if not text:
@@ -96,7 +94,12 @@ def _normalize_label(value: Any, where: str) -> int | str:
         try:
             return int(text)
         except ValueError:
-            return text
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            return text  # a zone name
+        return _normalize_label(number, where)  # '2.0' is zone 2; '1.5', 'nan', 'inf' are refused
     raise PartitionError(f"{where} has zone label {value!r}; zone labels must be integers or strings")
 
 
@@ -554,8 +557,9 @@ class Partition:
         labels = self.labels
         for b, z in zip(self.network.bus_ids.tolist(), self.zone_of_bus.tolist()):
             writer.writerow([b, labels[z]])
-        path.write_text(buf.getvalue())
-        return path
+        from ..fileio import atomic_write_text
+
+        return atomic_write_text(path, buf.getvalue())
 
     @classmethod
     def from_csv(cls, network: Network, path: str | Path, **kwargs: Any) -> Partition:
@@ -596,6 +600,7 @@ def _from_bus_map(
             raise PartitionError(f"{loc}: bus {bus_id} is listed again (first at {seen_at[idx]})")
         seen_at[idx] = loc.rsplit(", ", 1)[-1] if ", " in loc else loc
         labels_of_bus[idx] = label
+    _warn_mixed_labels(labels_of_bus, seen_at, where, net)
     missing = [i for i, lab in enumerate(labels_of_bus) if lab is None]
     if missing:
         ids = net.bus_ids[missing].tolist()
@@ -604,6 +609,18 @@ def _from_bus_map(
             f"{'have' if len(ids) != 1 else 'has'} no zone: {_fmt_ids(ids)}"
         )
     return _index_labels(labels_of_bus)
+
+
+def _warn_mixed_labels(labels_of_bus: Sequence[Any], seen_at: dict, where: str, net: Network) -> None:
+    """Numbered zones beside a named one ('a' among 1, 2, 3) are often a typo that makes a zone of its own: said."""
+    ints = sum(isinstance(lab, int) for lab in labels_of_bus)
+    named = [i for i, lab in enumerate(labels_of_bus) if isinstance(lab, str)]
+    if ints and named:
+        i = named[0]
+        log.warning(
+            "%s: %d bus(es) have a named zone (first: bus %d, %s) beside %d in numbered zones; each name is a zone of its "
+            "own (a typo?)", where, len(named), net.bus_ids[i], seen_at.get(i, "?"), ints,
+        )
 
 
 def _index_labels(labels_of_bus: Sequence[Any]) -> tuple[np.ndarray, list]:
@@ -619,6 +636,8 @@ def _read_csv(net: Network, path: Path) -> tuple[np.ndarray, list]:
         text = path.read_text()
     except OSError as exc:
         raise PartitionError(f"{where}: cannot read it ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError:
+        raise PartitionError(f"{where}: not a text file (a bus,zone CSV is expected)") from None
     entries = []
     first = True
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -634,9 +653,9 @@ def _read_csv(net: Network, path: Path) -> tuple[np.ndarray, list]:
             if all(_parse_bus_id(f) is None for f in fields):
                 continue
         if len(fields) != 2:
-            raise PartitionError(f"{loc}: expected 2 fields 'bus,zone', got {len(fields)}: {raw.strip()!r}")
+            raise PartitionError(f"{loc}: expected 2 fields 'bus,zone', got {len(fields)}")
         if _parse_bus_id(fields[0]) is None:
-            raise PartitionError(f"{loc}: bus {fields[0]!r} is not a number (line {raw.strip()!r})")
+            raise PartitionError(f"{loc}: the bus field is not a bus number")
         entries.append((fields[0], fields[1], loc))
     if not entries:
         raise PartitionError(f"{where}: no 'bus,zone' lines")

@@ -207,6 +207,27 @@ def _key(obj) -> VarKey:
     return (obj.parent_component().local_name, obj.index())
 
 
+def _check_finite_model(name, con_keys, A, qrow, qv, objective, cl, cu) -> None:
+    """A coefficient that overflowed (a tap ratio of 1e-300 gives 1/tap² = inf) must never reach a solver:
+    Ipopt crashes the process on it. One line naming the constraint instead."""
+    bad_rows = np.zeros(len(con_keys), dtype=bool)
+    if A.nnz:
+        bad = ~np.isfinite(A.data)
+        if bad.any():
+            bad_rows[np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))[bad]] = True
+    if len(qv):
+        bad_rows[qrow[~np.isfinite(qv)]] = True
+    bad_rows |= np.isnan(np.asarray(cl, dtype=float)) | np.isnan(np.asarray(cu, dtype=float))
+    if bad_rows.any():
+        k = int(np.flatnonzero(bad_rows)[0])
+        raise ModelError(
+            f"model {name}: constraint {con_keys[k]} has a non-finite coefficient (the case holds a value far out of range, "
+            "e.g. a tap ratio near 0 or an impedance near 0)"
+        )
+    if not (np.all(np.isfinite(objective.c)) and np.all(np.isfinite(objective.qv)) and np.isfinite(objective.const)):
+        raise ModelError(f"model {name}: the objective has a non-finite coefficient (a cost far out of range?)")
+
+
 def compile_model(model: pyo.ConcreteModel, expressions: Sequence[str] = ("sp", "sq")) -> CompiledProblem:
     """Compile a Pyomo model with at most quadratic constraints and objective (see module doc).
 
@@ -282,6 +303,7 @@ def compile_model(model: pyo.ConcreteModel, expressions: Sequence[str] = ("sp", 
         M.sum_duplicates()
         maps[name] = LinearMap(keys=keys, M=M, const=np.array(consts, dtype=float))
 
+    _check_finite_model(model.name, con_keys, A, np.array(q_rows, dtype=np.int64), np.array(q_v, dtype=float), objective, cl, cu)
     return CompiledProblem(
         name=model.name,
         var_keys=var_keys,

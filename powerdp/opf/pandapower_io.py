@@ -98,10 +98,16 @@ def _ppc(net: Network, d: Dispatch) -> dict[str, Any]:
 def _from_network(net: Network, d: Dispatch) -> PandapowerDispatch:
     from pandapower.converter.pypower.from_ppc import from_ppc
 
+    # from_ppc's notes on powerdp's own arrays ("3 branches ... considered as trafos") are not the user's business
+    quiet = logging.getLogger("pandapower.converter.pypower.from_ppc")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
     try:
         pp_net = from_ppc(_ppc(net, d), f_hz=50, validate_conversion=False, check_costs=False)
     except Exception as exc:  # noqa: BLE001 - pandapower raises many exception types
         raise ModelError(f"pandapower could not build a network of {net.name}: {type(exc).__name__}: {exc}") from None
+    finally:
+        quiet.setLevel(level)
     lookups = pp_net._from_ppc_lookups
     gens = lookups["gen"].reset_index(drop=True)
     gens["element"] = gens["element"].astype(np.int64)

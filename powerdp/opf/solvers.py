@@ -10,8 +10,11 @@ Hessians, the problem's own objective and the full diagonal).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
+import os
+import sys
 import time
 from importlib import resources
 from pathlib import Path
@@ -80,7 +83,12 @@ def load_ipopt_profile(name_or_path: str | Path = "default") -> dict[str, Any]:
         text = candidate.read_text()
         path = Path(str(candidate))
     else:
-        text = path.read_text()
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not a text file (an Ipopt option profile is expected)") from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     options: dict[str, Any] = {}
     for k, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -88,10 +96,65 @@ def load_ipopt_profile(name_or_path: str | Path = "default") -> dict[str, Any]:
             continue
         parts = line.split()
         if len(parts) != 2:
-            raise ConfigError(f"{path}, line {k}: expected 'name value', got {line!r}")
+            raise ConfigError(f"{path}, line {k}: expected 'name value' (an Ipopt option and its value); is it an Ipopt profile?")
         name, value = parts
         options[name] = option_value(value)
+    check_ipopt_options(options, str(path))
     return options
+
+
+#: Ipopt options that make it write or read files, or load libraries: refused wherever options come from
+#: (--ipopt-option, profiles, config and sweep files), so a run writes only into its --out directory
+FILE_OPTIONS = ("output_file", "option_file_name", "hsllib", "pardisolib", "file_print_level", "file_append", "print_options_documentation")
+
+
+def check_ipopt_options(options: dict[str, Any], where: str = "Ipopt options") -> None:
+    """Refuse the options of :data:`FILE_OPTIONS` (names only in the message, never values)."""
+    for name, value in options.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(f"{where}: Ipopt option {str(name)!r} must be a number or a string")
+        if str(name).strip() in FILE_OPTIONS:
+            raise ConfigError(
+                f"{where}: Ipopt option {str(name).strip()!r} makes Ipopt write or read files outside the run's directory; "
+                "powerdp refuses it (Ipopt's output: print_level, on the terminal)"
+            )
+
+
+def _bad_option(key: str, value: Any) -> ConfigError:
+    return ConfigError(
+        f"invalid Ipopt option {key} = {value!r}: not an Ipopt option, or a value of the wrong type "
+        "(https://coin-or.github.io/Ipopt/OPTIONS.html)"
+    )
+
+
+@contextlib.contextmanager
+def _ipopt_quiet():
+    """Ipopt prints its complaint about an option on the C-level standard output; powerdp's one-line error says it."""
+    try:
+        sys.stdout.flush()
+        fd = sys.stdout.fileno()
+        saved = os.dup(fd)
+    except (AttributeError, OSError, ValueError):  # no real stdout (a notebook, a captured stream)
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+        yield
+    finally:
+        _c_flush()  # C's buffered stdout (not a terminal) goes to /dev/null, not after the restore
+        os.dup2(saved, fd)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _c_flush() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # pragma: no cover - no C library to flush
+        pass
 
 
 def option_value(text: str) -> Any:
@@ -257,7 +320,10 @@ class IpoptSolver:
 
     @classmethod
     def check_config(cls, config: Any) -> None:
-        return None
+        check_ipopt_options(dict(config.ipopt_options or {}), "ipopt_options")
+        for field_name in ("ipopt_profile", "ipopt_warm_profile"):  # read (and checked) before anything is computed
+            if getattr(config, field_name, None) is not None:
+                load_ipopt_profile(getattr(config, field_name))
 
     def enable_warm_start(self) -> None:
         """Apply the warm-start options (from now on every solve is warm-started)."""
@@ -268,7 +334,10 @@ class IpoptSolver:
         import cyipopt
 
         lb, ub, cl, cu = self.bounds
-        return cyipopt.Problem(n=self.problem.n, m=self.problem.m, problem_obj=self._cb, lb=lb, ub=ub, cl=cl, cu=cu)
+        nlp = cyipopt.Problem(n=self.problem.n, m=self.problem.m, problem_obj=self._cb, lb=lb, ub=ub, cl=cl, cu=cu)
+        # Ipopt would read ./ipopt.opt from whatever directory powerdp runs in: options come only from powerdp
+        nlp.add_option("option_file_name", "")
+        return nlp
 
     def set_bounds(self, lb: np.ndarray, ub: np.ndarray, cl: np.ndarray, cu: np.ndarray) -> None:
         """Replace the variable bounds and the row bounds for the next solves (same structure).
@@ -290,19 +359,22 @@ class IpoptSolver:
         self.set_options(options)
 
     def set_options(self, options: dict[str, Any]) -> None:
+        check_ipopt_options(options)  # the last gate, for options given through the API
         for key, value in options.items():
             try:
-                self._nlp.add_option(key, value)
-            except (TypeError, ValueError) as exc:
+                with _ipopt_quiet():
+                    self._nlp.add_option(key, value)
+            except (TypeError, ValueError):
                 # "0" parses as an int, but a numeric Ipopt option wants a float
                 if isinstance(value, int) and not isinstance(value, bool):
                     try:
-                        self._nlp.add_option(key, float(value))
+                        with _ipopt_quiet():
+                            self._nlp.add_option(key, float(value))
                         value = float(value)
                     except (TypeError, ValueError):
-                        raise ConfigError(f"invalid Ipopt option {key} = {value!r}: {exc}") from None
+                        raise _bad_option(key, value) from None
                 else:
-                    raise ConfigError(f"invalid Ipopt option {key} = {value!r}: {exc}") from None
+                    raise _bad_option(key, value) from None
             self.options[key] = value
 
     def solve(

@@ -181,8 +181,10 @@ class ResultTables:
 
     def save(self, directory: str | Path) -> None:
         """``generators.csv``, ``buses.csv``, ``branches.csv`` and ``zones.csv`` in ``directory``."""
+        from ..fileio import atomic_to_csv
+
         for name, frame in self.items():
-            frame.to_csv(Path(directory) / f"{name}.csv", index=False)
+            atomic_to_csv(frame, Path(directory) / f"{name}.csv", index=False)
 
     @classmethod
     def load(cls, directory: str | Path) -> ResultTables | None:

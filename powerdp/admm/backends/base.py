@@ -213,7 +213,10 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConf
             elif cmd == "save":  # each zone writes its own file; nothing but an acknowledgement returns
                 for z in sorted(agents):
                     zone = z
-                    agents[z].save_checkpoint(arg)
+                    try:
+                        agents[z].save_checkpoint(arg)
+                    except OSError as exc:  # a full disk: named, and reported as an output error (exit 2), not a failed run
+                        raise _errors.OutputError(f"cannot write {exc.filename or f'the checkpoint of zone {z} in {arg}'}: {exc.strerror or exc}") from None
                 out = None
             elif cmd == "restore":
                 directory, rnd = arg
@@ -298,7 +301,22 @@ class HostedBackend(Backend):
         return self._merge(self._call("diag", [with_solution] * self.n_hosts))
 
     def save_checkpoint(self, directory: str) -> None:
-        self._call("save", [str(directory)] * self.n_hosts)
+        self._call_all("save", [str(directory)] * self.n_hosts)
+
+    def _call_all(self, cmd: str, args_per_host: Sequence[Any]) -> list[Any]:
+        """As :meth:`_call`, but every host's answer is awaited before the first error is raised: a write that
+        failed on one host is reported only once no other host is still writing (its partial files can go)."""
+        for h in range(self.n_hosts):
+            self._send(h, (cmd, args_per_host[h]))
+        answers, first = [], None
+        for h in range(self.n_hosts):
+            try:
+                answers.append(self._recv(h, cmd))
+            except PowerDPError as exc:
+                first = first or exc
+        if first is not None:
+            raise first
+        return answers
 
     def load_checkpoint(self, directory: str, round: int) -> None:
         self._call("restore", [(str(directory), int(round))] * self.n_hosts)

@@ -86,6 +86,8 @@ class LocalUpdate(ABC):
     perturbations: ClassVar[tuple[str, ...]]
     #: one line for ``--help`` and the docs
     summary: ClassVar[str] = ""
+    #: the keys of ``config.extra`` this rule reads; any other key is refused (a misspelt option is never ignored)
+    extra_options: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: RunConfig):
         self.config = config

@@ -43,6 +43,7 @@ class TrustRegionUpdate(LocalUpdate):
     name: ClassVar[str] = "trust-region"
     perturbations: ClassVar[tuple[str, ...]] = ("none", "objective")
     summary: ClassVar[str] = "linearized objective inside the box ‖z − z^{t,e}‖∞ ≤ a/t², E steps per round"
+    extra_options: ClassVar[tuple[str, ...]] = ("trust_radius",)
 
     @classmethod
     def check_config(cls, config) -> None:
