@@ -217,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_run_parser(sub)  # run, sweep, plot: the distributed solve and its studies
     add_audit_parser(sub)
+    from .learning.cli import add_learn_parser
+
+    add_learn_parser(sub, add_verbosity)  # learn: federated learning on the same engine (powerdp/learning/cli.py)
     return parser
 
 
