@@ -507,8 +507,9 @@ RUN_DESCRIPTION = textwrap.dedent(
                      costs one release's epsilon, whatever --rounds and --local-updates
       nonprivate     the same linearized update without noise
       exact          non-private ADMM with the exact local objective (reference)
-      objt           trust-region update (no proximal term; a box of radius a/t^2 around
-                     the last iterate), Laplace objective perturbation
+      objt           trust-region update (no proximal term; a box of radius a around the
+                     last iterate, a = 0.1, or a/t^2 with extra.trust_schedule
+                     "inverse-square"), Laplace objective perturbation
 
     An algorithm is three choices, update rule x perturbation x mechanism; the names
     above stand for the usual combinations. --update, --perturbation and --mechanism
