@@ -18,6 +18,9 @@ import numpy as np
 
 __all__ = ["SoftmaxLoss", "softmax", "centralized_fit", "error_rate", "predict"]
 
+#: keep a client's samples as a sparse matrix when fewer than this fraction of entries are non-zero
+SPARSE_BELOW = 0.3
+
 
 def softmax(S: np.ndarray) -> np.ndarray:
     """Row-wise softmax, shifted by the row maximum (no overflow)."""
@@ -44,13 +47,24 @@ class SoftmaxLoss:
     reg: float = 0.0  # the ℓ2 coefficient of this objective: β/P for a client, β for the pooled problem
 
     def __post_init__(self) -> None:
-        self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        import scipy.sparse as sp
+
+        X = np.ascontiguousarray(self.X, dtype=np.float64)
         self.Y = one_hot(self.y, self.K)
-        self.J = self.X.shape[1]
+        self.J = X.shape[1]
         self.n = self.J * self.K
+        # the two products X z and Xᵀ(H − Y) read X from memory each time, so they are bandwidth-bound: a sparse
+        # X (MNIST: 19 % non-zeros) is kept as CSR with its transpose, exact and 1.8× faster (benchmarks/learning.py)
+        self.sparse = X.size > 0 and np.count_nonzero(X) < SPARSE_BELOW * X.size
+        if self.sparse:
+            self.X = sp.csr_matrix(X)
+            self._XT = self.X.T.tocsr()
+        else:
+            self.X = X
+            self._XT = X.T
 
     def _scores(self, z: np.ndarray) -> np.ndarray:
-        return self.X @ z.reshape(self.J, self.K)
+        return np.asarray(self.X @ z.reshape(self.J, self.K))
 
     def value(self, z: np.ndarray) -> float:
         S = self._scores(z)
@@ -62,7 +76,7 @@ class SoftmaxLoss:
     def gradient(self, z: np.ndarray) -> np.ndarray:
         H = softmax(self._scores(z))
         H -= self.Y
-        g = (self.X.T @ H).ravel()
+        g = np.asarray(self._XT @ H).ravel()
         g *= 1.0 / self.I
         if self.reg:
             g += (2.0 * self.reg) * z
@@ -75,7 +89,7 @@ class SoftmaxLoss:
         tot = E.sum(axis=1, keepdims=True)
         ce = float((m[:, 0] + np.log(tot[:, 0])).sum() - S[np.arange(len(self.y)), self.y].sum())
         H = E / tot - self.Y
-        g = (self.X.T @ H).ravel() / self.I + 2.0 * self.reg * z
+        g = np.asarray(self._XT @ H).ravel() / self.I + 2.0 * self.reg * z
         return ce / self.I + self.reg * float(z @ z), g
 
 
