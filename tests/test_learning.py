@@ -271,3 +271,21 @@ def test_dataset_object_can_be_passed(digits):
     d = Dataset("tiny", *(_tiny(n=80)), *(_tiny(seed=1, n=40)), classes=np.arange(3))
     r = run_federated(LearnConfig(dataset="tiny", clients=3, rounds=5), data=d, reference=False)
     assert r.model.shape == (6, 3) and 0 <= error_rate(r.model.ravel(), d.X_test, d.y_test, 3) <= 1
+
+
+# ---------------------------------------------------------------- the audit (one sample moved)
+def test_audit_passes_an_honest_run_and_fails_a_broken_one(monkeypatch, tmp_path, capsys):
+    from powerdp.cli import main
+    from powerdp.learning.audit import run_learning_audit
+    from powerdp.privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
+
+    cfg = LearnConfig(dataset="digits", algorithm="objg", epsilon=0.5, rounds=2, clients=3)
+    honest = run_learning_audit(cfg, runs=20)
+    assert honest["verdict"] == "passed" and honest["epsilon_lower_bound"] <= honest["epsilon_total"]
+    monkeypatch.setenv(_TEST_DISABLE_NOISE_ENV, "1")  # noise off behind the ledger's back: a perfect attack
+    argv = ["learn", "digits", "--clients", "3", "--algorithm", "objg", "--epsilon", "0.5", "--rounds", "2", "--audit", "20",
+            "--json", str(tmp_path / "a.json")]
+    assert main(argv) == 3
+    res = json.loads((tmp_path / "a.json").read_text())
+    assert res["verdict"] == "failed" and res["epsilon_lower_bound"] > res["epsilon_total"] == pytest.approx(honest["epsilon_total"])
+    assert "audit FAILED" in capsys.readouterr().err

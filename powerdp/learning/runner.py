@@ -85,14 +85,17 @@ class PreparedData:
         return len(self.data.y_train)
 
 
-def prepare_data(config: LearnConfig, data: Dataset | None = None) -> PreparedData:
-    """The run's data after public preprocessing, and each client's sample indices."""
+def prepare_data(config: LearnConfig, data: Dataset | None = None, parts: list[np.ndarray] | None = None) -> PreparedData:
+    """The run's data after public preprocessing, and each client's sample indices (``parts``, else the split)."""
     raw = data if data is not None else load_dataset(
         config.dataset, label=config.label, test_fraction=config.test_fraction, split_seed=config.split_seed,
         feature_range=config.feature_range,
     )
     pre = raw if raw.preprocessing else preprocess(raw, clip=config.clip, clip_l1=config.clip_l1)
-    parts = split_clients(pre.y_train, config.clients, config.split, seed=config.split_seed)
+    if parts is None:
+        parts = split_clients(pre.y_train, config.clients, config.split, seed=config.split_seed)
+    elif len(parts) != config.clients:
+        raise ConfigError(f"parts: {len(parts)} clients' samples given for clients = {config.clients}")
     return PreparedData(pre, parts)
 
 
@@ -137,13 +140,15 @@ def run_federated(
     status: Callable[[str], None] | None = None,
     reference: bool = True,
     observe: Callable[[list[ZoneUpdate]], None] | None = None,
+    parts: list[np.ndarray] | None = None,
 ) -> LearnResult:
     """Run the (private) federated ADMM of docs/learning.md and return its :class:`LearnResult`.
 
     ``data``: a :class:`Dataset` (raw or already preprocessed) instead of ``config.dataset``. ``out``: the
     output directory (refused if it holds a run, unless ``resume`` or ``overwrite``). ``progress`` is called
     with every round's history row; ``observe`` with what the coordinator receives each round (the audit).
-    ``reference``: also solve the centralized problem (needs ``config.evaluate``).
+    ``reference``: also solve the centralized problem (needs ``config.evaluate``). ``parts``: each client's sample
+    indices into ``data`` (default: ``config.split``).
     """
     from threadpoolctl import threadpool_limits
 
@@ -154,11 +159,11 @@ def run_federated(
     # thread, 0.98 ms on two; benchmarks/learning.py), and clients are the unit of parallelism
     with threadpool_limits(limits=config.blas_threads):
         if out is None:
-            return _run(config, data, None, False, progress, status, reference, observe)
+            return _run(config, data, None, False, progress, status, reference, observe, parts)
         out_dir = ensure_dir(out)
         with DirectoryLock(out_dir):
             prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-            return _run(config, data, out_dir, resume, progress, status, reference, observe)
+            return _run(config, data, out_dir, resume, progress, status, reference, observe, parts)
 
 
 def _load_state(out: Path) -> dict:
@@ -211,7 +216,7 @@ def _start_files(out: Path, config: LearnConfig, history: list[dict]) -> None:
         (out / stale).unlink(missing_ok=True)
 
 
-def _run(config, data, out_dir, resume, progress, status, reference, observe) -> LearnResult:
+def _run(config, data, out_dir, resume, progress, status, reference, observe, parts=None) -> LearnResult:
     say = status or (lambda msg: None)
     seen = observe or (lambda updates: None)
     t_setup = time.perf_counter()
@@ -223,7 +228,7 @@ def _run(config, data, out_dir, resume, progress, status, reference, observe) ->
         if int(state["round"]) > config.rounds:
             raise ConfigError(f"{out_dir}: the run already has {state['round']} rounds; give more than that to extend it")
     say(f"loading {config.dataset}")
-    prepared = prepare_data(config, data)
+    prepared = prepare_data(config, data, parts)
     d = prepared.data
     say(f"{prepared.n_train} training samples, {len(d.y_test)} test samples, {d.n_features} features, {d.n_classes} classes, "
         f"{config.clients} clients ({config.split})")
