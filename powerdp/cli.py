@@ -980,8 +980,11 @@ def _status_printer(args):
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .admm.outdir import ensure_dir
+    from .learning.cli import learning_sweep_file, run_learning_sweep_command
     from .sweep import load_sweep, run_sweep
 
+    if learning_sweep_file(args.config):  # a [learn] table: a sweep of federated-learning runs
+        return run_learning_sweep_command(args)
     spec = load_sweep(args.config)
     ensure_dir(args.out)
     n = len(spec.configs())

@@ -289,3 +289,18 @@ def test_audit_passes_an_honest_run_and_fails_a_broken_one(monkeypatch, tmp_path
     res = json.loads((tmp_path / "a.json").read_text())
     assert res["verdict"] == "failed" and res["epsilon_lower_bound"] > res["epsilon_total"] == pytest.approx(honest["epsilon_total"])
     assert "audit FAILED" in capsys.readouterr().err
+
+
+def test_learning_sweep_and_plot(tmp_path):
+    from powerdp.cli import main
+
+    toml = tmp_path / "s.toml"
+    toml.write_text('[sweep]\nalgorithms = ["objg", "outg"]\nepsilons = [0.5]\nseeds = [0, 1]\n\n'
+                    '[learn]\ndataset = "digits"\nrounds = 10\nclients = 3\nevaluate_every = 5\n')
+    assert main(["sweep", str(toml), "--out", str(tmp_path / "sw"), "-q"]) == 0
+    import pandas as pd
+
+    runs = pd.read_csv(tmp_path / "sw" / "runs.csv")
+    assert sorted(runs["algorithm"]) == ["objg", "objg", "outg", "outg"] and runs["final_test_error"].between(0, 1).all()
+    assert main(["plot", str(tmp_path / "sw"), "-q"]) == 0
+    assert (tmp_path / "sw" / "figures" / "learning_digits.png").stat().st_size > 10_000

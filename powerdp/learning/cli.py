@@ -262,3 +262,28 @@ def _print_summary(s: dict, cfg: LearnConfig, out) -> None:
         print(f"privacy       total ε per client {eps:.4g} (ε̄ {s['epsilon_per_step_setting']:.4g} per step, {cfg.adjacency}){label}")
     if out is not None:
         print(f"results       {out}")
+
+
+def learning_sweep_file(path: Path) -> bool:
+    """Whether the sweep file ``path`` describes learning runs (it has a ``[learn]`` table)."""
+    from ..sweep import load_toml
+    from .sweep import is_learning_sweep
+
+    return is_learning_sweep(load_toml(path))
+
+
+def run_learning_sweep_command(args: argparse.Namespace) -> int:
+    """``powerdp sweep FILE --out DIR`` for a learning sweep file (serial; every run is seconds)."""
+    from ..sweep import load_toml
+    from .sweep import run_learning_sweep
+
+    quiet = getattr(args, "quiet", False)
+
+    def progress(run, err, done, total):
+        if not quiet:
+            print(f"[{done}/{total}] {run}" + (f"  FAILED: {err}" if err else ""), flush=True)
+
+    runs = run_learning_sweep(load_toml(args.config), args.out, source=str(args.config), progress=progress)
+    if not quiet:
+        print(f"{len(runs)} learning runs in {args.out} (runs.csv, rounds.csv); powerdp plot {args.out} draws them")
+    return 0
