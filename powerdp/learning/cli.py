@@ -110,6 +110,7 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of 000 eq. 73 when private, a small constant otherwise")
     p.add_argument("--rho", type=float, metavar="RHO", help="the constant penalty (with --rho-schedule constant)")
     p.add_argument("--eta", default="auto", metavar="ETA", help=f"proximal step: auto (default: {DEFAULT_ETA:g}/R^2), a constant, or capped, sqrt, theorem")
+    p.add_argument("--eta-scale", type=float, default=1.0, metavar="A", help="outp: the factor a of Huang et al.'s step size (default: 1)")
     p.add_argument("--trust-radius", type=float, default=1.0, metavar="A", help="objt: the trust-region constant a (default: 1)")
     p.add_argument("--trust-schedule", choices=["constant", "inverse-square"], default="constant", help="objt: radius a (default) or a/t^2")
     p.add_argument("--seed", type=int, default=0, help="noise seed (default: 0)")
@@ -153,7 +154,7 @@ def config_from_args(args: argparse.Namespace) -> LearnConfig:
         box=args.box, reg=args.reg, algorithm=args.algorithm, epsilon=args.epsilon, delta=args.delta,
         target_epsilon=args.target_epsilon, target_delta=args.target_delta, sensitivity=args.sensitivity,
         adjacency=args.adjacency, rounds=args.rounds, local_updates=args.local_updates, rho_schedule=args.rho_schedule,
-        rho=args.rho, eta=args.eta, trust_radius=args.trust_radius, trust_schedule=args.trust_schedule, seed=args.seed,
+        rho=args.rho, eta=args.eta, eta_scale=args.eta_scale, trust_radius=args.trust_radius, trust_schedule=args.trust_schedule, seed=args.seed,
         evaluate=not args.no_evaluation, evaluate_every=args.evaluate_every, checkpoint_every=args.checkpoint_every,
     )
 
