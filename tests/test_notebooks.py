@@ -7,7 +7,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-@pytest.mark.parametrize("name", ["quickstart", "paper_reproduction", "zone_partition_study"])
+@pytest.mark.parametrize("name", ["quickstart", "paper_reproduction", "zone_partition_study", "federated_learning"])
 def test_notebook_executes(name, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
