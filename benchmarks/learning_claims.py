@@ -177,9 +177,50 @@ def figures(args) -> None:
             fig.savefig(RESULTS / f"learning_paper000_{ds}.png", dpi=120)
 
 
+def _ms(x) -> str:
+    return f"{x.mean():.4f} ± {x.std(ddof=0):.4f}" if len(x) > 1 else f"{x.mean():.4f}"
+
+
+def report(args) -> None:
+    """Markdown tables of the CSVs (printed; docs/results/learning.md quotes them)."""
+    import pandas as pd
+
+    path = RESULTS / "learning_paper000.csv"
+    if path.exists():
+        df = pd.read_csv(path)
+        for ds, sub in df.groupby("dataset"):
+            print(f"\n#### 000 §6.2 on {ds} (T = {sub['rounds'].iloc[0]}, mean ± sd over {sub['seed'].nunique()} seeds; objective and test error: mean of the last tenth of the evaluations)\n")
+            print("| ε̄ | E | ObjG objective | OutG objective | ObjG test error | OutG test error | noise ObjG / OutG | total ε per client |")
+            print("|---|---|---|---|---|---|---|---|")
+            for (eps, E), g in sub.groupby(["epsilon_step", "E"]):
+                o, u = g[g.algorithm == "objg"], g[g.algorithm == "outg"]
+                if not len(o) or not len(u):
+                    continue
+                print(f"| {eps:g} | {E} | {_ms(o.tail_objective)} | {_ms(u.tail_objective)} | {_ms(o.tail_test_error)} | {_ms(u.tail_test_error)} | "
+                      f"{o.noise_magnitude.mean():.3g} / {u.noise_magnitude.mean():.3g} | {o.epsilon_total.iloc[0]:.3g} |")
+    path = RESULTS / "learning_inexact.csv"
+    if path.exists():
+        df = pd.read_csv(path)
+        print(f"\n#### 004 on the MNIST subset (T = {df['rounds'].iloc[0]}, ε̄ scaled by 60000/4000 = 15; mean ± sd over seeds)\n")
+        print("| algorithm | full-MNIST ε̄ | ε̄ used | radius | sensitivity | test error | objective | total ε per client |")
+        print("|---|---|---|---|---|---|---|---|")
+        for key, g in df.fillna("").groupby(["algorithm", "epsilon_full_mnist", "epsilon_step", "trust_schedule", "trust_radius", "sensitivity"], sort=False):
+            alg, full, used, sched, a, sens = key
+            radius = f"{sched} a = {a}" if sched else ""
+            print(f"| {alg} | {full} | {used} | {radius} | {sens} | {_ms(g.tail_test_error)} | {_ms(g.tail_objective)} | {g.epsilon_total.iloc[0]:.4g} |")
+    path = RESULTS / "learning_budget.csv"
+    if path.exists():
+        df = pd.read_csv(path)
+        print("\n#### Equal total budgets per client (MNIST subset, sound sensitivities; mean ± sd over seeds)\n")
+        print("| algorithm | total ε | δ | rounds | test error | objective | spent ε (ledger) |")
+        print("|---|---|---|---|---|---|---|")
+        for (alg, te), g in df.groupby(["algorithm", "target_epsilon"], sort=False):
+            print(f"| {alg} | {te:g} | {g.target_delta.iloc[0]:g} | {g.rounds.iloc[0]} | {_ms(g.final_test_error)} | {_ms(g.final_objective)} | {g.epsilon_total.max():.4g} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["paper000", "inexact", "budget", "figures"])
+    ap.add_argument("what", choices=["paper000", "inexact", "budget", "figures", "report"])
     ap.add_argument("--dataset", default="digits", choices=list(CLIP))
     ap.add_argument("--rounds", type=int, default=1000)
     ap.add_argument("--seeds", type=int, default=3)
@@ -189,7 +230,7 @@ def main() -> None:
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    {"paper000": paper000, "inexact": inexact, "budget": budget, "figures": figures}[args.what](args)
+    {"paper000": paper000, "inexact": inexact, "budget": budget, "figures": figures, "report": report}[args.what](args)
 
 
 if __name__ == "__main__":

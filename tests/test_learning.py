@@ -304,3 +304,18 @@ def test_learning_sweep_and_plot(tmp_path):
     assert sorted(runs["algorithm"]) == ["objg", "objg", "outg", "outg"] and runs["final_test_error"].between(0, 1).all()
     assert main(["plot", str(tmp_path / "sw"), "-q"]) == 0
     assert (tmp_path / "sw" / "figures" / "learning_digits.png").stat().st_size > 10_000
+
+
+def test_per_step_epsilon_totals_match_the_spec_reference():
+    """SPEC 9.5: exact Gaussian totals at δ = 1e-6 of T = 5000 steps (E = 1) and 25000 (E = 5) of per-step (ε̄, 1e-6)."""
+    import warnings
+
+    from powerdp.privacy import GaussianMechanism
+    from powerdp.privacy.accounting import _exact_gaussian_epsilon
+
+    want = {1: [3.1, 6.8, 53.2, 151.6], 5: [7.8, 18.0, 181.4, 586.1]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for E, totals in want.items():
+            got = [_exact_gaussian_epsilon(GaussianMechanism(1.0, e, 1e-6).noise_multiplier, 5000 * E, 1e-6) for e in (0.05, 0.1, 0.5, 1.0)]
+            assert got == pytest.approx(totals, abs=0.051)
