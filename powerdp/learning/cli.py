@@ -182,7 +182,8 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
 def _printer(args, cfg: LearnConfig):
     if getattr(args, "quiet", False):
         return None
-    every = 1 if getattr(args, "verbose", False) else max(1, cfg.rounds // 10)
+    k = cfg.evaluate_every if cfg.evaluate else 1
+    every = k if getattr(args, "verbose", False) else max(k, (cfg.rounds // 10) // k * k)  # rounds that are evaluated
 
     def line(row):
         t = row["round"]
