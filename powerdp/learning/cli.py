@@ -180,8 +180,22 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
 
 
 def _printer(args, cfg: LearnConfig):
+    """A progress bar on a terminal (as powerdp run), else one line per evaluated round; None with -q."""
     if getattr(args, "quiet", False):
         return None
+    if sys.stderr.isatty() and not getattr(args, "verbose", False):
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.rounds, desc=f"{cfg.algorithm} {cfg.dataset}", unit="round", file=sys.stderr)
+
+        def update(row):
+            bar.update(1)
+            if row["objective"] == row["objective"]:  # an evaluated round
+                bar.set_postfix(obj=f"{row['objective']:.4g}", err=f"{row['test_error']:.3f}", eps=f"{row['epsilon_spent']:.3g}")
+            if row["round"] >= cfg.rounds:
+                bar.close()
+
+        return update
     k = cfg.evaluate_every if cfg.evaluate else 1
     every = k if getattr(args, "verbose", False) else max(k, (cfg.rounds // 10) // k * k)  # rounds that are evaluated
 
