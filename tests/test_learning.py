@@ -232,8 +232,9 @@ def test_outp_noise_shrinks_with_rounds(digits):
 
 
 def test_seeded_runs_repeat_and_resume_is_exact(tmp_path, digits):
-    cfg = LearnConfig(dataset="digits", algorithm="objg", epsilon=0.5, rounds=30, evaluate_every=1, checkpoint_every=10)
+    cfg = LearnConfig(dataset="digits", algorithm="objg", epsilon=0.5, rounds=30, evaluate_every=1, checkpoint_every=10, seed=0)
     full = run_federated(cfg, data=digits, reference=False)
+    assert full.summary["noise_source"] == "seeded"
     again = run_federated(cfg, data=digits, reference=False)
     np.testing.assert_array_equal(full.model, again.model)
     run_federated(cfg.replace(rounds=20), data=digits, out=tmp_path / "r", reference=False)
@@ -319,3 +320,10 @@ def test_per_step_epsilon_totals_match_the_spec_reference():
         for E, totals in want.items():
             got = [_exact_gaussian_epsilon(GaussianMechanism(1.0, e, 1e-6).noise_multiplier, 5000 * E, 1e-6) for e in (0.05, 0.1, 0.5, 1.0)]
             assert got == pytest.approx(totals, abs=0.051)
+
+
+def test_unseeded_noise_is_secret(digits):
+    """No seed: each client draws from OS entropy (the engine's rule), so two runs differ and the summary says so."""
+    cfg = LearnConfig(dataset="digits", algorithm="objg", epsilon=0.5, rounds=3)
+    a, b = (run_federated(cfg, data=digits, reference=False) for _ in range(2))
+    assert a.summary["noise_source"] == "secret" and not np.array_equal(a.model, b.model)

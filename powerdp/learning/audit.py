@@ -64,6 +64,7 @@ def run_learning_audit(
     prepared = prepare_data(config)
     d0, parts = prepared.data, prepared.parts
     d1, parts1 = neighbouring_dataset(d0, parts, client, config.adjacency, d0.preprocessing["R2"])
+    first = config.seed if config.seed is not None else 0  # the audit's runs are seeded: seed, seed + 1, ...
     released: dict[str, list[np.ndarray]] = {"D": [], "D'": []}
     claim = None
     done = 0
@@ -74,7 +75,7 @@ def run_learning_audit(
             def observe(updates, got=got) -> None:
                 got.extend(u.released for u in updates if u.zone == client)
 
-            res = run_federated(config.replace(seed=config.seed + k), data=data, reference=False, observe=observe, parts=pts)
+            res = run_federated(config.replace(seed=first + k), data=data, reference=False, observe=observe, parts=pts)
             released[name].append(np.concatenate(got))
             eps = res.summary["epsilon_total"].get(client) if config.private else None
             if claim is not None and eps != claim:

@@ -113,7 +113,8 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eta-scale", type=float, default=1.0, metavar="A", help="outp: the factor a of Huang et al.'s step size (default: 1)")
     p.add_argument("--trust-radius", type=float, default=1.0, metavar="A", help="objt: the trust-region constant a (default: 1)")
     p.add_argument("--trust-schedule", choices=["constant", "inverse-square"], default="constant", help="objt: radius a (default) or a/t^2")
-    p.add_argument("--seed", type=int, default=0, help="noise seed (default: 0)")
+    p.add_argument("--seed", type=int, metavar="N", help="seed the noise (a reproducible experiment: whoever knows N can replay it); "
+                   "default: secret noise from OS entropy in each client")
     p.add_argument("--evaluate-every", type=int, default=d["evaluate_every"].default, metavar="K", help="evaluate the model (and the ledger) every K rounds (default: 10)")
     p.add_argument("--no-evaluation", action="store_true", help="do not evaluate the model each round (no centralized reference)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized reference solve")

@@ -15,6 +15,7 @@ generator (:func:`client_rng`), the solver statistics of a message, and the chec
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import privacy
 from ..admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
 from ..admm.perturbations import PERTURBATIONS, Perturbation
 from ..admm.updates import UPDATES, LocalUpdate
@@ -37,9 +39,23 @@ __all__ = ["ClientAgent", "ClientDiagnostics", "client_rng"]
 
 
 def client_rng(config: LearnConfig, client: int) -> np.random.Generator:
-    """The client's noise generator: exactly the engine's per-zone generator, so whatever the engine decides
-    about seeds and entropy applies here too (engine: the one place to follow it)."""
+    """The client's noise generator, made where the engine makes a zone's (engine: the one place to follow it):
+    ``privacy.noise_rng(seed, client)`` where the engine has it (secret OS entropy for ``seed`` None, else the
+    reproducible :func:`~powerdp.privacy.zone_rng`), with the same behaviour spelled out otherwise."""
+    make = getattr(privacy, "noise_rng", None)
+    if make is not None:
+        return make(config.seed, client)
+    if config.seed is None:
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))  # secret: OS entropy, never replayable
     return zone_rng(config.seed, client)
+
+
+def _message(t: int, client: int, released: np.ndarray, stats: SolverStats) -> ZoneUpdate:
+    """engine: the release as the engine's message type; solver statistics ride along only where the message
+    still has a ``stats`` field (the allow-listed message carries the released values only)."""
+    if "stats" in {f.name for f in dataclasses.fields(ZoneUpdate)}:
+        return ZoneUpdate(round=t, zone=client, released=released, stats=stats)
+    return ZoneUpdate(round=t, zone=client, released=released)
 
 
 @dataclass(frozen=True)
@@ -120,8 +136,8 @@ class ClientAgent:
         """z¹ = the projection of the data-independent start 0 onto W_p (the zero model)."""
         z = np.clip(np.zeros(self.n), self.problem.lb, self.problem.ub)
         self.z_last = self.z_released = z
-        stats = SolverStats(1, 0, 0.0, 0.0, ("solved",))  # engine: message statistics
-        return ZoneUpdate(round=0, zone=self.zone, released=z.copy(), stats=stats)
+        self.last_stats = SolverStats(1, 0, 0.0, 0.0, ("solved",))
+        return _message(0, self.zone, z.copy(), self.last_stats)
 
     def step(self, msg: ConsensusMessage) -> ZoneUpdate:
         """One ADMM round: E local steps of the update rule, release the mean iterate, update λ_p."""
@@ -140,11 +156,11 @@ class ClientAgent:
         self.z_released = its[0] if len(its) == 1 else np.mean(its, axis=0)
         self.lam = self.lam + rho * (w - self.z_released)
         self.last_noise = outcome.noise  # evaluation only: stays with the client
-        stats = SolverStats(  # engine: message statistics (no noise figure crosses)
+        self.last_stats = SolverStats(  # client-side: what the round's solves cost (no noise figure in it)
             solves=len(its), iterations=outcome.iterations, solver_s=outcome.solver_s,
             wall_s=time.perf_counter() - t0, statuses=tuple(outcome.statuses),
         )
-        return ZoneUpdate(round=t, zone=self.zone, released=self.z_released.copy(), stats=stats)
+        return _message(t, self.zone, self.z_released.copy(), self.last_stats)
 
     def diagnostics(self, evaluate: bool = True, privacy: bool = True) -> ClientDiagnostics:
         """The client's evaluation figures; ``privacy=False`` skips the ledger's accountant (NaN spend)."""

@@ -85,7 +85,9 @@ class LearnConfig:
     eta_scale: float = 1.0  # a of OutP's η_t (Huang et al.)
     trust_radius: float = 1.0  # a of ObjT's radius δ_t
     trust_schedule: str = TRUST_SCHEDULES[0]  # constant (δ_t = a) or inverse-square (a/t²)
-    seed: int = 0
+    # None (default): secret noise from OS entropy in each client, as a deployment; an integer: a reproducible
+    # experiment whose noise anyone who knows the seed can replay (the summary says which: noise_source)
+    seed: int | None = None
     evaluate: bool = True
     evaluate_every: int = 10  # rounds between evaluations of the global model (and of the ledger's figure)
     checkpoint_every: int = 10
@@ -168,6 +170,8 @@ class LearnConfig:
             raise bad("trust_schedule", f"choose one of {', '.join(TRUST_SCHEDULES)}")
         if spec.update == "huang" and self.box is None:
             raise bad("box", "OutP's step size (Huang et al.) needs a bounded feasible set; give --box U")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
+            raise bad("seed", "must be a non-negative integer, or unset for secret noise")
         if self.backend != "serial":
             raise bad("backend", "learning runs on the serial backend only (for now)")
         solver_class(self.local_solver, "local_solver", BOX_SOLVERS).check_config(self)
@@ -240,6 +244,11 @@ class LearnConfig:
             return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps)}
         except ConfigError as exc:
             raise ConfigError(f"target_epsilon = {self.target_epsilon!r}: {exc}") from None
+
+    @property
+    def noise_source(self) -> str:
+        """``"secret"`` (no seed: OS entropy per client) or ``"seeded"`` (replayable by whoever knows the seed)."""
+        return "secret" if self.seed is None else "seeded"
 
     @property
     def step_epsilon(self) -> float | None:

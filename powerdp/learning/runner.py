@@ -360,6 +360,8 @@ def _result(config, prepared, coordinator, clients, history, central, setup_s, r
         "centralized_test_error": central["test_error"] if central else None,
         "relative_gap_to_centralized": None,
         "private": config.private,
+        "noise_source": config.noise_source if config.private else None,
+        "seed": config.seed,
         "sensitivity": config.sensitivity,
         "sensitivity_note": (
             "the papers' data-dependent sensitivity: NOT differentially private" if config.private and config.sensitivity == "paper"
