@@ -1,7 +1,7 @@
 """Execute the example notebooks with what `pip install -e ".[dev]"` installs (nbformat, nbclient, ipykernel;
 no `jupyter nbconvert` needed): the same cells CI runs, as a user opening them in Jupyter sees them.
 
-    python examples/run_notebooks.py                      # all three, their own settings
+    python examples/run_notebooks.py                      # all of them, their own settings
     python examples/run_notebooks.py --small quickstart   # small settings, as the tests run them
     python examples/run_notebooks.py --out executed       # also save the executed copies (with outputs)
 
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-NOTEBOOKS = ("quickstart", "paper_reproduction", "zone_partition_study")
+NOTEBOOKS = ("quickstart", "paper_reproduction", "zone_partition_study", "federated_learning")
 
 
 def execute(name: str, small: bool = False, timeout: int = 1800):

@@ -40,6 +40,7 @@ from .errors import (
 from .grid.matpower import MatpowerData, read_matpower
 from .grid.network import DCLines, Network, bundled_cases, load_case
 from .grid.partition import Partition, bundled_partition, partition
+from .learning import LearnConfig, LearnResult, run_federated
 from .opf.centralized import OPFResult, solve_opf
 from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
 from .opf.conic import ClarabelSolver
@@ -106,6 +107,9 @@ __all__ = [
     "RunFailed",
     "run_audit",
     "AuditResult",
+    "run_federated",
+    "LearnConfig",
+    "LearnResult",
     "PowerDPError",
     "CaseDataError",
     "PartitionError",

@@ -231,7 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_parser(sub)
     from .cli_privacy import add_privacy_parser
     from .cli_sharing import register  # solve/run --model dc, learn --vertical (ADMM sharing)
+    from .learning.cli import add_learn_parser
 
+    add_learn_parser(sub, add_verbosity)  # learn: federated learning on the same engine (powerdp/learning/cli.py)
     add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
     register(sub)
     return parser
@@ -576,8 +578,9 @@ RUN_DESCRIPTION = textwrap.dedent(
                      costs one release's epsilon, whatever --rounds and --local-updates
       nonprivate     the same linearized update without noise
       exact          non-private ADMM with the exact local objective (reference)
-      objt           trust-region update (no proximal term; a box of radius a/t^2 around
-                     the last iterate), Laplace objective perturbation
+      objt           trust-region update (no proximal term; a box of radius a around the
+                     last iterate, a = 0.1, or a/t^2 with extra.trust_schedule
+                     "inverse-square"), Laplace objective perturbation
 
     An algorithm is three choices, update rule x perturbation x mechanism; the names
     above stand for the usual combinations. --update, --perturbation and --mechanism
@@ -1070,8 +1073,11 @@ def _status_printer(args):
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .admm.outdir import ensure_dir
+    from .learning.cli import learning_sweep_file, run_learning_sweep_command
     from .sweep import load_sweep, run_sweep
 
+    if learning_sweep_file(args.config):  # a [learn] table: a sweep of federated-learning runs
+        return run_learning_sweep_command(args)
     spec = load_sweep(args.config)
     ensure_dir(args.out)
     n = len(spec.configs())

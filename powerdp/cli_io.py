@@ -40,6 +40,7 @@ def write_json(path: Path, data) -> None:
     if str(path) == "-":
         sys.stdout.write(text)
     else:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
 
 

@@ -9,7 +9,6 @@ zCDP of the first user after K iterations and its (ε, δ).
 from __future__ import annotations
 
 import argparse
-import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -185,7 +184,7 @@ def cmd_privacy_amplification(args: argparse.Namespace) -> int:
                      f"RDP_{u['alpha']:g} = {u['rdp']:.6g} -> epsilon = {u['epsilon']:.4g} at delta = {u['delta']:g}")
     print("\n".join(lines))
     if args.json is not None:
-        from .jsonutil import jsonable
+        from .cli_io import write_json
 
-        args.json.write_text(json.dumps(jsonable(rep), indent=2) + "\n")
+        write_json(args.json, rep)
     return 0

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError
-from .jsonutil import jsonable
 
 __all__ = ["register", "add_vertical_arguments", "run_vertical", "cmd_solve_dc", "cmd_run_dc"]
 
@@ -42,6 +41,13 @@ def _wrap(parser: argparse.ArgumentParser, handler) -> None:
     parser.set_defaults(func=dispatch)
 
 
+def _write_json(path: Path, data) -> None:
+    """--json PATH (atomically), or standard output for --json -: the CLI's one writer."""
+    from .cli_io import write_json
+
+    write_json(path, data)
+
+
 def register(sub) -> None:
     """Add ``--model`` to ``solve`` and ``run``, and a ``learn`` command with ``--vertical`` if there is none."""
     choices = sub.choices
@@ -58,10 +64,39 @@ def register(sub) -> None:
     if "learn" not in choices:
         p = sub.add_parser("learn", help="train a model over parties that hold feature blocks (--vertical: ADMM sharing)",
                            description=VERTICAL_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.add_argument("dataset", metavar="DATASET", help="breast_cancer or gisette_like (scikit-learn stand-ins, no download)")
-        p.add_argument("--vertical", action="store_true", help="features split over parties (required: the only mode of this command)")
-        add_vertical_arguments(p)
-        p.set_defaults(func=run_vertical)
+        _add_vertical_parser_arguments(p)
+        return
+    _host_vertical(choices["learn"])
+
+
+def _add_vertical_parser_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", metavar="DATASET", help="breast_cancer or gisette_like (scikit-learn stand-ins, no download)")
+    p.add_argument("--vertical", action="store_true", help="features split over parties (ADMM sharing)")
+    add_vertical_arguments(p)
+    p.set_defaults(func=run_vertical)
+
+
+def _host_vertical(learn: argparse.ArgumentParser) -> None:
+    """``powerdp learn DATASET --vertical ...``: the federated ``learn`` parser hands a command line that holds
+    ``--vertical`` to the vertical-learning parser (its own flags: --parties, --blocks, --lam, --tau, ...)."""
+    vertical = argparse.ArgumentParser(
+        prog=learn.prog, description=VERTICAL_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    for action in learn._actions:  # the CLI's shared flags (-q/-v) keep working after the subcommand
+        if set(action.option_strings) & {"-q", "--quiet", "-v", "--verbose"}:
+            vertical._add_action(action)
+    _add_vertical_parser_arguments(vertical)
+    learn.add_argument("--vertical", action="store_true",
+                       help="vertical learning: the features (not the samples) are split over parties, by ADMM sharing; "
+                       "see powerdp learn DATASET --vertical --help for its options")
+    federated = learn.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        if args is not None and "--vertical" in args:
+            return vertical.parse_known_args(args, namespace)
+        return federated(args, namespace)
+
+    learn.parse_known_args = parse_known_args
 
 
 # --------------------------------------------------------------------------- DC solve
@@ -77,9 +112,10 @@ def cmd_solve_dc(args) -> int:
     model = dc_model(net)
     res = solve_dc_opf(model)
     summary = {"model": "dc", "case": net.name, **res.summary(model)}
-    print(f"{net.name}: DC-OPF {res.status}, objective {res.objective:.6f} $/h, energy price "
-          f"{summary['energy_price_per_mwh']:.4f} $/MWh, LMP {res.lmp.min():.4f} … {res.lmp.max():.4f} $/MWh, "
-          f"{summary['congested_lines']} congested line(s), {res.solve_s * 1e3:.1f} ms")
+    if not getattr(args, "quiet", False):
+        print(f"{net.name}: DC-OPF {res.status}, objective {res.objective:.6f} $/h, energy price "
+              f"{summary['energy_price_per_mwh']:.4f} $/MWh, LMP {res.lmp.min():.4f} … {res.lmp.max():.4f} $/MWh, "
+              f"{summary['congested_lines']} congested line(s), {res.solve_s * 1e3:.1f} ms")
     out = getattr(args, "out", None) or getattr(args, "solution", None)
     if out is not None:
         from .admm.outdir import ensure_dir
@@ -88,9 +124,8 @@ def cmd_solve_dc(args) -> int:
         for name, df in dc_tables(model, res.pg, res.lmp).items():
             df.to_csv(Path(out) / f"{name}.csv", index=False)
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         doc = {**summary, "lmp_per_mwh": res.lmp, "pg_mw": res.pg * model.base_mva}
-        args.json.write_text(json.dumps(jsonable(doc), indent=2))
+        _write_json(args.json, doc)
     return 0 if res.success else 1
 
 
@@ -175,11 +210,12 @@ def cmd_run_dc(args) -> int:
     }
     if seed is not None and settings.noise_multiplier is not None:
         print("powerdp: note: a seeded private run: its noise is reproducible by whoever knows the seed", file=sys.stderr)
-    print(f"{net.name}, {part.n_zones} zones, DC market by ADMM sharing, {summary['rounds']} rounds: cost "
-          f"{ev['cost']:.6f} $/h (centralized {summary['centralized_objective']:.6f}, gap {summary['cost_gap']:.2e}), "
-          f"max line violation {ev['max_line_violation']:.2e} p.u., imbalance {ev['imbalance_mw']:.2e} MW, "
-          f"max price error {summary['max_price_error']:.2e} $/MWh"
-          + (f", ε = {summary['epsilon_per_zone']:.3g} per zone (δ = {summary['delta']:g})" if settings.noise_multiplier else ""))
+    if not getattr(args, "quiet", False):
+        print(f"{net.name}, {part.n_zones} zones, DC market by ADMM sharing, {summary['rounds']} rounds: cost "
+              f"{ev['cost']:.6f} $/h (centralized {summary['centralized_objective']:.6f}, gap {summary['cost_gap']:.2e}), "
+              f"max line violation {ev['max_line_violation']:.2e} p.u., imbalance {ev['imbalance_mw']:.2e} MW, "
+              f"max price error {summary['max_price_error']:.2e} $/MWh"
+              + (f", ε = {summary['epsilon_per_zone']:.3g} per zone (δ = {summary['delta']:g})" if settings.noise_multiplier else ""))
     if out is not None:
         pg = np.concatenate([result.diagnostics[m]["pg"] for m in range(part.n_zones)])
         order = np.concatenate([np.flatnonzero(part.zone_of_bus[model.gen_bus] == m) for m in range(part.n_zones)])
@@ -189,8 +225,7 @@ def cmd_run_dc(args) -> int:
         for name, df in tables.items():
             df.to_csv(Path(out) / f"{name}.csv", index=False)
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(jsonable(summary), indent=2))
+        _write_json(args.json, summary)
     return 0
 
 
@@ -282,12 +317,12 @@ def run_vertical(args) -> int:
         "epsilon_per_party": result.summary["coordinator_view"]["ledger"][0]["epsilon"], "delta": args.delta if nm else 0.0,
         "neighbours": args.neighbours if nm else None, "noise_multiplier": nm, "seeded": seed is not None,
     }
-    print(f"{data.name}, {len(data.blocks)} parties, {summary['rounds']} rounds: test log-loss {ev['test_logloss']:.4f} "
-          f"(centralized {base['centralized_test_logloss']:.4f}; party alone "
-          f"{', '.join(f'{v:.4f}' for v in base['party_alone_test_logloss'])}), test error {100 * ev['test_error']:.2f} %"
-          + (f", ε = {summary['epsilon_per_party']:.3g} per party" if nm else ""))
+    if not getattr(args, "quiet", False):
+        print(f"{data.name}, {len(data.blocks)} parties, {summary['rounds']} rounds: test log-loss {ev['test_logloss']:.4f} "
+              f"(centralized {base['centralized_test_logloss']:.4f}; party alone "
+              f"{', '.join(f'{v:.4f}' for v in base['party_alone_test_logloss'])}), test error {100 * ev['test_error']:.2f} %"
+              + (f", ε = {summary['epsilon_per_party']:.3g} per party" if nm else ""))
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(jsonable(summary), indent=2))
+        _write_json(args.json, summary)
     return 0
 

@@ -196,12 +196,15 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
     """Draw every figure a sweep directory (or one run's directory) supports; save PNGs (default: DIR/figures)."""
     from .admm.outdir import ensure_dir
     from .errors import ConfigError
+    from .learning.sweep import is_learning_dir, plot_learning
     from .sweep import run_dirs, sweep_tables
 
     plt = _plt()
     directory = Path(directory)
     if not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory (a sweep's --out or a run's --out)")
+    if is_learning_dir(directory):  # a federated-learning run or sweep (powerdp learn)
+        return plot_learning(directory, out)
     out = Path(out) if out is not None else directory / "figures"
     rounds, runs = sweep_tables(directory)
     if runs.empty:

@@ -72,3 +72,15 @@ def test_layers_point_one_way():
             assert order[lb] <= order[la], f"{a} imports {b}: a lower layer depends on a higher one"
     # the privacy maths builds no model and calls no solver
     assert not any(b.startswith(("powerdp.opf", "powerdp.admm", "powerdp.grid")) for a, b in g.edges if a.startswith("powerdp.privacy"))
+
+
+def test_learning_uses_the_engine_not_power_flow():
+    """powerdp.learning sits beside opf/: it imports admm/ and privacy/ (and the neutral solver registry), never
+    grid/ or opf/; and nothing below it (grid, opf, privacy, admm) imports it."""
+    g = _graph()
+    for a, b in g.edges:
+        if a.startswith("powerdp.learning"):
+            assert not b.startswith(("powerdp.grid", "powerdp.opf")), f"{a} imports {b}"
+        if b.startswith("powerdp.learning"):
+            assert (a.split(".") + [""])[1] not in ("grid", "opf", "privacy", "admm"), f"{a} imports {b}"
+    assert any(a.startswith("powerdp.learning") and b.startswith("powerdp.admm") for a, b in g.edges)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-NAMES = ["quickstart", "paper_reproduction", "zone_partition_study"]
+NAMES = ["quickstart", "paper_reproduction", "zone_partition_study", "federated_learning"]
 
 
 def _runner():

@@ -59,6 +59,9 @@ def test_trust_radius_option_is_checked(a):
 def test_trust_radius_schedule():
     assert trust_radius(1, 1.0) == 1.0
     assert trust_radius(10, 2.0) == pytest.approx(0.02)
+    assert trust_radius(10, 2.0, "constant") == 2.0  # what the authors' code computes: a/(t+1)*(t+1) = a
+    with pytest.raises(ConfigError, match="trust_schedule"):
+        RunConfig(case="case14", algorithm="objt", extra={"trust_schedule": "linear"})
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +72,8 @@ def zone0(case14):
 
 def test_objt_steps_stay_in_the_box_and_in_w_p(zone0):
     net, part, by_zone = zone0
-    cfg = RunConfig(case="case14", algorithm="objt", epsilon=0.2, local_updates=2, extra={"trust_radius": 0.5})
+    cfg = RunConfig(case="case14", algorithm="objt", epsilon=0.2, local_updates=2,
+                    extra={"trust_radius": 0.5, "trust_schedule": "inverse-square"})
     agent = ZoneAgent(net, 0, part.own_buses(0), by_zone[0], cfg)
     w = agent.initialize().released
     steps = []
@@ -85,7 +89,7 @@ def test_objt_steps_stay_in_the_box_and_in_w_p(zone0):
 
     agent.solve = spy
     for t in range(1, 5):
-        radius = trust_radius(t, 0.5)
+        radius = trust_radius(t, 0.5, "inverse-square")
         upd = agent.step(ConsensusMessage(round=t, zone=0, w=w, rho=100.0))
         assert agent.problem.max_violation(agent.z_released) <= 1e-6
         assert agent.last_stats.noise_magnitude > 0 and agent.last_stats.solves == 2  # zone-private

@@ -1,4 +1,17 @@
-"""Federated learning, the second application: learning problems solved with private ADMM (SPEC §9).
+"""Federated learning on the engine (docs/learning.md): the papers' second application.
 
-Sits beside opf/ and uses admm/ and privacy/; never grid/ or opf/.
+Clients holding training samples run the same private ADMM as power-flow zones: the engine's update rules,
+perturbations, mechanisms and ledger, unchanged, on a multiclass logistic-regression model. This package
+uses :mod:`powerdp.admm` and :mod:`powerdp.privacy` only (never the grid or OPF layers).
 """
+
+from .client import ClientAgent, ClientDiagnostics
+from .config import ALGORITHMS, LearnConfig
+from .data import BUNDLED, Dataset, load_dataset, preprocess, split_clients
+from .model import SoftmaxLoss, centralized_fit, error_rate
+from .runner import LearnFailed, LearnResult, run_federated
+
+__all__ = [
+    "run_federated", "LearnConfig", "LearnResult", "LearnFailed", "ALGORITHMS", "ClientAgent", "ClientDiagnostics",
+    "Dataset", "BUNDLED", "load_dataset", "preprocess", "split_clients", "SoftmaxLoss", "centralized_fit", "error_rate",
+]

@@ -181,7 +181,9 @@ class PrivacyLedger:
     @staticmethod
     def _signature(mechanism: Mechanism) -> tuple:
         eps, delta = mechanism.per_step()
-        return (mechanism.kind, eps, delta, mechanism.noise_multiplier)
+        # to 12 significant digits: a mechanism re-calibrated each round (output perturbation) has the same
+        # parameters up to rounding, and must stay one history entry (else every report costs O(rounds))
+        return (mechanism.kind, float(f"{eps:.12g}"), float(f"{delta:.12g}"), float(f"{mechanism.noise_multiplier:.12g}"))
 
     @property
     def history(self) -> list[tuple[Mechanism, int]]:

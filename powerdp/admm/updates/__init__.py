@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import LocalProblem, LocalUpdate, RoundOutcome
 from .exact import ExactUpdate
+from .huang import HuangUpdate
 from .linearized import ETA_SCHEDULES, LinearizedUpdate, step_size
 from .trust_region import TrustRegionUpdate
 
@@ -14,4 +15,5 @@ UPDATES: dict[str, type[LocalUpdate]] = {
     "exact": ExactUpdate,
     "linearized": LinearizedUpdate,
     "trust-region": TrustRegionUpdate,
+    "huang": HuangUpdate,
 }

@@ -111,6 +111,17 @@ class LocalUpdate(ABC):
         """The local steps of round ``t``. ``admm_lin`` = B_pᵀ(ρ w + λ), the ADMM term's linear part."""
 
     # ---------------------------------------------------------------- privacy
+    def uniform_penalty(self, t: int) -> float:
+        """ρ_t when it adds strong convexity to *every* entry of the local problem, else 0.
+
+        That is the case when every entry of z is shared (B_p = I, a learning client) and the run's penalty
+        is a public schedule: the configuration then offers ``penalty(t)`` and ``extra["all_shared"]``. An OPF
+        zone keeps private entries, so only the proximal term's 1/η_t is uniform there (returns 0)."""
+        penalty = getattr(self.config, "penalty", None)
+        if not (callable(penalty) and self.config.extra.get("all_shared")):
+            return 0.0
+        return float(penalty(t))
+
     def output_sensitivity(self, grad: Sensitivity, t: int, n: int, lipschitz: float) -> Sensitivity:
         """How far one local step's output can move when one load moves (output perturbation)."""
         raise ConfigError(f"update {self.name!r} has no output-sensitivity bound; it cannot be used with output perturbation")

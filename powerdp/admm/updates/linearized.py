@@ -72,6 +72,16 @@ class LinearizedUpdate(LocalUpdate):
 
     def output_sensitivity(self, grad: Sensitivity, t: int, n: int, lipschitz: float) -> Sensitivity:
         """The local problem is (1/η_t)-strongly convex and the loads enter its linear term only, so its
-        minimiser moves at most η_t·Δ₂ (docs/privacy.md)."""
+        minimiser moves at most η_t·Δ₂ (docs/privacy.md). When ρ_t also covers every entry (every entry
+        shared: :meth:`uniform_penalty`) the Hessian is (1/η_t + ρ_t)·I and a box projection is coordinate-wise
+        non-expansive, so the output moves by at most Δ/(1/η_t + ρ_t) in each norm (000 Remark 3.1)."""
         cfg = self.config
-        return output_sensitivity(grad, self.eta(t, lipschitz), n, cfg.mechanism, cfg.sensitivity)
+        eta = self.eta(t, lipschitz)
+        rho = self.uniform_penalty(t)
+        if rho > 0:
+            k = 1.0 / (1.0 / eta + rho)
+            return Sensitivity(
+                l1=k * grad.l1, l2=k * grad.l2, rule=grad.rule, beta=grad.beta,
+                note=f"OutPert output, Hessian (1/η + ρ)·I: Δ/(1/η_t + ρ_t) with η_t = {eta:.4g}, ρ_t = {rho:.4g}",
+            )
+        return output_sensitivity(grad, eta, n, cfg.mechanism, cfg.sensitivity)
