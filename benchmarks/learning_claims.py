@@ -232,9 +232,9 @@ def main() -> None:
     ap.add_argument("what", choices=["paper000", "inexact", "budget", "figures", "report"])
     ap.add_argument("--out", type=Path, default=RESULTS, help="directory of the CSVs and figures (default docs/results)")
     ap.add_argument("--dataset", default="digits", choices=list(CLIP))
-    ap.add_argument("--rounds", type=int, default=1000)
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--evaluate-every", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=1000, help="rounds of every run")
+    ap.add_argument("--seeds", type=int, default=3, help="runs per setting: seeds 0 .. N-1")
+    ap.add_argument("--evaluate-every", type=int, default=50, help="evaluate the model every N rounds")
     ap.add_argument("--radius", type=float, default=0.1, help="ObjT's a")
     ap.add_argument("--epsilons", type=float, nargs="+", default=None,
                     help=f"paper000: the ε̄ per local step (default {' '.join(map(str, PAPER000_EPSILONS))})")

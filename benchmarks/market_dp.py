@@ -4,7 +4,7 @@ Output perturbation of every release (Gaussian, σ = z·β·max_b‖[1; H_b]‖,
 the total ε per zone over the run; docs/market.md). Writes market_dp.csv, market_dp_summary.csv and market_dp.png
 into --out (default docs/results).
 
-    python benchmarks/market_dp.py            # about a minute
+    python benchmarks/market_dp.py            # about 15 s
     python benchmarks/market_dp.py --out DIR --cases case118 --rounds 2 --seeds 1 --epsilons 1   # a smoke run
 
 The flags only make smaller runs (fewer cases, rounds, seeds, budgets); without them the run is the one above.

@@ -4,7 +4,7 @@ breast_cancer, 2 parties × 15 features, λ = 1e-3, ρ = 0.5/N, T rounds; Gaussi
 with the sound sensitivities of docs/vertical.md, z calibrated by the accountant to the total ε per party
 (δ = 1e-5). Writes vertical_dp.csv, vertical_dp_summary.csv and vertical_dp.png into --out (default docs/results).
 
-    python benchmarks/vertical_dp.py          # about a minute
+    python benchmarks/vertical_dp.py          # about 15 s
     python benchmarks/vertical_dp.py --out DIR --configs 1 --seeds 2 --epsilons 1   # a smoke run
 
 The flags only make smaller runs (fewer configurations, seeds, budgets); without them the run is the one above.
