@@ -7,7 +7,14 @@
     python benchmarks/learning_claims.py figures                                   # the figures from the CSVs
 
 Every run is seeded (3 seeds, the noise draws); sound sensitivities (replace-one) unless said otherwise. Each
-subcommand appends one CSV row per run to docs/results/learning_<name>.csv.
+subcommand appends one CSV row per run to OUT/learning_<name>.csv; `figures` draws OUT/learning_budget.png and
+OUT/learning_paper000_<dataset>.png from those CSVs (OUT: --out, default docs/results). For a smoke run, into a
+fresh directory (the CSVs are appended to):
+
+    python benchmarks/learning_claims.py paper000 --out DIR --rounds 2 --seeds 1 --epsilons 1 --evaluate-every 1
+    python benchmarks/learning_claims.py figures --out DIR
+
+--epsilons, --targets and --dpgd-steps only narrow a run; without them it is the one above.
 """
 
 from __future__ import annotations
@@ -31,10 +38,11 @@ RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 CLIP = {"digits": 8.0, "mnist": 10.0}
 #: and in ℓ1 (what the Laplace sensitivity 4R₁/I uses; MNIST rows in [0, 1]: mean ‖x‖₁ 103, 90th percentile 147)
 CLIP_L1 = {"digits": None, "mnist": 120.0}
+PAPER000_EPSILONS = (0.05, 0.1, 0.5, 1.0)  # 000 §6.2's ε̄ per local step
 
 
-def _write(name: str, row: dict) -> None:
-    path = RESULTS / f"learning_{name}.csv"
+def _write(out: Path, name: str, row: dict) -> None:
+    path = out / f"learning_{name}.csv"
     new = not path.exists()
     with open(path, "a", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(row))
@@ -62,14 +70,14 @@ def paper000(args) -> None:
     base = LearnConfig(dataset=args.dataset, box=0.1, clip=CLIP[args.dataset], clip_l1=CLIP_L1[args.dataset], rounds=args.rounds, delta=1e-6,
                        evaluate_every=args.evaluate_every, checkpoint_every=0)
     data = prepare_data(base).data
-    for eps in (0.05, 0.1, 0.5, 1.0):
+    for eps in args.epsilons or PAPER000_EPSILONS:
         for E in (1, 5):
             for alg in ("objg", "outg"):
                 for seed in range(args.seeds):
                     cfg = base.replace(algorithm=alg, epsilon=eps, local_updates=E, seed=seed)
                     row = {"dataset": args.dataset, "algorithm": alg, "epsilon_step": eps, "E": E, "seed": seed, "rounds": args.rounds}
                     row.update(_run(cfg, data))
-                    _write("paper000", row)
+                    _write(args.out, "paper000", row)
                     print(row, flush=True)
 
 
@@ -93,7 +101,7 @@ def inexact(args) -> None:
                    "trust_schedule": extra.get("trust_schedule", ""), "trust_radius": extra.get("trust_radius", ""),
                    "sensitivity": extra.get("sensitivity", "sound"), "seed": seed, "rounds": args.rounds}
             row.update(_run(cfg, data))
-            _write("inexact", row)
+            _write(args.out, "inexact", row)
             print(row, flush=True)
 
 
@@ -117,24 +125,24 @@ def budget(args) -> None:
     base = LearnConfig(dataset="mnist", box=0.1, clip=CLIP["mnist"], clip_l1=CLIP_L1["mnist"], rounds=args.rounds, evaluate_every=args.evaluate_every,
                        checkpoint_every=0)
     data = prepare_data(base).data
-    for target in (1.0, 10.0):
+    for target in args.targets:
         for alg in ("objg", "outg", "outp", "objl", "objt"):
             for seed in range(args.seeds):
                 gauss = alg in ("objg", "outg", "outp")
                 cfg = base.replace(algorithm=alg, seed=seed, target_epsilon=target, target_delta=1e-6 if gauss else None)
                 row = {"algorithm": alg, "target_epsilon": target, "target_delta": 1e-6 if gauss else 0.0, "seed": seed, "rounds": args.rounds}
                 row.update(_run(cfg, data))
-                _write("budget", row)
+                _write(args.out, "budget", row)
                 print(row, flush=True)
         for seed in range(args.seeds):
-            for steps in (50, 200):
+            for steps in args.dpgd_steps:
                 t = time.perf_counter()
                 res = dp_gd(data, target, 1e-6, steps, 0.1, CLIP["mnist"], seed, lr=args.dpgd_lr)
                 row = {"algorithm": f"centralized DP-GD ({steps} steps)", "target_epsilon": target, "target_delta": 1e-6, "seed": seed,
                        "rounds": steps, "final_objective": res["final_objective"], "final_test_error": res["final_test_error"],
                        "tail_objective": res["final_objective"], "tail_test_error": res["final_test_error"], "noise_magnitude": None,
                        "epsilon_total": target, "seconds": round(time.perf_counter() - t, 1)}
-                _write("budget", row)
+                _write(args.out, "budget", row)
                 print(row, flush=True)
 
 
@@ -145,7 +153,7 @@ def figures(args) -> None:
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    path = RESULTS / "learning_budget.csv"
+    path = args.out / "learning_budget.csv"
     if path.exists():
         df = pd.read_csv(path)
         g = df.groupby(["algorithm", "target_epsilon"])[["final_test_error", "final_objective"]].mean().reset_index()
@@ -153,13 +161,14 @@ def figures(args) -> None:
         for ax, col in zip(axes, ("final_test_error", "final_objective"), strict=True):
             for i, (alg, sub) in enumerate(g.groupby("algorithm")):
                 ax.bar(np.arange(len(sub)) + i * 0.12, sub[col], width=0.12, label=alg)
-            ax.set_xticks(np.arange(2) + 0.3, [f"total ε = {e:g}" for e in sorted(g.target_epsilon.unique())])
+            targets = sorted(g.target_epsilon.unique())
+            ax.set_xticks(np.arange(len(targets)) + 0.3, [f"total ε = {e:g}" for e in targets])
             ax.set_ylabel(col.replace("_", " "))
         axes[0].legend(fontsize=7)
-        fig.suptitle("MNIST subset, 10 clients: equal total budgets per client (δ = 1e-6), mean of 3 seeds")
+        fig.suptitle(f"MNIST subset, 10 clients: equal total budgets per client (δ = 1e-6), mean of {df.seed.nunique()} seeds")
         fig.tight_layout()
-        fig.savefig(RESULTS / "learning_budget.png", dpi=120)
-    path = RESULTS / "learning_paper000.csv"
+        fig.savefig(args.out / "learning_budget.png", dpi=120)
+    path = args.out / "learning_paper000.csv"
     if path.exists():
         df = pd.read_csv(path)
         for ds, sub in df.groupby("dataset"):
@@ -172,9 +181,9 @@ def figures(args) -> None:
                 ax.set_xlabel("ε̄ per local step")
                 ax.set_ylabel(col.replace("_", " "))
             axes[0].legend(fontsize=8)
-            fig.suptitle(f"000 §6.2 on {ds}: ObjG vs OutG (u = 0.1, δ̄ = 1e-6, ρ̂_t), mean of 3 seeds")
+            fig.suptitle(f"000 §6.2 on {ds}: ObjG vs OutG (u = 0.1, δ̄ = 1e-6, ρ̂_t), mean of {sub.seed.nunique()} seeds")
             fig.tight_layout()
-            fig.savefig(RESULTS / f"learning_paper000_{ds}.png", dpi=120)
+            fig.savefig(args.out / f"learning_paper000_{ds}.png", dpi=120)
 
 
 def _ms(x) -> str:
@@ -185,7 +194,7 @@ def report(args) -> None:
     """Markdown tables of the CSVs (printed; docs/results/learning.md quotes them)."""
     import pandas as pd
 
-    path = RESULTS / "learning_paper000.csv"
+    path = args.out / "learning_paper000.csv"
     if path.exists():
         df = pd.read_csv(path)
         for ds, sub in df.groupby("dataset"):
@@ -198,7 +207,7 @@ def report(args) -> None:
                     continue
                 print(f"| {eps:g} | {E} | {_ms(o.tail_objective)} | {_ms(u.tail_objective)} | {_ms(o.tail_test_error)} | {_ms(u.tail_test_error)} | "
                       f"{o.noise_magnitude.mean():.3g} / {u.noise_magnitude.mean():.3g} | {o.epsilon_total.iloc[0]:.3g} |")
-    path = RESULTS / "learning_inexact.csv"
+    path = args.out / "learning_inexact.csv"
     if path.exists():
         df = pd.read_csv(path)
         print(f"\n#### 004 on the MNIST subset (T = {df['rounds'].iloc[0]}, ε̄ scaled by 60000/4000 = 15; mean ± sd over seeds)\n")
@@ -208,7 +217,7 @@ def report(args) -> None:
             alg, full, used, sched, a, sens = key
             radius = f"{sched} a = {a}" if sched else ""
             print(f"| {alg} | {full} | {used} | {radius} | {sens} | {_ms(g.tail_test_error)} | {_ms(g.tail_objective)} | {g.epsilon_total.iloc[0]:.4g} |")
-    path = RESULTS / "learning_budget.csv"
+    path = args.out / "learning_budget.csv"
     if path.exists():
         df = pd.read_csv(path)
         print("\n#### Equal total budgets per client (MNIST subset, sound sensitivities; mean ± sd over seeds)\n")
@@ -221,15 +230,20 @@ def report(args) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["paper000", "inexact", "budget", "figures", "report"])
+    ap.add_argument("--out", type=Path, default=RESULTS, help="directory of the CSVs and figures (default docs/results)")
     ap.add_argument("--dataset", default="digits", choices=list(CLIP))
-    ap.add_argument("--rounds", type=int, default=1000)
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--evaluate-every", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=1000, help="rounds of every run")
+    ap.add_argument("--seeds", type=int, default=3, help="runs per setting: seeds 0 .. N-1")
+    ap.add_argument("--evaluate-every", type=int, default=50, help="evaluate the model every N rounds")
     ap.add_argument("--radius", type=float, default=0.1, help="ObjT's a")
+    ap.add_argument("--epsilons", type=float, nargs="+", default=None,
+                    help=f"paper000: the ε̄ per local step (default {' '.join(map(str, PAPER000_EPSILONS))})")
+    ap.add_argument("--targets", type=float, nargs="+", default=[1.0, 10.0], help="budget: the total ε per client (default 1 10)")
+    ap.add_argument("--dpgd-steps", type=int, nargs="+", default=[50, 200], help="budget: centralized DP-GD step counts (default 50 200)")
     ap.add_argument("--dpgd-lr", type=float, default=0.02, help="centralized DP-GD step (1/L with L = R²/2 = 50)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     {"paper000": paper000, "inexact": inexact, "budget": budget, "figures": figures, "report": report}[args.what](args)
 
 
