@@ -242,9 +242,8 @@ def ledger_entry(problem: ElasticNet, order: np.ndarray, *, eta: float, beta: fl
     if uses > 1:
         rho = uses * local
         refused = list(g.refused)
-        if g.source != "one step":
-            refused.append(f"{g.source}: neighbouring: the user of iteration 1 is used {uses} times in {iterations} iterations; "
-                           "001's bound is for a function used once")
+        refused.append(f"Cor. 6.2 / 7.3: neighbouring: the user of iteration 1 is used {uses} times in {iterations} iterations; "
+                       "001's bound is for a function used once")
         g = AmplifiedGuarantee(zcdp=rho, source="composition", iterations=iterations, one_step_zcdp=local, delta=delta,
                                epsilon=zcdp_to_dp(rho, delta), refused=refused,
                                assumptions=[f"zCDP composition of {uses} Gaussian steps of sensitivity ηΔ (Fact 4.3)"])
