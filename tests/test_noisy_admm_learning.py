@@ -158,3 +158,11 @@ def test_unknown_order_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["learn", "--algorithm", "noisy-admm", "--order", "cyclic"])
     assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_resume_of_a_noisy_admm_run_is_a_clear_error(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["learn", "--algorithm", "noisy-admm", "--users", "50", "--dim", "4", "--rounds", "10", "--out", str(out), "-q"]) == 0
+    assert main(["learn", "--resume", str(out)]) == 2
+    assert "keeps no checkpoint" in capsys.readouterr().err
+    assert main(["learn", "--algorithm", "noisy-admm", "--users", "50", "--dim", "4", "--rounds", "10", "--out", str(out), "-q"]) == 2

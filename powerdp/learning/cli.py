@@ -181,7 +181,10 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
     if not path.is_file():
         raise ConfigError(f"{args.resume} holds no run to resume ({path} is missing)")
     try:
-        saved = LearnConfig.from_dict(json.loads(path.read_text()), source=str(path))
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and data.get("algorithm") in RUNNERS:
+            raise ConfigError(f"{args.resume} holds a {data['algorithm']} run, which keeps no checkpoint (it takes seconds): run it again")
+        saved = LearnConfig.from_dict(data, source=str(path))
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     explicit = getattr(args, "_explicit", set())  # the destinations given on the command line
