@@ -166,3 +166,10 @@ def test_resume_of_a_noisy_admm_run_is_a_clear_error(tmp_path, capsys):
     assert main(["learn", "--resume", str(out)]) == 2
     assert "keeps no checkpoint" in capsys.readouterr().err
     assert main(["learn", "--algorithm", "noisy-admm", "--users", "50", "--dim", "4", "--rounds", "10", "--out", str(out), "-q"]) == 2
+
+
+def test_common_keys_are_those_of_a_federated_run():
+    from powerdp.learning import run_federated
+
+    s = run_federated(LearnConfig(dataset="digits", rounds=2, clients=2), reference=False).summary
+    assert COMMON_KEYS <= set(s)
