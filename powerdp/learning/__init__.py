@@ -5,13 +5,15 @@ perturbations, mechanisms and ledger, unchanged, on a multiclass logistic-regres
 uses :mod:`powerdp.admm` and :mod:`powerdp.privacy` only (never the grid or OPF layers).
 """
 
+from .amplified import NoisyADMMConfig, NoisyADMMRun, run_noisy_admm
 from .client import ClientAgent, ClientDiagnostics
-from .config import ALGORITHMS, LearnConfig
+from .config import ALGORITHM_NAMES, ALGORITHMS, RUNNERS, LearnConfig
 from .data import BUNDLED, Dataset, load_dataset, preprocess, split_clients
 from .model import SoftmaxLoss, centralized_fit, error_rate
 from .runner import LearnFailed, LearnResult, run_federated
 
 __all__ = [
-    "run_federated", "LearnConfig", "LearnResult", "LearnFailed", "ALGORITHMS", "ClientAgent", "ClientDiagnostics",
+    "run_federated", "LearnConfig", "LearnResult", "LearnFailed", "ALGORITHMS", "RUNNERS", "ALGORITHM_NAMES", "NoisyADMMConfig", "NoisyADMMRun", "run_noisy_admm",
+    "ClientAgent", "ClientDiagnostics",
     "Dataset", "BUNDLED", "load_dataset", "preprocess", "split_clients", "SoftmaxLoss", "centralized_fit", "error_rate",
 ]

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from ..errors import ConfigError
-from .config import ALGORITHMS, DEFAULT_ETA, LearnConfig
+from .config import ALGORITHM_NAMES, DEFAULT_ETA, RUNNERS, LearnConfig, runner_part
 from .data import BUNDLED
 
 __all__ = ["add_learn_parser", "add_learn_arguments", "config_from_args", "cmd_learn"]
@@ -44,6 +44,13 @@ LEARN_DESCRIPTION = textwrap.dedent(
       objp           ObjP of the inexact-ADMM paper: objl with E = 1, eta_t = 1/sqrt(t)
       objt           ObjT: trust region ||z - z_t||_inf <= a (or a/t^2), Laplace, E = 1
       outp           Huang et al.'s DP-ADMM: Gaussian output noise, eta_t shrinking as 1/sqrt(t)
+      noisy-admm     001's Algorithm 1 (privacy amplification by iteration): an elastic net,
+                     one user's gradient per iteration, N(0, sigma^2 I) on x, only the final
+                     (x, lambda) released; DATASET elastic-net (001 §10's synthetic data) or a
+                     .csv/.npz with a numeric target; --rounds is the number of iterations,
+                     --eta auto is eq. (23)'s midpoint; its ledger is the amplified bound of the
+                     user of iteration 1 when 001's assumptions hold, else the plain composition
+                     with the refused assumption named (docs/amplification.md)
 
     The penalty is rho_t = min(1e9, c1*1.2^floor(t/Tc) + c2/eps) (000 eq. 73) for a
     private run, a small constant for a non-private one (--rho-schedule, --rho).
@@ -96,7 +103,7 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clip-l1", type=float, metavar="R1", help="also clip every row to ||x||_1 <= R1 (default: implied, sqrt(J)*R)")
     p.add_argument("--box", type=_box, default=1.0, metavar="U", help="the feasible set [-U, U]^n of the weights (default: 1; none: R^n)")
     p.add_argument("--reg", type=float, default=1e-6, metavar="BETA", help="the l2 term (BETA/P)||z||^2 of each client (default: 1e-6)")
-    p.add_argument("--algorithm", default="nonprivate", choices=list(ALGORITHMS), metavar="A", help=f"{', '.join(ALGORITHMS)} (default: nonprivate)")
+    p.add_argument("--algorithm", default="nonprivate", choices=list(ALGORITHM_NAMES), metavar="A", help=f"{', '.join(ALGORITHM_NAMES)} (default: nonprivate)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--epsilon", type=float, default=0.1, metavar="E", help="epsilon per local step (default: 0.1)")
     budget.add_argument("--target-epsilon", type=float, metavar="E", help="total epsilon per client for the whole run; the per-step noise is calibrated to it")
@@ -129,6 +136,9 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
         "exceeds the ledger's claim (--json: the audit's result)",
     )
     p.add_argument("--audit-client", type=int, default=0, metavar="P", help="the audited client (default: 0)")
+    from .amplified import add_arguments as add_noisy_admm_arguments
+
+    add_noisy_admm_arguments(p)
 
 
 def add_learn_parser(sub, add_common=None) -> argparse.ArgumentParser:
@@ -171,7 +181,10 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
     if not path.is_file():
         raise ConfigError(f"{args.resume} holds no run to resume ({path} is missing)")
     try:
-        saved = LearnConfig.from_dict(json.loads(path.read_text()), source=str(path))
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and data.get("algorithm") in RUNNERS:
+            raise ConfigError(f"{args.resume} holds a {data['algorithm']} run, which keeps no checkpoint (it takes seconds): run it again")
+        saved = LearnConfig.from_dict(data, source=str(path))
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     explicit = getattr(args, "_explicit", set())  # the destinations given on the command line
@@ -221,6 +234,13 @@ def _printer(args, cfg: LearnConfig):
 
 def cmd_learn(args: argparse.Namespace) -> int:
     from .runner import run_federated
+
+    if args.algorithm in RUNNERS:  # its own runner (not a per-round consensus): config.RUNNERS
+        return runner_part(args.algorithm, 2)(args)
+    if getattr(args, "_explicit", None):
+        from .amplified import refuse_foreign_flags
+
+        refuse_foreign_flags(args, noisy=False)
 
     if args.json is not None and args.json.is_dir():
         raise ConfigError(f"--json {args.json} is a directory; give a file path")

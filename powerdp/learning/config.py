@@ -22,7 +22,7 @@ from ..solver_base import BOX_SOLVERS, solver_class
 from .data import parse_split
 from .sensitivity import ADJACENCIES
 
-__all__ = ["LearnConfig", "ALGORITHMS", "RHO_SCHEDULES", "penalty", "NONPRIVATE_RHO", "DEFAULT_ETA"]
+__all__ = ["LearnConfig", "ALGORITHMS", "RUNNERS", "ALGORITHM_NAMES", "RHO_SCHEDULES", "penalty", "NONPRIVATE_RHO", "DEFAULT_ETA"]
 
 #: the papers' algorithms: engine combination, and settings the algorithm fixes
 ALGORITHMS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -35,6 +35,23 @@ ALGORITHMS: dict[str, tuple[str, dict[str, Any]]] = {
     "objt": ("objt", {"local_updates": 1}),  # 004 Alg. 2: trust region, Laplace, E = 1
     "outp": ("huang/output/gaussian", {"local_updates": 1}),  # Huang et al.'s DP-ADMM (004's baseline)
 }
+#: algorithms that are not a per-round consensus of P clients and so have their own runner (docs/learning.md):
+#: name → (config class, run function) as "module:attribute" of this package, imported when used.
+#: noisy-admm: 001's Algorithm 1, one user's gradient per iteration, only the final (x, λ) released.
+RUNNERS: dict[str, tuple[str, str, str]] = {
+    "noisy-admm": ("amplified:NoisyADMMConfig", "amplified:run_noisy_admm", "amplified:cmd_noisy_admm"),
+}
+ALGORITHM_NAMES = (*ALGORITHMS, *RUNNERS)
+
+
+def runner_part(algorithm: str, which: int):
+    """The config class (0), run function (1) or command (2) of an algorithm of :data:`RUNNERS`."""
+    from importlib import import_module
+
+    module, attr = RUNNERS[algorithm][which].split(":")
+    return getattr(import_module(f"{__package__}.{module}"), attr)
+
+
 RHO_SCHEDULES = ("auto", "paper", "constant")
 #: ρ of a non-private run under rho_schedule "auto" and the default η (measured on digits, docs/learning.md:
 #: with η = 300, ρ = 0.001 reaches a 3e-4 relative gap to the centralized optimum in 1000 rounds)
@@ -106,8 +123,12 @@ class LearnConfig:
         def bad(name: str, msg: str) -> ConfigError:
             return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
 
+        if self.algorithm in RUNNERS:
+            cls = runner_part(self.algorithm, 0)
+            raise bad("algorithm", f"has its own runner: use {cls.__module__}.{cls.__name__} and "
+                      f"{runner_part(self.algorithm, 1).__name__} (powerdp learn --algorithm {self.algorithm})")
         if self.algorithm not in ALGORITHMS:
-            raise bad("algorithm", f"choose one of {', '.join(ALGORITHMS)}")
+            raise bad("algorithm", f"choose one of {', '.join(ALGORITHM_NAMES)}")
         fixed = ALGORITHMS[self.algorithm][1]
         for key, value in fixed.items():
             if key == "local_updates" and self.local_updates != value:
