@@ -1,4 +1,10 @@
-"""powerdp: privacy-preserving distributed optimal power flow.
+"""powerdp: privacy-preserving distributed optimization, first of all optimal power flow.
+
+The same engine (update rule × perturbation × mechanism, ledger, backends, audit) serves
+three applications: the SOC optimal power flow below (consensus ADMM over zones), federated
+learning (:func:`run_federated`, :mod:`powerdp.learning`; 001's noisy ADMM with the
+amplification-by-iteration ledger, :func:`run_noisy_admm`) and ADMM sharing (the zonal DC
+market :func:`run_market`, vertical learning :func:`run_vertical_learning`).
 
 Layers, data flowing one way: case data (:mod:`powerdp.grid.matpower`) → network
 arrays (:class:`Network`) → zone partition (:class:`Partition`) → SOC
@@ -40,7 +46,7 @@ from .errors import (
 from .grid.matpower import MatpowerData, read_matpower
 from .grid.network import DCLines, Network, bundled_cases, load_case
 from .grid.partition import Partition, bundled_partition, partition
-from .learning import LearnConfig, LearnResult, run_federated
+from .learning import LearnConfig, LearnResult, NoisyADMMConfig, NoisyADMMRun, run_federated, run_noisy_admm
 from .opf.centralized import OPFResult, solve_opf
 from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
 from .opf.conic import ClarabelSolver
@@ -49,7 +55,8 @@ from .opf.pandapower_io import ACCheck, ac_check, to_pandapower
 from .opf.solver_base import SOLVERS, LocalSolver
 from .opf.solvers import IpoptSolver, SolveResult, load_ipopt_profile
 from .opf.tables import Dispatch, ResultTables, physical_tables
-from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger
+from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger, noise_rng
+from .privacy.amplification import AmplifiedGuarantee, first_user_guarantee
 from .sharing_api import (
     DCModel,
     DCResult,
@@ -110,6 +117,12 @@ __all__ = [
     "run_federated",
     "LearnConfig",
     "LearnResult",
+    "run_noisy_admm",
+    "NoisyADMMConfig",
+    "NoisyADMMRun",
+    "first_user_guarantee",
+    "AmplifiedGuarantee",
+    "noise_rng",
     "PowerDPError",
     "CaseDataError",
     "PartitionError",

@@ -223,3 +223,17 @@ def test_cli_convex_only(tmp_path, capsys):
     assert z["cor_6_2"] is None and "Lemma 6.5" in z["cor_6_2_refused"] and z["source"] == "one step"
     assert main(["privacy", "amplification", "--smooth", "0.5", "--penalty", "0.9", "--convex", "--json", str(out)]) == 2
     assert "exists" in capsys.readouterr().err
+
+
+def test_zcdp_conversion_takes_the_smaller_of_two_sound_bounds():
+    """dp-accounting's order grid is coarse at tiny ρ: the closed form ρ + 2√(ρ ln 1/δ) wins there, the
+    accountant wins at moderate ρ (both sound, so the smaller is)."""
+    import math
+
+    from powerdp.privacy.amplification import zcdp_to_dp
+
+    tiny = zcdp_to_dp(1e-11, 1e-6)
+    assert tiny == pytest.approx(1e-11 + 2 * math.sqrt(1e-11 * math.log(1e6)), rel=1e-12)
+    moderate = zcdp_to_dp(0.5, 1e-5)
+    assert moderate < 0.5 + 2 * math.sqrt(0.5 * math.log(1e5)) - 0.1  # the accountant's optimal conversion
+    assert 4.5 < moderate < 4.9
