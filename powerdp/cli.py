@@ -1011,12 +1011,27 @@ ROUND_LEGEND = {
 }
 
 
+def _per_step_text(cfg: RunConfig) -> str:
+    """The per-step ε (and δ) the run's zones use: the stated one, or the one calibrated to ``--target-epsilon``
+    (the same figure the ledger reports as ``epsilon_per_step``)."""
+    budget = cfg.per_step_noise()
+    if budget is None:
+        eps, delta = cfg.epsilon, (cfg.delta if cfg.mechanism == "gaussian" else 0.0)
+    elif cfg.mechanism == "gaussian":
+        from .privacy.mechanisms import GaussianMechanism
+
+        eps, delta = GaussianMechanism.from_noise_multiplier(1.0, budget["noise_multiplier"], cfg.target_delta).per_step()
+    else:
+        eps, delta = budget["epsilon"], 0.0
+    calibrated = "" if budget is None else f", calibrated to the budget ε {cfg.target_epsilon:g}"
+    return f"ε {eps:.4g} per local step, δ {delta:g}{calibrated}"
+
+
 def _round_legend(cfg: RunConfig) -> str:
     """What the columns of the per-round lines mean (printed once, before round 1)."""
     eps = ""
     if cfg.private:
-        delta = f", δ {cfg.delta:g}" if cfg.mechanism == "gaussian" else ", δ 0"
-        eps = f"; eps = total ε spent so far per zone, largest over zones (ε {cfg.epsilon:g} per local step{delta})"
+        eps = f"; eps = total ε spent so far per zone, largest over zones ({_per_step_text(cfg)})"
     return (
         f"columns: {ROUND_LEGEND[cfg.objective]}; feasibility = consensus residual ‖w − Bz‖₂ (p.u.); "
         f"dual = dual residual ρ‖w − w_prev‖₂{eps}"

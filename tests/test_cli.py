@@ -349,3 +349,19 @@ def test_export_of_a_solve_with_an_hvdc_line(hvdc_case, tmp_path):
     assert main(["-q", "export", str(out), "--pandapower", str(tmp_path / "net.json"), "--ac-check"]) == 0
     net = pp.from_json(str(tmp_path / "net.json"))
     assert len(net.dcline) == 1 and net.dcline["p_mw"].iloc[0] == pytest.approx(80.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("extra", [["--algorithm", "objl"], ["--algorithm", "objg", "--target-delta", "1e-5"]])
+def test_round_legend_shows_the_calibrated_per_step_epsilon(extra, tmp_path, capsys):
+    """A budget-first run prints the per-step ε it calibrated (the ledger's figure), not the default --epsilon."""
+    js = tmp_path / "run.json"
+    args = ["run", "case14", "--zones", "2", "--target-epsilon", "1", "--rounds", "5", "--no-reference", "--json", str(js)]
+    assert main([*args, *extra]) == 0
+    legend = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("columns:"))
+    per_step = json.loads(js.read_text())["epsilon_per_step"]
+    eps = next(iter(per_step.values()))
+    assert f"(ε {eps:.4g} per local step" in legend and "calibrated to the budget ε 1" in legend
+    if extra[1] == "objl":  # Laplace: 5 rounds × 1 local step share ε 1 equally (basic composition is exact here)
+        assert eps == pytest.approx(0.2, rel=1e-12) and "δ 0," in legend
+    else:
+        assert 0.1 < eps < 10 and "ε 0.1 per local step" not in legend
