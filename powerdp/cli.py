@@ -348,7 +348,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             from .opf.tables import dispatch_from_zones
 
             if not run.zone_solutions or not (d / "partition.csv").is_file():
-                raise ConfigError(f"{d} holds no final point (no generators.csv ..., no zone solutions with partition.csv)")
+                raise ConfigError(
+                    f"{d} holds no final point (no simulation_evaluation/generators.csv ..., no zone solutions with partition.csv)"
+                )
             part = partition(net, str(d / "partition.csv"), allow_disconnected=True)
             dispatch = dispatch_from_zones(net, part.zone_of_bus, run.zone_solutions)
     elif (d / "result.json").is_file():  # a solve
@@ -768,10 +770,21 @@ def add_run_parser(sub) -> None:
         "zone's host only its own DIR/zone_P.private; needs --no-evaluation. With --backend mpi no process reads "
         "another zone's loads",
     )
-    p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR (refused if DIR holds a run)")
+    p.add_argument(
+        "--out", metavar="DIR", type=Path,
+        help="write the run to DIR (refused if DIR holds a run): DIR/coordinator_view/ (released consensus, residuals, "
+        "the coordinator's times, the ledger: what a deployment publishes), DIR/simulation_evaluation/ (objective at "
+        "the true loads, shedding, centralized reference, tables with loads, AC check: never published), the zones' "
+        "own solutions in DIR/zones/ and the checkpoints in DIR/checkpoint/",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
-    p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON (- : to standard output, after the report; with -q alone)")
+    p.add_argument(
+        "--json", metavar="PATH", type=Path,
+        help="write the simulation's record as JSON: both views of the summary in one object (final_objective, "
+        "total_shedding_mw, epsilon_total, noise_source, private, ...; it holds values computed from every zone's loads, "
+        "so it is never published; - : to standard output, after the report; with -q alone)",
+    )
     p.add_argument(
         "--ac-check", action="store_true",
         help="at the final point, run pandapower's AC power flow (generator P and voltage set-points √w, loads as in the "

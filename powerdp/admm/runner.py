@@ -34,7 +34,15 @@ from .configfile import read_config_json
 from .coordinator import Coordinator
 from .messages import ZoneUpdate
 from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
-from .results import HISTORY_COLUMNS, OLD_HISTORY_NAMES, RunResult
+from .results import (
+    COORDINATOR_COLUMNS,
+    COORDINATOR_VIEW,
+    EVALUATION_VIEW,
+    HISTORY_COLUMNS,
+    OLD_HISTORY_NAMES,
+    RunResult,
+    remove_legacy_files,
+)
 from .stopping import deferred_stop, stop_requested
 
 log = logging.getLogger(__name__)
@@ -229,7 +237,7 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
     never reaches the coordinator); then the coordinator's ``state`` (.npz + .json, naming
     round T) replaces the previous one, the JSON last; only then are older zone
     files pruned. A crash at any point leaves a complete earlier checkpoint.
-    (``history.csv`` is appended every round; resuming rewrites it from here.)
+    (each view's ``history.csv`` is appended every round; resuming rewrites them from here.)
     """
     d = _checkpoint_dir(out)
     try:
@@ -266,20 +274,30 @@ def _renamed(row: dict) -> dict:
     return out
 
 
+def _history_files(out: Path) -> tuple[tuple[Path, list[str]], tuple[Path, list[str]]]:
+    """The two per-round files and their columns: the coordinator's view, the simulation's evaluation
+    (results.py's docstring; never one file with both)."""
+    evaluation = ["round"] + [c for c in HISTORY_COLUMNS if c not in COORDINATOR_COLUMNS]
+    return ((out / COORDINATOR_VIEW / "history.csv", COORDINATOR_COLUMNS),
+            (out / EVALUATION_VIEW / "history.csv", evaluation))
+
+
 def _write_history(out: Path, history: list[dict]) -> None:
-    atomic_to_csv(pd.DataFrame(history, columns=HISTORY_COLUMNS), out / "history.csv", index=False)
+    frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
+    for path, columns in _history_files(out):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_to_csv(frame[columns], path, index=False)
 
 
 def _append_history(out: Path, row: dict) -> None:
-    """One line per round (csv, repr floats: round-trip exact), cheap enough for every round. A failed
-    append is an error naming the file (a resume rewrites the history from the checkpoint)."""
-    try:
-        with open(out / "history.csv", "a", newline="") as fh:
-            csv.writer(fh).writerow([row.get(c, "") for c in HISTORY_COLUMNS])
-    except OSError as exc:
-        raise OutputError(
-            f"cannot write {out / 'history.csv'}: {exc.strerror or exc}; {_kept(out).removeprefix('; ')}"
-        ) from None
+    """One line per round in each view's history (csv, repr floats: round-trip exact), cheap enough for every
+    round. A failed append is an error naming the file (a resume rewrites the history from the checkpoint)."""
+    for path, columns in _history_files(out):
+        try:
+            with open(path, "a", newline="") as fh:
+                csv.writer(fh).writerow([row.get(c, "") for c in columns])
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}; {_kept(out).removeprefix('; ')}") from None
 
 
 def _load_checkpoint(out: Path) -> dict:
@@ -555,9 +573,9 @@ def _write_pandapower_copy(result: RunResult, net: Network, out_dir: Path) -> No
     try:
         pp_net = result.ac_check.pandapower.net if result.ac_check is not None else result.to_pandapower(net)
     except PowerDPError as exc:
-        log.warning("no %s: %s", out_dir / "pandapower.json", exc)
+        log.warning("no %s: %s", out_dir / EVALUATION_VIEW / "pandapower.json", exc)
         return
-    atomic_write(out_dir / "pandapower.json", lambda fh: fh.write(pp.to_json(pp_net)))
+    atomic_write(out_dir / EVALUATION_VIEW / "pandapower.json", lambda fh: fh.write(pp.to_json(pp_net)))
 
 
 def _save_partial(partial: RunResult, out_dir: Path, failure: str) -> None:
@@ -573,10 +591,12 @@ def _start_files(out_dir: Path, config: RunConfig, part: Partition, history: lis
     """The run's files as round 1 (or the first resumed round) starts."""
     atomic_write_text(out_dir / "config.json", json.dumps(jsonable(config.to_dict()), indent=2) + "\n")
     part.to_csv(out_dir / "partition.csv")
+    remove_legacy_files(out_dir)  # an earlier version's mixed files: the history is rewritten below in the two views
     _write_history(out_dir, history)
-    for stale in ("failure.txt", "summary.json"):  # of an earlier attempt; written again when this one ends
+    stale = ("failure.txt", f"{COORDINATOR_VIEW}/summary.json", f"{EVALUATION_VIEW}/summary.json")
+    for name in stale:  # of an earlier attempt; written again when this one ends
         try:
-            (out_dir / stale).unlink()
+            (out_dir / name).unlink()
         except FileNotFoundError:
             pass
 
