@@ -41,7 +41,7 @@ from .config import RunConfig
 
 __all__ = ["RunResult", "HISTORY_COLUMNS", "OLD_HISTORY_NAMES", "COORDINATOR_COLUMNS", "COORDINATOR_KEYS",
            "COORDINATOR_VIEW", "EVALUATION_VIEW", "LEGACY_FILES", "split_views", "split_history", "summary_path",
-           "read_summary"]
+           "read_summary", "read_history"]
 
 #: the folders of the two views of a run (never mixed)
 COORDINATOR_VIEW = "coordinator_view"
@@ -233,18 +233,9 @@ class RunResult:
         legacy = _is_legacy(d)
         coord = d if legacy else d / COORDINATOR_VIEW
         evaluation = d if legacy else d / EVALUATION_VIEW
-        history = _read_history(coord / "history.csv")
+        history = read_history(d)
         summary = read_summary(d)
         data = json.loads(summary_path(d).read_text())  # read_summary checked it
-        if not legacy:
-            if (evaluation / "history.csv").is_file():
-                ev = _read_history(evaluation / "history.csv")
-                if len(ev) != len(history) or not np.array_equal(ev["round"].to_numpy(), history["round"].to_numpy()):
-                    raise ConfigError(f"{evaluation / 'history.csv'} does not have the rounds of {coord / 'history.csv'}; it is damaged")
-                history = pd.concat([history, ev.drop(columns="round")], axis=1)
-            order = [c for c in HISTORY_COLUMNS if c in history.columns]
-            history = history.reindex(columns=order + [c for c in history.columns if c not in order]
-                                      + [c for c in HISTORY_COLUMNS if c not in history.columns])
         cons = _read(coord / "consensus.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
         keys = [(v, _index(i)) for v, i in zip(cons["variable"], cons["index"])]
         sols = {}
@@ -271,6 +262,25 @@ def split_history(history: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     decides; a column it does not name is the simulation's evaluation."""
     coord = [c for c in COORDINATOR_COLUMNS if c in history.columns]
     return history[coord], history[["round"] + [c for c in history.columns if c not in COORDINATOR_COLUMNS]]
+
+
+def read_history(directory: str | Path) -> pd.DataFrame:
+    """A run directory's per-round history, both views joined in :data:`HISTORY_COLUMNS` order (also of a run
+    still going, failed or interrupted: the files are appended every round). Without
+    ``simulation_evaluation/history.csv`` (a deployment's published view) the evaluation columns are NaN; a run
+    directory of an earlier version has one mixed ``history.csv``."""
+    d = Path(directory)
+    if _is_legacy(d):
+        return _read_history(d / "history.csv")
+    coord, ev_path = d / COORDINATOR_VIEW / "history.csv", d / EVALUATION_VIEW / "history.csv"
+    history = _read_history(coord)
+    if ev_path.is_file():
+        ev = _read_history(ev_path)
+        if len(ev) == len(history) and np.array_equal(ev["round"].to_numpy(), history["round"].to_numpy()):
+            history = pd.concat([history, ev.drop(columns="round")], axis=1)
+        else:  # a run killed between its two appends: the coordinator's rounds, NaN where the evaluation has none
+            history = history.merge(ev.drop_duplicates("round", keep="last"), on="round", how="left")
+    return history.reindex(columns=HISTORY_COLUMNS + [c for c in history.columns if c not in HISTORY_COLUMNS])
 
 
 def _is_legacy(d: Path) -> bool:
