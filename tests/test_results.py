@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from powerdp.admm.checkpoint import load_state, save_state
 from powerdp.admm.config import RunConfig
 from powerdp.admm.results import (
     COORDINATOR_COLUMNS,
@@ -160,6 +161,16 @@ def test_resuming_a_previous_layout_run_is_bit_identical_and_rewrites_it(tmp_pat
     full = run_distributed(cfg, reference=False)
     d = tmp_path / "r"
     part = run_distributed(cfg.replace(rounds=4), out=d, reference=False)
+    # the checkpoint keeps the views apart: the coordinator's state holds only its own history columns
+    state = load_state(d / "checkpoint" / "state")
+    assert {k for row in state["history"] for k in row} == set(COORDINATOR_COLUMNS)
+    assert {k for row in load_state(d / "checkpoint" / "evaluation")["history"] for k in row} == (
+        {"round"} | set(HISTORY_COLUMNS) - set(COORDINATOR_COLUMNS))
+    # as the previous version wrote it: whole rows in the state, no evaluation file
+    state["history"] = [{k: float(v) for k, v in row.items()} for row in part.history.iloc[:4].to_dict("records")]
+    save_state(d / "checkpoint" / "state", state)
+    for f in (d / "checkpoint").glob("evaluation.*"):
+        f.unlink()
     _write_previous_layout(d, part)
     run_distributed(cfg, out=d, resume=True, reference=False)
     assert not (d / "history.csv").exists() and not (d / "summary.json").exists() and not (d / "buses.csv").exists()

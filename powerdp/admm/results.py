@@ -16,7 +16,8 @@ A :class:`RunResult` saves to a directory holding the run's two views apart, nev
                                   the final point in physical units, with the loads (powerdp.opf.tables)
         pandapower.json           the dispatch written into a copy of a pandapower source network
     DIR/zones/zone_P.csv          each zone's final solution (variable, index, value): zone-private
-    DIR/checkpoint/               what --resume needs (the coordinator's state, each zone's private folder)
+    DIR/checkpoint/               what --resume needs: the coordinator's state and history columns (state.*),
+                                  the evaluation's history columns (evaluation.*), each zone's private folder
 
 :meth:`RunResult.load` reads it back, and reads run directories of earlier versions too (their
 top-level ``history.csv``, ``summary.json``, ``consensus.csv`` and tables: :data:`LEGACY_FILES`).

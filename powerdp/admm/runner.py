@@ -234,8 +234,9 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
     """Crash-consistent checkpoint after the coordinator's current round (no pickle: .npz + JSON).
 
     Each zone first writes its own ``zone_Z.private/round_T`` files on its host (its state
-    never reaches the coordinator); then the coordinator's ``state`` (.npz + .json, naming
-    round T) replaces the previous one, the JSON last; only then are older zone
+    never reaches the coordinator); then the evaluation's history rows (``evaluation``: objective,
+    Σ|ξ|, zone solver work) and the coordinator's ``state`` (.npz + .json, naming round T, with the
+    coordinator's history rows) replace the previous ones, the JSON last; only then are older zone
     files pruned. A crash at any point leaves a complete earlier checkpoint.
     (each view's ``history.csv`` is appended every round; resuming rewrites them from here.)
     """
@@ -243,10 +244,25 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
     try:
         d.mkdir(parents=True, exist_ok=True)
         backend.save_checkpoint(str(d))
-        save_state(d / "state", {**coordinator.state_dict(), "history": [jsonable(row) for row in history]})
+        coord_rows, eval_rows = _split_rows(history)  # the two views stay apart in the checkpoint too
+        save_state(d / "evaluation", {"history": eval_rows})  # before the state that names the round (crash-consistent)
+        save_state(d / "state", {**coordinator.state_dict(), "history": coord_rows})
     except OSError as exc:  # a full disk, a file-size limit: the previous checkpoint stays complete
         raise _checkpoint_write_error(out, d, coordinator.round, exc) from None
     backend.prune_checkpoints(str(d), coordinator.round)
+
+
+def _split_rows(history: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The history rows as the coordinator's columns and as ``round`` + the evaluation's (JSON-ready)."""
+    coord = [jsonable({c: row[c] for c in COORDINATOR_COLUMNS if c in row}) for row in history]
+    ev = [jsonable({c: v for c, v in row.items() if c == "round" or c not in COORDINATOR_COLUMNS}) for row in history]
+    return coord, ev
+
+
+def _join_rows(coord: list[dict], ev: list[dict]) -> list[dict]:
+    """Undo :func:`_split_rows` (a checkpoint of an earlier version holds whole rows in ``coord`` and no ``ev``)."""
+    by_round = {int(row["round"]): row for row in ev}
+    return [{**by_round.get(int(row["round"]), {}), **row} for row in coord]
 
 
 def _checkpoint_write_error(out: Path, d: Path, t: int, exc: OSError) -> OutputError:
@@ -306,9 +322,10 @@ def _load_checkpoint(out: Path) -> dict:
     if not state_exists(d / "state"):
         raise ConfigError(f"{out} has no checkpoint to resume from ({d / 'state.json'} is missing)")
     state = load_state(d / "state")
+    evaluation = load_state(d / "evaluation") if state_exists(d / "evaluation") else {"history": []}
     try:
         int(state["round"])
-        history = list(state["history"])
+        history = _join_rows(list(state["history"]), list(evaluation["history"]))
     except Exception as exc:  # noqa: BLE001 - another program's files
         raise ConfigError(f"{d / 'state.json'} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
     return {"coordinator": {k: v for k, v in state.items() if k != "history"}, "meta": {"history": history}}
