@@ -788,8 +788,8 @@ def add_run_parser(sub) -> None:
     p.add_argument(
         "--ac-check", action="store_true",
         help="at the final point, run pandapower's AC power flow (generator P and voltage set-points √w, loads as in the "
-        "case) and report convergence, the slack's mismatch (MW), voltage and loading violations (summary.json and "
-        "--json: ac_check)",
+        "case) and report convergence, the slack's mismatch (MW), voltage and loading violations (simulation_evaluation/summary.json "
+        "and --json: ac_check)",
     )
     p.add_argument("--config", metavar="FILE", type=Path, help="read the run from a TOML file ([run] table of RunConfig keys); flags given explicitly override it")
     p.set_defaults(func=cmd_run)

@@ -20,10 +20,11 @@ A sweep is described by a TOML file (or a :class:`SweepSpec`)::
 × ε × E × seeds) over a local process pool, or over MPI ranks with
 ``mpi4py.futures`` when launched as ``mpiexec -n K python -m mpi4py.futures -m
 powerdp sweep ...``. Each run saves to ``DIR/runs/RUN_ID/``; a run whose
-``summary.json`` exists is skipped, so an interrupted sweep resumes. The
-tidy tables are ``DIR/rounds.csv`` (one row per run and round) and
-``DIR/runs.csv`` (one row per run), and the resolved specification is saved
-as ``DIR/sweep.json``.
+``coordinator_view/summary.json`` says it ended is skipped, so an interrupted
+sweep resumes. The tidy tables are ``DIR/rounds.csv`` (one row per run and
+round) and ``DIR/runs.csv`` (one row per run): the simulation's record, both
+views of every run joined for analysis (never published); the resolved
+specification is saved as ``DIR/sweep.json``.
 """
 
 from __future__ import annotations
