@@ -31,7 +31,7 @@ LOAD_DERIVED_COLUMNS = {"objective", "noise_magnitude", "max_violation", "solver
                         "load_mw", "load_mvar", "shed_mw", "shed_mvar", "pd_mw", "qd_mvar", "p_mw", "cost_per_h"}
 LOAD_DERIVED_KEYS = {"final_objective", "final_cost", "total_shedding_mw", "centralized_objective", "gap_to_centralized",
                      "relative_gap_to_centralized", "max_violation", "final_max_violation", "solver_s", "ipopt_s", "solves",
-                     "solver_iterations", "ac_check", "setup_times", "init_s", "host_peak_rss_mb"}
+                     "solver_iterations", "ac_check", "setup_times", "init_s", "host_peak_rss_mb", "reference_s"}
 LOAD_DERIVED_FILES = {"generators.csv", "buses.csv", "branches.csv", "zones.csv", "pandapower.json"}
 
 
