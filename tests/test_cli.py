@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from powerdp.admm.results import read_history
+from powerdp.admm.results import read_history, read_summary
 from powerdp.cli import build_parser, main
 
 CASE14_SOC = 8075.12
@@ -354,11 +354,16 @@ def test_export_of_a_solve_with_an_hvdc_line(hvdc_case, tmp_path):
 @pytest.mark.parametrize("extra", [["--algorithm", "objl"], ["--algorithm", "objg", "--target-delta", "1e-5"]])
 def test_round_legend_shows_the_calibrated_per_step_epsilon(extra, tmp_path, capsys):
     """A budget-first run prints the per-step ε it calibrated (the ledger's figure), not the default --epsilon."""
-    js = tmp_path / "run.json"
-    args = ["run", "case14", "--zones", "2", "--target-epsilon", "1", "--rounds", "5", "--no-reference", "--json", str(js)]
+    js, out = tmp_path / "run.json", tmp_path / "run"
+    args = ["run", "case14", "--zones", "2", "--target-epsilon", "1", "--rounds", "5", "--json", str(js), "--out", str(out)]
     assert main([*args, *extra]) == 0
     legend = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("columns:"))
-    per_step = json.loads(js.read_text())["epsilon_per_step"]
+    record = json.loads(js.read_text())  # --json: the simulation's record, both views, with the keys scripts rely on
+    assert {"final_objective", "final_cost", "total_shedding_mw", "epsilon_total", "noise_source", "private",
+            "centralized_objective", "final_feasibility"} <= set(record)
+    assert record == json.loads(json.dumps(read_summary(out)))  # = the two view files joined
+    assert record["final_objective"] > 0 and record["noise_source"] == "secret"
+    per_step = record["epsilon_per_step"]
     eps = next(iter(per_step.values()))
     assert f"(ε {eps:.4g} per local step" in legend and "calibrated to the budget ε 1" in legend
     if extra[1] == "objl":  # Laplace: 5 rounds × 1 local step share ε 1 equally (basic composition is exact here)

@@ -502,11 +502,11 @@ def test_a_file_size_limit_keeps_the_last_checkpoint_resumable(tmp_path, backend
     import subprocess
     import sys
 
-    def limit():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (2900, 2900))
+    def limit():  # above every fixed-size file (a zone's .npz: 4.5 kB), below the checkpoint's history after ~30 rounds
+        resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
 
     d = tmp_path / "f"
-    cmd = [sys.executable, "-m", "powerdp", "run", "case14", "--rounds", "10", "--out", str(d), "--no-reference", "--checkpoint-every", "1",
+    cmd = [sys.executable, "-m", "powerdp", "run", "case14", "--rounds", "40", "--out", str(d), "--no-reference", "--checkpoint-every", "1",
            "--backend", backend]
     r = subprocess.run(cmd, preexec_fn=limit, capture_output=True, text=True, env=tree_env())
     last = r.stderr.strip().splitlines()[-1]
@@ -514,12 +514,12 @@ def test_a_file_size_limit_keeps_the_last_checkpoint_resumable(tmp_path, backend
     assert last.startswith("powerdp: error: cannot write the checkpoint of round ") and str(d / "checkpoint") in last
     assert "--resume" in last
     assert not list((d / "checkpoint").glob("*.tmp"))
-    r = subprocess.run([sys.executable, "-m", "powerdp", "-q", "run", "--resume", str(d), "--rounds", "10"], capture_output=True, text=True, env=tree_env())
+    r = subprocess.run([sys.executable, "-m", "powerdp", "-q", "run", "--resume", str(d), "--rounds", "40"], capture_output=True, text=True, env=tree_env())
     assert r.returncode == 0, r.stderr
     import pandas as pd
 
     for view in ("coordinator_view", "simulation_evaluation"):
-        assert pd.read_csv(d / view / "history.csv")["round"].tolist() == list(range(1, 11))
+        assert pd.read_csv(d / view / "history.csv")["round"].tolist() == list(range(1, 41))
 
 
 # ------------------------------------------------------------------ unclear: outputs that read wrongly
