@@ -188,3 +188,18 @@ def test_history_of_a_run_killed_between_its_two_appends(finished, tmp_path):
     h = read_history(d)
     assert h["round"].tolist() == [1, 2, 3] and h["objective"].isna().tolist() == [False, False, True]
     assert h["feasibility"].notna().all()
+
+
+def test_overwrite_removes_a_previous_layout_run_but_not_a_users_file_of_the_same_name(tmp_path):
+    from powerdp.admm.outdir import prepare_run_dir
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    for d, names in ((old, ["config.json", "history.csv", "summary.json", "buses.csv", "zones.csv", "pandapower.json"]),
+                     (new, ["config.json", "zones.csv", "pandapower.json", "coordinator_view/history.csv"])):
+        for name in names:
+            (d / name).parent.mkdir(parents=True, exist_ok=True)
+            (d / name).write_text("x\n")
+    prepare_run_dir(old, overwrite=True)
+    assert sorted(p.name for p in old.iterdir()) == []  # every file was the old run's
+    prepare_run_dir(new, overwrite=True)
+    assert sorted(p.name for p in new.iterdir()) == ["pandapower.json", "zones.csv"]  # a partition file, say: kept

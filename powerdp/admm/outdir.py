@@ -24,10 +24,11 @@ __all__ = ["RUN_FILES", "DirectoryLock", "ensure_dir", "holds_run", "prepare_run
 
 LOCK_NAME = ".powerdp.lock"
 # everything a run writes into its directory (RunResult.save, the runner), and the mixed top-level files of
-# earlier versions (results.LEGACY_FILES; the tables among them removed only beside such a history or summary)
+# earlier versions (results.LEGACY_FILES; the tables and pandapower.json among them removed only beside such a
+# history or summary: a run's, not a user's file of the same name)
 RUN_FILES = ("config.json", "inputs.json", "partition.csv", "failure.txt",
-             "history.csv", "history.csv.tmp", "summary.json", "consensus.csv", "pandapower.json")
-LEGACY_TABLES = ("generators.csv", "buses.csv", "branches.csv", "zones.csv")
+             "history.csv", "history.csv.tmp", "summary.json", "consensus.csv")
+LEGACY_TABLES = ("generators.csv", "buses.csv", "branches.csv", "zones.csv", "pandapower.json")
 RUN_DIRS = ("checkpoint", "zones", "coordinator_view", "simulation_evaluation")
 
 
