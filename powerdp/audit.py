@@ -33,7 +33,7 @@ from .admm.agent import _TEST_LEAK_ENV
 from .admm.algorithms import compose
 from .admm.config import RunConfig
 from .admm.messages import MESSAGE_FIELDS
-from .admm.results import COORDINATOR_COLUMNS
+from .admm.results import split_history
 from .admm.runner import RunFailed, resolve_config, resolve_partition, run_distributed
 from .errors import ConfigError, Interrupted, PowerDPError
 from .grid.network import Network, load_case
@@ -223,7 +223,7 @@ def _released(config: RunConfig, net: Network, part: Partition) -> tuple[dict[in
 
     Channels: ``released`` (the allow-listed release of every round, round 0 first); ``field:NAME`` for every
     other field a message carried (outside the allow-list: a leak by definition); ``coordinator_view`` (the
-    coordinator's history file: residuals, ε spent, ρ) and ``coordinator_timing`` (its round times).
+    coordinator's history file, ``coordinator_view/history.csv``: residuals, ε spent, ρ) and ``coordinator_timing`` (its round times).
     """
     got: dict[int, dict[str, list[np.ndarray]]] = {}
 
@@ -240,10 +240,9 @@ def _released(config: RunConfig, net: Network, part: Partition) -> tuple[dict[in
 
     result = run_distributed(config, network=net, partition=part, reference=False, observe=observe)
     s = result.summary
-    hist = result.history
-    view_cols = [c for c in COORDINATOR_COLUMNS if c not in ("round", "wall_s")]
-    view = hist[view_cols].to_numpy(dtype=float).ravel()
-    timing = hist["wall_s"].to_numpy(dtype=float)
+    coord_hist, _ = split_history(result.history)  # exactly the columns of coordinator_view/history.csv
+    view = coord_hist.drop(columns=["round", "wall_s"]).to_numpy(dtype=float).ravel()
+    timing = coord_hist["wall_s"].to_numpy(dtype=float)
     claims = {}
     for z in got:
         head = (result.privacy.get(z) or {}).get("headline") or {}

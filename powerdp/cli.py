@@ -350,7 +350,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             from .opf.tables import dispatch_from_zones
 
             if not run.zone_solutions or not (d / "partition.csv").is_file():
-                raise ConfigError(f"{d} holds no final point (no generators.csv ..., no zone solutions with partition.csv)")
+                raise ConfigError(
+                    f"{d} holds no final point (no simulation_evaluation/generators.csv ..., no zone solutions with partition.csv)"
+                )
             part = partition(net, str(d / "partition.csv"), allow_disconnected=True)
             dispatch = dispatch_from_zones(net, part.zone_of_bus, run.zone_solutions)
     elif (d / "result.json").is_file():  # a solve
@@ -771,15 +773,26 @@ def add_run_parser(sub) -> None:
         "zone's host only its own DIR/zone_P.private; needs --no-evaluation. With --backend mpi no process reads "
         "another zone's loads",
     )
-    p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, solutions and checkpoints to DIR (refused if DIR holds a run)")
+    p.add_argument(
+        "--out", metavar="DIR", type=Path,
+        help="write the run to DIR (refused if DIR holds a run): DIR/coordinator_view/ (released consensus, residuals, "
+        "the coordinator's times, the ledger: what a deployment publishes), DIR/simulation_evaluation/ (objective at "
+        "the true loads, shedding, centralized reference, tables with loads, AC check: never published), the zones' "
+        "own solutions in DIR/zones/ and the checkpoints in DIR/checkpoint/",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
-    p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON (- : to standard output, after the report; with -q alone)")
+    p.add_argument(
+        "--json", metavar="PATH", type=Path,
+        help="write the simulation's record as JSON: both views of the summary in one object (final_objective, "
+        "total_shedding_mw, epsilon_total, noise_source, private, ...; it holds values computed from every zone's loads, "
+        "so it is never published; - : to standard output, after the report; with -q alone)",
+    )
     p.add_argument(
         "--ac-check", action="store_true",
         help="at the final point, run pandapower's AC power flow (generator P and voltage set-points √w, loads as in the "
-        "case) and report convergence, the slack's mismatch (MW), voltage and loading violations (summary.json and "
-        "--json: ac_check)",
+        "case) and report convergence, the slack's mismatch (MW), voltage and loading violations (simulation_evaluation/summary.json "
+        "and --json: ac_check)",
     )
     p.add_argument("--config", metavar="FILE", type=Path, help="read the run from a TOML file ([run] table of RunConfig keys); flags given explicitly override it")
     p.set_defaults(func=cmd_run)
@@ -1014,12 +1027,27 @@ ROUND_LEGEND = {
 }
 
 
+def _per_step_text(cfg: RunConfig) -> str:
+    """The per-step ε (and δ) the run's zones use: the stated one, or the one calibrated to ``--target-epsilon``
+    (the same figure the ledger reports as ``epsilon_per_step``)."""
+    budget = cfg.per_step_noise()
+    if budget is None:
+        eps, delta = cfg.epsilon, (cfg.delta if cfg.mechanism == "gaussian" else 0.0)
+    elif cfg.mechanism == "gaussian":
+        from .privacy.mechanisms import GaussianMechanism
+
+        eps, delta = GaussianMechanism.from_noise_multiplier(1.0, budget["noise_multiplier"], cfg.target_delta).per_step()
+    else:
+        eps, delta = budget["epsilon"], 0.0
+    calibrated = "" if budget is None else f", calibrated to the budget ε {cfg.target_epsilon:g}"
+    return f"ε {eps:.4g} per local step, δ {delta:g}{calibrated}"
+
+
 def _round_legend(cfg: RunConfig) -> str:
     """What the columns of the per-round lines mean (printed once, before round 1)."""
     eps = ""
     if cfg.private:
-        delta = f", δ {cfg.delta:g}" if cfg.mechanism == "gaussian" else ", δ 0"
-        eps = f"; eps = total ε spent so far per zone, largest over zones (ε {cfg.epsilon:g} per local step{delta})"
+        eps = f"; eps = total ε spent so far per zone, largest over zones ({_per_step_text(cfg)})"
     return (
         f"columns: {ROUND_LEGEND[cfg.objective]}; feasibility = consensus residual ‖w − Bz‖₂ (p.u.); "
         f"dual = dual residual ρ‖w − w_prev‖₂{eps}"

@@ -208,7 +208,7 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
     out = Path(out) if out is not None else directory / "figures"
     rounds, runs = sweep_tables(directory)
     if runs.empty:
-        raise ConfigError(f"{directory} holds no finished runs (no summary.json in it or in runs/*/)")
+        raise ConfigError(f"{directory} holds no finished runs (no coordinator_view/summary.json in it or in runs/*/)")
     ensure_dir(out, "figure directory")
     paths = []
 

@@ -20,10 +20,11 @@ A sweep is described by a TOML file (or a :class:`SweepSpec`)::
 × ε × E × seeds) over a local process pool, or over MPI ranks with
 ``mpi4py.futures`` when launched as ``mpiexec -n K python -m mpi4py.futures -m
 powerdp sweep ...``. Each run saves to ``DIR/runs/RUN_ID/``; a run whose
-``summary.json`` exists is skipped, so an interrupted sweep resumes. The
-tidy tables are ``DIR/rounds.csv`` (one row per run and round) and
-``DIR/runs.csv`` (one row per run), and the resolved specification is saved
-as ``DIR/sweep.json``.
+``coordinator_view/summary.json`` says it ended is skipped, so an interrupted
+sweep resumes. The tidy tables are ``DIR/rounds.csv`` (one row per run and
+round) and ``DIR/runs.csv`` (one row per run): the simulation's record, both
+views of every run joined for analysis (never published); the resolved
+specification is saved as ``DIR/sweep.json``.
 """
 
 from __future__ import annotations
@@ -253,7 +254,9 @@ def _executor(jobs: int | None) -> Executor:
 
 def _finished(d: Path) -> bool:
     """A run directory holds a finished run: a summary that does not say it failed or was interrupted."""
-    path = d / "summary.json"
+    from .admm.results import summary_path
+
+    path = summary_path(d)
     if not path.is_file():
         return False
     try:
@@ -359,8 +362,10 @@ def run_sweep(
 
 def run_dirs(out: str | Path) -> list[Path]:
     """The run directories of a sweep directory, or ``[out]`` when ``out`` is one run's directory."""
+    from .admm.results import summary_path
+
     out = Path(out)
-    if (out / "summary.json").is_file() and not (out / "runs").is_dir():
+    if summary_path(out).is_file() and not (out / "runs").is_dir():
         return [out]
     return sorted(d for d in (out / "runs").glob("*") if d.is_dir())
 
@@ -372,13 +377,13 @@ PARAM_COLUMNS = [
 
 def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The tidy tables of a sweep directory: (rounds, runs)."""
-    from .admm.results import RunResult
+    from .admm.results import RunResult, summary_path
 
     out = Path(out)
     rows, summaries = [], []
     wanted = {r for r, _ in spec.configs()} if spec is not None else None
     for d in run_dirs(out):
-        if not (d / "summary.json").is_file() or (wanted is not None and d.name not in wanted):
+        if not summary_path(d).is_file() or (wanted is not None and d.name not in wanted):
             continue
         res = RunResult.load(d)
         cfg = res.config

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from powerdp.admm.results import read_history, read_summary
 from powerdp.cli import build_parser, main
 
 CASE14_SOC = 8075.12
@@ -239,7 +240,6 @@ def test_console_script():
 
 def test_run_without_evaluation_from_a_config_file(tmp_path, capsys):
     """--no-evaluation also applies over a --config file; the zones' own solution files are written."""
-    import pandas as pd
 
     cfg = tmp_path / "run.toml"
     cfg.write_text('[run]\ncase = "case14"\nzones = 3\nalgorithm = "objl"\nepsilon = 0.5\nrounds = 2\n')
@@ -247,7 +247,7 @@ def test_run_without_evaluation_from_a_config_file(tmp_path, capsys):
     assert main(["-q", "run", "--config", str(cfg), "--no-evaluation", "--no-warm-start", "--out", str(out)]) == 0
     saved = json.loads((out / "config.json").read_text())
     assert saved["evaluate"] is False and saved["warm_start"] is False
-    history = pd.read_csv(out / "history.csv")
+    history = read_history(out)
     assert history["objective"].isna().all() and history["feasibility"].notna().all()
     assert sorted(p.name for p in (out / "zones").glob("zone_*.csv")) == ["zone_0.csv", "zone_1.csv", "zone_2.csv"]
 
@@ -315,10 +315,10 @@ def test_run_ac_check_and_export(tmp_path, capsys):
     assert main(["-q", "run", "case14", "--rounds", "3", "--epsilon", "1", "--no-reference", "--ac-check", "--out", str(out), "--json", str(js)]) == 0
     ac = json.loads(js.read_text())["ac_check"]
     assert ac["converged"] is True and set(ac) >= {"slack_mismatch_mw", "max_voltage_violation_pu", "max_loading_percent"}
-    saved = json.loads((out / "summary.json").read_text())["summary"]
-    assert saved["ac_check"] == ac
+    saved = json.loads((out / "simulation_evaluation" / "summary.json").read_text())["summary"]
+    assert saved["ac_check"] == ac  # computed at the true loads: the simulation's evaluation
     for name in ("generators.csv", "buses.csv", "branches.csv", "zones.csv"):
-        assert (out / name).is_file(), name
+        assert (out / "simulation_evaluation" / name).is_file() and not (out / name).exists(), name
     assert main(["-q", "export", str(out), "--pandapower", str(tmp_path / "run_net.json")]) == 0
     # without evaluation there is no final point to check
     assert main(["-q", "run", "case14", "--rounds", "2", "--no-evaluation", "--ac-check"]) == 2
@@ -330,8 +330,8 @@ def test_run_on_a_pandapower_case_writes_its_dispatch_back(tmp_path):
 
     out = tmp_path / "run"
     assert main(["-q", "run", "pandapower:case14", "--rounds", "2", "--epsilon", "1", "--no-reference", "--out", str(out)]) == 0
-    net = pp.from_json(str(out / "pandapower.json"))
-    with open(out / "generators.csv", newline="") as fh:
+    net = pp.from_json(str(out / "simulation_evaluation" / "pandapower.json"))
+    with open(out / "simulation_evaluation" / "generators.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     gen_p = sorted(float(r["p_mw"]) for r in rows if int(r["bus"]) in {2, 3, 6, 8})
     assert sorted(net.gen["p_mw"]) == pytest.approx(gen_p, abs=1e-9)
@@ -349,3 +349,24 @@ def test_export_of_a_solve_with_an_hvdc_line(hvdc_case, tmp_path):
     assert main(["-q", "export", str(out), "--pandapower", str(tmp_path / "net.json"), "--ac-check"]) == 0
     net = pp.from_json(str(tmp_path / "net.json"))
     assert len(net.dcline) == 1 and net.dcline["p_mw"].iloc[0] == pytest.approx(80.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("extra", [["--algorithm", "objl"], ["--algorithm", "objg", "--target-delta", "1e-5"]])
+def test_round_legend_shows_the_calibrated_per_step_epsilon(extra, tmp_path, capsys):
+    """A budget-first run prints the per-step ε it calibrated (the ledger's figure), not the default --epsilon."""
+    js, out = tmp_path / "run.json", tmp_path / "run"
+    args = ["run", "case14", "--zones", "2", "--target-epsilon", "1", "--rounds", "5", "--json", str(js), "--out", str(out)]
+    assert main([*args, *extra]) == 0
+    legend = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("columns:"))
+    record = json.loads(js.read_text())  # --json: the simulation's record, both views, with the keys scripts rely on
+    assert {"final_objective", "final_cost", "total_shedding_mw", "epsilon_total", "noise_source", "private",
+            "centralized_objective", "final_feasibility"} <= set(record)
+    assert record == json.loads(json.dumps(read_summary(out)))  # = the two view files joined
+    assert record["final_objective"] > 0 and record["noise_source"] == "secret"
+    per_step = record["epsilon_per_step"]
+    eps = next(iter(per_step.values()))
+    assert f"(ε {eps:.4g} per local step" in legend and "calibrated to the budget ε 1" in legend
+    if extra[1] == "objl":  # Laplace: 5 rounds × 1 local step share ε 1 equally (basic composition is exact here)
+        assert eps == pytest.approx(0.2, rel=1e-12) and "δ 0," in legend
+    else:
+        assert 0.1 < eps < 10 and "ε 0.1 per local step" not in legend

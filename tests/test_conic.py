@@ -10,7 +10,7 @@ import pytest
 
 from powerdp.admm.agent import ZoneAgent
 from powerdp.admm.config import RunConfig
-from powerdp.admm.results import RunResult
+from powerdp.admm.results import RunResult, read_history, read_summary
 from powerdp.admm.runner import RunFailed, run_distributed
 from powerdp.cli import main
 from powerdp.errors import ConfigError, ModelError, SolverError
@@ -256,7 +256,7 @@ def test_objl_runs_with_either_solver_agree(tmp_path):
     np.testing.assert_array_equal(h["epsilon_spent"], ipopt["epsilon_spent"])
     assert (h["max_violation"] < 1e-7).all()
     assert (h["solver_s"] > 0).all() and "ipopt_s" not in h
-    s = json.loads((tmp_path / "run" / "summary.json").read_text())["summary"]
+    s = read_summary(tmp_path / "run")
     assert s["local_solver"] == "clarabel" and s["ipopt_s"] == s["solver_s"] > 0
     assert json.loads((tmp_path / "run" / "config.json").read_text())["local_solver"] == "clarabel"
 
@@ -290,7 +290,7 @@ def test_a_failed_clarabel_solve_names_zone_and_round_and_keeps_history(tmp_path
     with pytest.raises(RunFailed, match=r"run stopped in round 3: zone 1, round 3, local step 1: Clarabel failed with MaxIterations") as exc:
         _run(d, local_solver="clarabel", checkpoint_every=1)
     assert len(exc.value.result.history) == 2
-    assert len(pd.read_csv(d / "history.csv")) == 2
+    assert len(read_history(d)) == 2
     assert "Clarabel failed" in (d / "failure.txt").read_text()
 
 
@@ -340,8 +340,9 @@ def test_cli_flags(tmp_path, capsys):
 def test_old_run_directories_with_ipopt_s_still_load(tmp_path):
     d = tmp_path / "old"
     _run(d, rounds=2)
-    h = pd.read_csv(d / "history.csv").rename(columns={"solver_s": "ipopt_s"})
-    h.to_csv(d / "history.csv", index=False)
+    ev = d / "simulation_evaluation" / "history.csv"  # solver_s is a zone statistic: the evaluation's column
+    h = pd.read_csv(ev).rename(columns={"solver_s": "ipopt_s"})
+    h.to_csv(ev, index=False)
     loaded = RunResult.load(d)
     assert "solver_s" in loaded.history and "ipopt_s" not in loaded.history
     assert loaded.history["solver_s"].tolist() == h["ipopt_s"].tolist()

@@ -204,6 +204,7 @@ def test_resume_reopens_the_recorded_case_and_refuses_a_changed_or_missing_one(t
     case = _mycase(tmp_path)
     other = _mycase(tmp_path, "other", scale=1.5)
     monkeypatch.chdir(case.parent)
+    # seeded: the resumed run is compared with an uninterrupted one below (secret noise would differ)
     assert main(["-q", "run", "mycase.m", "--zones", "2", "--rounds", "2", "--out", "r", "--no-reference", "--seed", "0"]) == 0
     rec = json.loads((case.parent / "r" / "inputs.json").read_text())
     assert rec["case"]["path"] == str(case.resolve()) and len(rec["case"]["sha256"]) == 64
@@ -217,8 +218,8 @@ def test_resume_reopens_the_recorded_case_and_refuses_a_changed_or_missing_one(t
     assert main(["-q", "run", "mycase.m", "--zones", "2", "--rounds", "3", "--out", "full", "--no-reference", "--seed", "0"]) == 0
     import pandas as pd
 
-    a = pd.read_csv(case.parent / "r" / "history.csv")["objective"].to_numpy()
-    b = pd.read_csv(case.parent / "full" / "history.csv")["objective"].to_numpy()
+    a = pd.read_csv(case.parent / "r" / "simulation_evaluation" / "history.csv")["objective"].to_numpy()
+    b = pd.read_csv(case.parent / "full" / "simulation_evaluation" / "history.csv")["objective"].to_numpy()
     np.testing.assert_array_equal(a, b)
     # changed: refused, naming the file and what to do
     case.write_text(other.read_text())
@@ -275,8 +276,9 @@ def test_a_pandapower_net_the_dispatch_cannot_be_written_into_keeps_its_results(
     assert main(["run", "pandapower:example_multivoltage", "--zones", "2", "--rounds", "2", "--out", str(d), "--no-reference"]) == 0
     err = capsys.readouterr().err
     assert "powerdp: warning: no " in err and "pandapower.json" in err and "xward" in err
-    assert (d / "summary.json").is_file() and (d / "generators.csv").is_file()
-    assert not (d / "pandapower.json").exists()
+    ev = d / "simulation_evaluation"
+    assert (d / "coordinator_view" / "summary.json").is_file() and (ev / "summary.json").is_file() and (ev / "generators.csv").is_file()
+    assert not (ev / "pandapower.json").exists()
     assert main(["-q", "run", "--resume", str(d), "--rounds", "3"]) == 0
 
 
@@ -482,13 +484,14 @@ def test_a_full_disk_at_the_summary_names_the_file_and_keeps_the_run(tmp_path, m
 
     monkeypatch.setattr(results, "atomic_write_text", no_room)
     assert main(["-q", "run", "case14", "--rounds", "3", "--out", str(d), "--no-reference"]) == 2
-    one_error(capsys, f"cannot write {d / 'summary.json'}: No space left on device")
-    assert not (d / "summary.json").exists() and not (d / "summary.json.tmp").exists()
+    summary = d / "coordinator_view" / "summary.json"  # the first summary written
+    one_error(capsys, f"cannot write {summary}: No space left on device")
+    assert not summary.exists() and not summary.with_name("summary.json.tmp").exists()
     monkeypatch.undo()
     assert main(["-q", "run", "--resume", str(d), "--rounds", "3"]) == 0  # the computed rounds were kept
     import json
 
-    assert json.loads((d / "summary.json").read_text())["summary"]["rounds"] == 3
+    assert json.loads(summary.read_text())["summary"]["rounds"] == 3
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs POSIX resource limits")
@@ -499,13 +502,11 @@ def test_a_file_size_limit_keeps_the_last_checkpoint_resumable(tmp_path, backend
     import subprocess
     import sys
 
-    def limit():
-        # above every fixed-size file (a zone's .npz state is 4.5 kB on case14), below the coordinator's state.json
-        # once its history has grown for about 14 rounds
-        resource.setrlimit(resource.RLIMIT_FSIZE, (5000, 5000))
+    def limit():  # above every fixed-size file (a zone's .npz: 4.5 kB), below the checkpoint's history after ~30 rounds
+        resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
 
     d = tmp_path / "f"
-    cmd = [sys.executable, "-m", "powerdp", "run", "case14", "--rounds", "20", "--out", str(d), "--no-reference", "--checkpoint-every", "1",
+    cmd = [sys.executable, "-m", "powerdp", "run", "case14", "--rounds", "40", "--out", str(d), "--no-reference", "--checkpoint-every", "1",
            "--backend", backend]
     r = subprocess.run(cmd, preexec_fn=limit, capture_output=True, text=True, env=tree_env())
     last = r.stderr.strip().splitlines()[-1]
@@ -513,11 +514,12 @@ def test_a_file_size_limit_keeps_the_last_checkpoint_resumable(tmp_path, backend
     assert last.startswith("powerdp: error: cannot write the checkpoint of round ") and str(d / "checkpoint") in last
     assert "--resume" in last
     assert not list((d / "checkpoint").rglob("*.tmp"))
-    r = subprocess.run([sys.executable, "-m", "powerdp", "-q", "run", "--resume", str(d), "--rounds", "20"], capture_output=True, text=True, env=tree_env())
+    r = subprocess.run([sys.executable, "-m", "powerdp", "-q", "run", "--resume", str(d), "--rounds", "40"], capture_output=True, text=True, env=tree_env())
     assert r.returncode == 0, r.stderr
     import pandas as pd
 
-    assert pd.read_csv(d / "history.csv")["round"].tolist() == list(range(1, 21))
+    for view in ("coordinator_view", "simulation_evaluation"):
+        assert pd.read_csv(d / view / "history.csv")["round"].tolist() == list(range(1, 41))
 
 
 # ------------------------------------------------------------------ unclear: outputs that read wrongly

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from powerdp.admm.config import RunConfig
+from powerdp.admm.results import read_history
 from powerdp.admm.runner import run_distributed
 
 pytestmark = pytest.mark.mpi
@@ -38,12 +39,12 @@ def test_mpi_history_equals_serial(tmp_path, algorithm, solver):
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    mpi = pd.read_csv(tmp_path / "mpi" / "history.csv", float_precision="round_trip")
+    mpi = read_history(tmp_path / "mpi")
     cfg = RunConfig(case="case14", zones=3, algorithm=algorithm, epsilon=0.3, rounds=6, local_updates=2, seed=5, local_solver=solver)
     serial = run_distributed(cfg, reference=False).history
     cols = ["objective", "feasibility", "dual_residual", "noise_magnitude", "max_violation", "epsilon_spent"]
     pd.testing.assert_frame_equal(mpi[cols], serial[cols], check_exact=True)
-    assert '"backend": "mpi"' in (tmp_path / "mpi" / "summary.json").read_text()
+    assert '"backend": "mpi"' in (tmp_path / "mpi" / "coordinator_view" / "summary.json").read_text()
 
 
 def test_mpi_backend_needs_two_ranks():
@@ -88,7 +89,7 @@ def test_lost_rank_is_named_and_the_run_resumes(tmp_path):
     assert proc.returncode != 0
     assert "round 3" in proc.stderr and "MPI rank 2 (zones [" in proc.stderr and "no heartbeat" in proc.stderr, proc.stderr[-2000:]
     assert "history and last checkpoint kept in" in proc.stderr
-    assert len(pd.read_csv(out / "history.csv")) == 2
+    assert len(read_history(out)) == 2
     assert "MPI rank 2" in (out / "failure.txt").read_text()
     assert sorted(p.parent.name for p in (out / "checkpoint").glob("zone_*.private/round_2.npz")) == [f"zone_{z}.private" for z in range(3)]
 
@@ -97,7 +98,7 @@ def test_lost_rank_is_named_and_the_run_resumes(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    history = pd.read_csv(out / "history.csv", float_precision="round_trip")
+    history = read_history(out)
     serial = run_distributed(RunConfig(case="case14", zones=3, algorithm="objl", epsilon=0.3, rounds=6, seed=2), reference=False).history
     cols = ["objective", "feasibility", "dual_residual", "noise_magnitude"]
     pd.testing.assert_frame_equal(history[cols], serial[cols], check_exact=True)

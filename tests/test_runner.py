@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from powerdp.admm.config import RunConfig
-from powerdp.admm.results import HISTORY_COLUMNS, RunResult
+from powerdp.admm.results import HISTORY_COLUMNS, RunResult, read_history
 from powerdp.admm.runner import RunFailed, run_distributed
 from powerdp.errors import ConfigError
 
@@ -71,8 +71,12 @@ def test_same_seed_same_run_other_seed_other_run():
 def test_save_load_round_trip(tmp_path):
     cfg = RunConfig(case="case14", algorithm="objl", rounds=4)
     res = run_distributed(cfg, out=tmp_path / "run")
-    for name in ("config.json", "history.csv", "summary.json", "consensus.csv", "partition.csv"):
-        assert (tmp_path / "run" / name).is_file()
+    for name in ("config.json", "partition.csv", "coordinator_view/history.csv", "coordinator_view/summary.json",
+                 "coordinator_view/consensus.csv", "simulation_evaluation/history.csv", "simulation_evaluation/summary.json",
+                 "simulation_evaluation/buses.csv"):
+        assert (tmp_path / "run" / name).is_file(), name
+    for name in ("history.csv", "summary.json", "consensus.csv", "buses.csv", "generators.csv"):  # no mixed file
+        assert not (tmp_path / "run" / name).exists(), name
     back = RunResult.load(tmp_path / "run")
     pd.testing.assert_frame_equal(back.history, res.history, check_dtype=False)
     np.testing.assert_allclose(back.consensus, res.consensus)
@@ -97,7 +101,7 @@ def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, mon
         run_distributed(cfg, out=tmp_path / "f", reference=False)
     assert len(info.value.result.history) == 2
     assert (tmp_path / "f" / "failure.txt").is_file()
-    assert len(pd.read_csv(tmp_path / "f" / "history.csv")) == 2
+    assert len(read_history(tmp_path / "f")) == 2
     monkeypatch.undo()  # the solves work again
     resumed = run_distributed(cfg, out=tmp_path / "f", resume=True, reference=False)
     full = run_distributed(cfg, reference=False)
@@ -206,7 +210,7 @@ def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, coordinator_i
     # a process-backend checkpoint resumes on the serial backend, bit for bit
     full = run_distributed(cfg.replace(rounds=6, backend="serial"), reference=False)
     run_distributed(cfg.replace(rounds=6, backend="serial"), out=tmp_path / "p", resume=True, reference=False)
-    resumed = pd.read_csv(tmp_path / "p" / "history.csv", float_precision="round_trip")
+    resumed = read_history(tmp_path / "p")
     pd.testing.assert_frame_equal(full.history[COMPARE], resumed[COMPARE], check_exact=True)
 
 

@@ -73,7 +73,7 @@ def _wait_for(pred, timeout: float = 60.0, what: str = "condition") -> None:
 
 def _history_rows(d: Path) -> int:
     try:
-        return max(0, len((d / "history.csv").read_text().strip().splitlines()) - 1)
+        return max(0, len((d / "coordinator_view" / "history.csv").read_text().strip().splitlines()) - 1)
     except FileNotFoundError:
         return 0
 
@@ -178,7 +178,7 @@ def test_sigterm_stops_after_the_round_with_checkpoint_and_one_line(tmp_path, sp
     assert f"round {n} of 100000" in lines[-1] and "--resume" in lines[-1]
     # history and checkpoint flushed: the checkpoint is of the last round in the history
     assert json.loads((d / "checkpoint" / "state.json").read_text())["round"] == n
-    summary = json.loads((d / "summary.json").read_text())["summary"]
+    summary = json.loads((d / "coordinator_view" / "summary.json").read_text())["summary"]
     assert summary["stopped"] == "interrupted" and summary["rounds"] == n
     assert main(["-q", "run", "--resume", str(d), "--rounds", str(n + 2)]) == 0
     assert _history_rows(d) == n + 2
@@ -259,7 +259,7 @@ def test_dead_worker_records_privacy_spend_and_says_no_checkpoint(tmp_path, monk
     msg = str(info.value)
     assert msg.count("round 3") == 1, msg  # "round 3:" once, not twice
     assert "last checkpoint" not in msg and "no checkpoint" in msg
-    data = json.loads((d / "summary.json").read_text())
+    data = json.loads((d / "coordinator_view" / "summary.json").read_text())  # the ledger is the coordinator's
     # two noisy rounds were released by every zone: the spend is recorded
     assert data["summary"]["epsilon_total"] == {"0": pytest.approx(0.2), "1": pytest.approx(0.2), "2": pytest.approx(0.2)}
     assert set(data["privacy"]) == {"0", "1", "2"} and all(p["steps"] == 2 for p in data["privacy"].values())
@@ -276,7 +276,7 @@ def test_successful_resume_removes_the_stale_failure(tmp_path, monkeypatch):
     monkeypatch.undo()  # the solves work again
     run_distributed(cfg, out=d, resume=True, reference=False)
     assert not (d / "failure.txt").exists()
-    assert json.loads((d / "summary.json").read_text())["summary"]["stopped"] == "rounds"
+    assert json.loads((d / "coordinator_view" / "summary.json").read_text())["summary"]["stopped"] == "rounds"
 
 
 # ------------------------------------------------- 4, 5, 6: not losing results
@@ -407,9 +407,10 @@ def test_plot_errors_and_a_single_run(finished_run, tmp_path, capsys):
     names = {p.name for p in (tmp_path / "figs").glob("*.png")}
     assert "trajectories_case14.png" in names and any(n.startswith("network_case14") for n in names)
     # one corrupt summary.json
-    (finished_run / "summary.json").write_text('{"summary": {"rounds": 3, "fin')
+    summary = finished_run / "coordinator_view" / "summary.json"
+    summary.write_text('{"summary": {"rounds": 3, "fin')
     assert main(["plot", str(finished_run)]) == 2
-    _one_error(capsys, str(finished_run / "summary.json"))
+    _one_error(capsys, str(summary))
 
 
 @pytest.mark.parametrize(

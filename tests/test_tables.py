@@ -186,9 +186,9 @@ def test_run_tables_match_the_centralized_point_when_converged(tmp_path):
     loaded = RunResult.load(tmp_path / "run")
     for name in ("generators", "buses", "branches", "zones"):
         pd.testing.assert_frame_equal(getattr(loaded, name), getattr(result, name), check_dtype=False)
-    # an older run directory without the tables still loads
+    # the tables hold the loads: the simulation's evaluation; a run directory without them still loads
     for name in ("generators", "buses", "branches", "zones"):
-        (tmp_path / "run" / f"{name}.csv").unlink()
+        (tmp_path / "run" / "simulation_evaluation" / f"{name}.csv").unlink()
     old = RunResult.load(tmp_path / "run")
     assert old.tables is None and old.zone_solutions
 

@@ -23,8 +23,12 @@ from ..errors import ConfigError
 __all__ = ["RUN_FILES", "DirectoryLock", "ensure_dir", "holds_run", "prepare_run_dir"]
 
 LOCK_NAME = ".powerdp.lock"
-# everything a run writes into its directory (RunResult.save, the runner)
-RUN_FILES = ("config.json", "inputs.json", "partition.csv", "history.csv", "history.csv.tmp", "summary.json", "consensus.csv", "failure.txt")
+# everything a run writes into its directory (RunResult.save, the runner), and the mixed top-level files of
+# earlier versions (results.LEGACY_FILES; the tables and pandapower.json among them removed only beside such a
+# history or summary: a run's, not a user's file of the same name)
+RUN_FILES = ("config.json", "inputs.json", "partition.csv", "failure.txt",
+             "history.csv", "history.csv.tmp", "summary.json", "consensus.csv")
+LEGACY_TABLES = ("generators.csv", "buses.csv", "branches.csv", "zones.csv", "pandapower.json")
 RUN_DIRS = ("checkpoint", "zones", "coordinator_view", "simulation_evaluation")
 
 
@@ -44,7 +48,7 @@ def ensure_dir(path: str | Path, what: str = "output directory") -> Path:
 
 def holds_run(directory: str | Path) -> bool:
     d = Path(directory)
-    return any((d / name).exists() for name in ("config.json", "history.csv", "summary.json", "checkpoint"))
+    return any((d / name).exists() for name in ("config.json", "history.csv", "summary.json", "checkpoint", "coordinator_view"))
 
 
 def prepare_run_dir(directory: str | Path, overwrite: bool = False, resume: bool = False) -> Path:
@@ -77,7 +81,7 @@ def prepare_run_dir(directory: str | Path, overwrite: bool = False, resume: bool
 def refuse_links(d: Path) -> None:
     """No symbolic link among a run's files and folders: a run writes (and --overwrite removes) only inside its
     own directory, never through a link into another place."""
-    names = [*RUN_FILES, *RUN_DIRS, LOCK_NAME, "pandapower.json", "generators.csv", "buses.csv", "branches.csv", "zones.csv"]
+    names = [*RUN_FILES, *RUN_DIRS, LOCK_NAME, *LEGACY_TABLES]
     paths = [d / n for n in names]
     for sub in RUN_DIRS:
         if (d / sub).is_dir() and not (d / sub).is_symlink():
@@ -91,7 +95,8 @@ def refuse_links(d: Path) -> None:
 
 
 def remove_run_files(d: Path) -> None:
-    for name in RUN_FILES:
+    legacy = (d / "history.csv").is_file() or (d / "summary.json").is_file()
+    for name in (*RUN_FILES, *(LEGACY_TABLES if legacy else ())):
         try:
             (d / name).unlink()
         except FileNotFoundError:

@@ -1,28 +1,26 @@
 """Results of a distributed run: per-round history, final point, privacy report; files.
 
-A :class:`RunResult` saves to a directory::
+A :class:`RunResult` saves to a directory holding the run's two views apart, never mixed in one file
+(docs/privacy.md, "What a deployment publishes")::
 
-    DIR/config.json       the resolved RunConfig
-    DIR/history.csv       one row per round (docs/algorithm.md)
-    DIR/summary.json      final figures, privacy report per zone, setup times
-    DIR/consensus.csv     the final consensus vector (variable, index, value)
-    DIR/zones/zone_P.csv  each zone's final released solution (variable, index, value)
-    DIR/generators.csv, buses.csv, branches.csv, zones.csv
-                          the final point in physical units (powerdp.opf.tables), when the
-                          zones' solutions were evaluated
+    DIR/config.json               the resolved RunConfig (public settings)
+    DIR/inputs.json, partition.csv  the files the run was made from; the public partition
+    DIR/coordinator_view/         what the coordinator holds and a deployment would publish:
+        history.csv               per round: residuals, the coordinator's round time, ε spent, ρ (COORDINATOR_COLUMNS)
+        consensus.csv             the final consensus point w (variable, index, value)
+        summary.json              public settings, residuals, the ledger per zone, noise_source, private (COORDINATOR_KEYS)
+    DIR/simulation_evaluation/    what only a simulation holding every zone's data can compute (never published):
+        history.csv               per round: objective at the true loads, violations, Σ|ξ|, zone solver work
+        summary.json              objective, cost, shedding MW, centralized reference and gap, AC check, zone timings
+        generators.csv, buses.csv, branches.csv, zones.csv
+                                  the final point in physical units, with the loads (powerdp.opf.tables)
+        pandapower.json           the dispatch written into a copy of a pandapower source network
+    DIR/zones/zone_P.csv          each zone's final solution (variable, index, value): zone-private
+    DIR/checkpoint/               what --resume needs: the coordinator's state and history columns (state.*),
+                                  the evaluation's history columns (evaluation.*), each zone's private folder
 
-Those top-level files are the one-machine simulation's full record. The two views of the run
-(docs/privacy.md, "What a deployment publishes") are also written apart, never mixed::
-
-    DIR/coordinator_view/       what the coordinator holds and a deployment would publish:
-        history.csv             residuals, the coordinator's round times, ε spent, ρ (COORDINATOR_COLUMNS)
-        consensus.csv           the final consensus point w
-        summary.json            public settings, residuals, the ledger per zone, noise_source, private
-    DIR/simulation_evaluation/  what only a simulation holding every zone's data can compute:
-        history.csv             objective at the true loads, violations, Σ|ξ|, zone solver work
-        summary.json            objective, shedding, cost, centralized reference and gap, AC check
-
-and :meth:`RunResult.load` reads it back.
+:meth:`RunResult.load` reads it back, and reads run directories of earlier versions too (their
+top-level ``history.csv``, ``summary.json``, ``consensus.csv`` and tables: :data:`LEGACY_FILES`).
 """
 
 from __future__ import annotations
@@ -43,7 +41,8 @@ from ..opf.tables import Dispatch, ResultTables
 from .config import RunConfig
 
 __all__ = ["RunResult", "HISTORY_COLUMNS", "OLD_HISTORY_NAMES", "COORDINATOR_COLUMNS", "COORDINATOR_KEYS",
-           "COORDINATOR_VIEW", "EVALUATION_VIEW", "split_views"]
+           "COORDINATOR_VIEW", "EVALUATION_VIEW", "LEGACY_FILES", "split_views", "split_history", "summary_path",
+           "read_summary", "read_history"]
 
 #: the folders of the two views of a run (never mixed)
 COORDINATOR_VIEW = "coordinator_view"
@@ -57,6 +56,10 @@ COORDINATOR_KEYS = (
     "epsilon_basic", "target_epsilon", "target_delta", "private", "noise_source", "privacy_warnings", "backend", "hosts",
     "resumed_from",
 )
+
+#: the mixed top-level files of run directories written before the views were split (still read by load)
+LEGACY_FILES = ("history.csv", "summary.json", "consensus.csv", "generators.csv", "buses.csv", "branches.csv",
+                "zones.csv", "pandapower.json")
 
 #: history columns renamed since: old name → new name (runs written before still load)
 OLD_HISTORY_NAMES = {"ipopt_s": "solver_s"}
@@ -186,56 +189,55 @@ class RunResult:
 
     # ----------------------------------------------------------------- files
     def save(self, directory: str | Path) -> Path:
+        """Write the run into ``directory``, each view in its own folder (the module's docstring)."""
         d = Path(directory)
-        (d / "zones").mkdir(parents=True, exist_ok=True)
+        coord, evaluation = d / COORDINATOR_VIEW, d / EVALUATION_VIEW
+        for sub in (d / "zones", coord, evaluation):
+            sub.mkdir(parents=True, exist_ok=True)
         # each file written whole or not at all (fileio.py): a full disk keeps the last good copy and names the file
         atomic_write_text(d / "config.json", json.dumps(jsonable(self.config.to_dict()), indent=2) + "\n")
-        atomic_to_csv(self.history, d / "history.csv", index=False)
-        atomic_write_text(d / "summary.json", json.dumps(jsonable({"summary": self.summary, "privacy": self.privacy}), indent=2) + "\n")
-        atomic_to_csv(_key_frame(self.shared_keys, self.consensus), d / "consensus.csv", index=False)
+        coord_hist, eval_hist = split_history(self.history)
+        atomic_to_csv(coord_hist, coord / "history.csv", index=False)
+        atomic_to_csv(eval_hist, evaluation / "history.csv", index=False)
+        atomic_to_csv(_key_frame(self.shared_keys, self.consensus), coord / "consensus.csv", index=False)
+        views = self.views()
+        atomic_write_text(coord / "summary.json", json.dumps(jsonable({
+            "view": "the coordinator's view: what a deployment publishes",
+            "summary": views["coordinator_view"],
+            "privacy": self.privacy,  # the ledger per zone: data-independent, public
+        }), indent=2) + "\n")
+        atomic_write_text(evaluation / "summary.json", json.dumps(jsonable({
+            "view": "the simulation's evaluation: needs every zone's data; never published",
+            "summary": views["simulation_evaluation"],
+        }), indent=2) + "\n")
         for zone, sol in self.zone_solutions.items():
             keys = list(sol)
             atomic_to_csv(_key_frame(keys, [sol[k] for k in keys]), d / "zones" / f"zone_{zone}.csv", index=False)
         if self.tables is not None:
-            self.tables.save(d)
-        self.save_views(d)
+            self.tables.save(evaluation)
+        remove_legacy_files(d)
         return d
-
-    def save_views(self, directory: str | Path) -> None:
-        """Write the two views of the run into their own folders (see the module's docstring)."""
-        d = Path(directory)
-        coord, evaluation = d / COORDINATOR_VIEW, d / EVALUATION_VIEW
-        coord.mkdir(parents=True, exist_ok=True)
-        evaluation.mkdir(parents=True, exist_ok=True)
-        views = self.views()
-        hist = self.history
-        hist[[c for c in COORDINATOR_COLUMNS if c in hist.columns]].to_csv(coord / "history.csv", index=False)
-        ev_cols = ["round"] + [c for c in hist.columns if c not in COORDINATOR_COLUMNS]
-        hist[ev_cols].to_csv(evaluation / "history.csv", index=False)
-        _key_frame(self.shared_keys, self.consensus).to_csv(coord / "consensus.csv", index=False)
-        ledgers = {z: p for z, p in self.privacy.items()}  # data-independent: the ledger is public
-        (coord / "summary.json").write_text(
-            json.dumps(jsonable({"view": "the coordinator's view: what a deployment publishes",
-                                 "summary": views["coordinator_view"], "privacy": ledgers}), indent=2) + "\n"
-        )
-        (evaluation / "summary.json").write_text(
-            json.dumps(jsonable({"view": "the simulation's evaluation: needs every zone's data; never published",
-                                 "summary": views["simulation_evaluation"]}), indent=2) + "\n"
-        )
 
     @classmethod
     def load(cls, directory: str | Path) -> RunResult:
-        """Read a saved run; a missing or unreadable file is a :class:`ConfigError` naming it."""
+        """Read a saved run; a missing or unreadable file is a :class:`ConfigError` naming it.
+
+        Reads the two views (the module's docstring); a directory holding only ``config.json`` and
+        ``coordinator_view/`` (what a deployment publishes) loads with NaN evaluation columns and no
+        tables. Run directories of earlier versions (one mixed ``history.csv``, ``summary.json`` ...
+        at the top level) load as before.
+        """
         from .configfile import read_config_json
 
         d = Path(directory)
         config = read_config_json(d / "config.json")
-        history = _read(d / "history.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), HISTORY_COLUMNS[:1])
-        history = history.rename(columns={k: v for k, v in OLD_HISTORY_NAMES.items() if v not in history.columns})
-        data = _read(d / "summary.json", lambda p: json.loads(p.read_text()), ["summary"])
-        if not isinstance(data.get("summary"), dict):
-            raise ConfigError(f"{d / 'summary.json'}: not a powerdp run summary (no 'summary' object)")
-        cons = _read(d / "consensus.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
+        legacy = _is_legacy(d)
+        coord = d if legacy else d / COORDINATOR_VIEW
+        evaluation = d if legacy else d / EVALUATION_VIEW
+        history = read_history(d)
+        summary = read_summary(d)
+        data = json.loads(summary_path(d).read_text())  # read_summary checked it
+        cons = _read(coord / "consensus.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
         keys = [(v, _index(i)) for v, i in zip(cons["variable"], cons["index"])]
         sols = {}
         for f in sorted((d / "zones").glob("zone_*.csv")):
@@ -251,9 +253,79 @@ class RunResult:
             consensus=cons["value"].to_numpy(),
             zone_solutions=sols,
             privacy=privacy,
-            summary=data["summary"],
-            tables=_read(d, ResultTables.load, []),  # None for runs saved before the tables existed
+            summary=summary,
+            tables=_read(evaluation, ResultTables.load, []),  # None without evaluation, or for runs older than the tables
         )
+
+
+def split_history(history: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the coordinator's columns, ``round`` + every other column): the allow-list :data:`COORDINATOR_COLUMNS`
+    decides; a column it does not name is the simulation's evaluation."""
+    coord = [c for c in COORDINATOR_COLUMNS if c in history.columns]
+    return history[coord], history[["round"] + [c for c in history.columns if c not in COORDINATOR_COLUMNS]]
+
+
+def read_history(directory: str | Path) -> pd.DataFrame:
+    """A run directory's per-round history, both views joined in :data:`HISTORY_COLUMNS` order (also of a run
+    still going, failed or interrupted: the files are appended every round). Without
+    ``simulation_evaluation/history.csv`` (a deployment's published view) the evaluation columns are NaN; a run
+    directory of an earlier version has one mixed ``history.csv``."""
+    d = Path(directory)
+    if _is_legacy(d):
+        return _read_history(d / "history.csv")
+    coord, ev_path = d / COORDINATOR_VIEW / "history.csv", d / EVALUATION_VIEW / "history.csv"
+    history = _read_history(coord)
+    if ev_path.is_file():
+        ev = _read_history(ev_path)
+        if len(ev) == len(history) and np.array_equal(ev["round"].to_numpy(), history["round"].to_numpy()):
+            history = pd.concat([history, ev.drop(columns="round")], axis=1)
+        else:  # a run killed between its two appends: the coordinator's rounds, NaN where the evaluation has none
+            history = history.merge(ev.drop_duplicates("round", keep="last"), on="round", how="left")
+    return history.reindex(columns=HISTORY_COLUMNS + [c for c in history.columns if c not in HISTORY_COLUMNS])
+
+
+def _is_legacy(d: Path) -> bool:
+    """A run directory of an earlier version: the mixed top-level history or summary (not yet rewritten)."""
+    return (d / "summary.json").is_file() or (d / "history.csv").is_file()
+
+
+def summary_path(directory: str | Path) -> Path:
+    """The file that says a run ended and how (``summary["stopped"]``): ``coordinator_view/summary.json``, or the
+    top-level ``summary.json`` of an earlier version's run directory."""
+    d = Path(directory)
+    return d / "summary.json" if _is_legacy(d) else d / COORDINATOR_VIEW / "summary.json"
+
+
+def read_summary(directory: str | Path) -> dict[str, Any]:
+    """A saved run's summary, both views merged (the coordinator's, then the evaluation's keys); a missing or
+    unreadable file is a :class:`ConfigError` naming it."""
+    d = Path(directory)
+    data = _read(summary_path(d), lambda p: json.loads(p.read_text()), ["summary"])
+    if not isinstance(data.get("summary"), dict):
+        raise ConfigError(f"{summary_path(d)}: not a powerdp run summary (no 'summary' object)")
+    summary = dict(data["summary"])
+    ev = d / EVALUATION_VIEW / "summary.json"
+    if not _is_legacy(d) and ev.is_file():
+        ev_data = _read(ev, lambda p: json.loads(p.read_text()), ["summary"])
+        summary.update(ev_data["summary"] if isinstance(ev_data.get("summary"), dict) else {})
+    return summary
+
+
+def remove_legacy_files(d: Path) -> None:
+    """Drop an earlier version's mixed top-level files once the run is written in the two views (a resumed or
+    re-saved old run); the tables only where they sit beside such a history or summary (a run's, not a user's)."""
+    if not _is_legacy(d):
+        return
+    for name in LEGACY_FILES:
+        try:
+            (d / name).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _read_history(path: Path) -> pd.DataFrame:
+    history = _read(path, lambda p: pd.read_csv(p, float_precision="round_trip"), HISTORY_COLUMNS[:1])
+    return history.rename(columns={k: v for k, v in OLD_HISTORY_NAMES.items() if v not in history.columns})
 
 
 def split_views(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -34,7 +34,15 @@ from .configfile import read_config_json
 from .coordinator import Coordinator
 from .messages import ZoneUpdate
 from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
-from .results import HISTORY_COLUMNS, OLD_HISTORY_NAMES, RunResult
+from .results import (
+    COORDINATOR_COLUMNS,
+    COORDINATOR_VIEW,
+    EVALUATION_VIEW,
+    HISTORY_COLUMNS,
+    OLD_HISTORY_NAMES,
+    RunResult,
+    remove_legacy_files,
+)
 from .stopping import deferred_stop, stop_requested
 
 log = logging.getLogger(__name__)
@@ -226,19 +234,35 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
     """Crash-consistent checkpoint after the coordinator's current round (no pickle: .npz + JSON).
 
     Each zone first writes its own ``zone_Z.private/round_T`` files on its host (its state
-    never reaches the coordinator); then the coordinator's ``state`` (.npz + .json, naming
-    round T) replaces the previous one, the JSON last; only then are older zone
+    never reaches the coordinator); then the evaluation's history rows (``evaluation``: objective,
+    Σ|ξ|, zone solver work) and the coordinator's ``state`` (.npz + .json, naming round T, with the
+    coordinator's history rows) replace the previous ones, the JSON last; only then are older zone
     files pruned. A crash at any point leaves a complete earlier checkpoint.
-    (``history.csv`` is appended every round; resuming rewrites it from here.)
+    (each view's ``history.csv`` is appended every round; resuming rewrites them from here.)
     """
     d = _checkpoint_dir(out)
     try:
         d.mkdir(parents=True, exist_ok=True)
         backend.save_checkpoint(str(d))
-        save_state(d / "state", {**coordinator.state_dict(), "history": [jsonable(row) for row in history]})
+        coord_rows, eval_rows = _split_rows(history)  # the two views stay apart in the checkpoint too
+        save_state(d / "evaluation", {"history": eval_rows})  # before the state that names the round (crash-consistent)
+        save_state(d / "state", {**coordinator.state_dict(), "history": coord_rows})
     except OSError as exc:  # a full disk, a file-size limit: the previous checkpoint stays complete
         raise _checkpoint_write_error(out, d, coordinator.round, exc) from None
     backend.prune_checkpoints(str(d), coordinator.round)
+
+
+def _split_rows(history: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The history rows as the coordinator's columns and as ``round`` + the evaluation's (JSON-ready)."""
+    coord = [jsonable({c: row[c] for c in COORDINATOR_COLUMNS if c in row}) for row in history]
+    ev = [jsonable({c: v for c, v in row.items() if c == "round" or c not in COORDINATOR_COLUMNS}) for row in history]
+    return coord, ev
+
+
+def _join_rows(coord: list[dict], ev: list[dict]) -> list[dict]:
+    """Undo :func:`_split_rows` (a checkpoint of an earlier version holds whole rows in ``coord`` and no ``ev``)."""
+    by_round = {int(row["round"]): row for row in ev}
+    return [{**by_round.get(int(row["round"]), {}), **row} for row in coord]
 
 
 def _checkpoint_write_error(out: Path, d: Path, t: int, exc: OSError) -> OutputError:
@@ -266,20 +290,30 @@ def _renamed(row: dict) -> dict:
     return out
 
 
+def _history_files(out: Path) -> tuple[tuple[Path, list[str]], tuple[Path, list[str]]]:
+    """The two per-round files and their columns: the coordinator's view, the simulation's evaluation
+    (results.py's docstring; never one file with both)."""
+    evaluation = ["round"] + [c for c in HISTORY_COLUMNS if c not in COORDINATOR_COLUMNS]
+    return ((out / COORDINATOR_VIEW / "history.csv", COORDINATOR_COLUMNS),
+            (out / EVALUATION_VIEW / "history.csv", evaluation))
+
+
 def _write_history(out: Path, history: list[dict]) -> None:
-    atomic_to_csv(pd.DataFrame(history, columns=HISTORY_COLUMNS), out / "history.csv", index=False)
+    frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
+    for path, columns in _history_files(out):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_to_csv(frame[columns], path, index=False)
 
 
 def _append_history(out: Path, row: dict) -> None:
-    """One line per round (csv, repr floats: round-trip exact), cheap enough for every round. A failed
-    append is an error naming the file (a resume rewrites the history from the checkpoint)."""
-    try:
-        with open(out / "history.csv", "a", newline="") as fh:
-            csv.writer(fh).writerow([row.get(c, "") for c in HISTORY_COLUMNS])
-    except OSError as exc:
-        raise OutputError(
-            f"cannot write {out / 'history.csv'}: {exc.strerror or exc}; {_kept(out).removeprefix('; ')}"
-        ) from None
+    """One line per round in each view's history (csv, repr floats: round-trip exact), cheap enough for every
+    round. A failed append is an error naming the file (a resume rewrites the history from the checkpoint)."""
+    for path, columns in _history_files(out):
+        try:
+            with open(path, "a", newline="") as fh:
+                csv.writer(fh).writerow([row.get(c, "") for c in columns])
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}; {_kept(out).removeprefix('; ')}") from None
 
 
 def _load_checkpoint(out: Path) -> dict:
@@ -288,9 +322,10 @@ def _load_checkpoint(out: Path) -> dict:
     if not state_exists(d / "state"):
         raise ConfigError(f"{out} has no checkpoint to resume from ({d / 'state.json'} is missing)")
     state = load_state(d / "state")
+    evaluation = load_state(d / "evaluation") if state_exists(d / "evaluation") else {"history": []}
     try:
         int(state["round"])
-        history = list(state["history"])
+        history = _join_rows(list(state["history"]), list(evaluation["history"]))
     except Exception as exc:  # noqa: BLE001 - another program's files
         raise ConfigError(f"{d / 'state.json'} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
     return {"coordinator": {k: v for k, v in state.items() if k != "history"}, "meta": {"history": history}}
@@ -426,9 +461,12 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
     zone_maps = [np.array([key_index[k] for k in by_zone[p]], dtype=np.int64) for p in range(part.n_zones)]
     specs = [AgentSpec(zone=p, own_buses=part.own_buses(p), shared_keys=tuple(by_zone[p])) for p in range(part.n_zones)]
     central = None
+    reference_s = 0.0  # the centralized solve reads every load: the simulation's, kept out of the coordinator's setup time
     if reference and config.evaluate:
         say(f"centralized reference solve of {net.name} ({net.n_bus} buses)")
+        t_ref = time.perf_counter()
         central = _centralized_reference(net, config)
+        reference_s = time.perf_counter() - t_ref
 
     history: list[dict[str, Any]] = []
     start_round = 1
@@ -457,7 +495,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
             if out_dir is not None:
                 _start_files(out_dir, config, part, history)
                 _record_inputs(out_dir, config)
-        setup_s = time.perf_counter() - t_setup
+        setup_s = time.perf_counter() - t_setup - reference_s
         run_start = time.perf_counter()
         stopped = "rounds"
         last_checkpoint = start_round - 1 if resume else None
@@ -519,6 +557,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
             run_s=time.perf_counter() - run_start, stopped=stopped, init_s=init_s, last_diags=last_diags,
         )
         result.summary["resumed_from"] = start_round - 1 if resume else None
+        result.summary["reference_s"] = reference_s
         if out_dir is not None and not config.evaluate:
             backend.save_solutions(str(out_dir / "zones"))  # each zone's host writes its own solution
     finally:
@@ -555,9 +594,9 @@ def _write_pandapower_copy(result: RunResult, net: Network, out_dir: Path) -> No
     try:
         pp_net = result.ac_check.pandapower.net if result.ac_check is not None else result.to_pandapower(net)
     except PowerDPError as exc:
-        log.warning("no %s: %s", out_dir / "pandapower.json", exc)
+        log.warning("no %s: %s", out_dir / EVALUATION_VIEW / "pandapower.json", exc)
         return
-    atomic_write(out_dir / "pandapower.json", lambda fh: fh.write(pp.to_json(pp_net)))
+    atomic_write(out_dir / EVALUATION_VIEW / "pandapower.json", lambda fh: fh.write(pp.to_json(pp_net)))
 
 
 def _save_partial(partial: RunResult, out_dir: Path, failure: str) -> None:
@@ -573,10 +612,12 @@ def _start_files(out_dir: Path, config: RunConfig, part: Partition, history: lis
     """The run's files as round 1 (or the first resumed round) starts."""
     atomic_write_text(out_dir / "config.json", json.dumps(jsonable(config.to_dict()), indent=2) + "\n")
     part.to_csv(out_dir / "partition.csv")
+    remove_legacy_files(out_dir)  # an earlier version's mixed files: the history is rewritten below in the two views
     _write_history(out_dir, history)
-    for stale in ("failure.txt", "summary.json"):  # of an earlier attempt; written again when this one ends
+    stale = ("failure.txt", f"{COORDINATOR_VIEW}/summary.json", f"{EVALUATION_VIEW}/summary.json")
+    for name in stale:  # of an earlier attempt; written again when this one ends
         try:
-            (out_dir / stale).unlink()
+            (out_dir / name).unlink()
         except FileNotFoundError:
             pass
 
@@ -727,6 +768,7 @@ def _result(
         "final_max_violation": float(frame["max_violation"].iloc[-1]) if len(frame) else None,
         "wall_s": float(frame["wall_s"].sum()) if run_s is None else float(run_s),
         "setup_s": float(setup_s),  # everything before round 1 (load, partition, build, compile, projection)
+        # but the centralized reference solve (the simulation's evaluation: result.summary["reference_s"])
         "init_s": float(init_s),  # of which the initial projection onto each W_p (0 on resume)
         "local_solver": config.local_solver,
         "solver_s": float(frame["solver_s"].sum()),
