@@ -56,8 +56,11 @@ LEARN_DESCRIPTION = textwrap.dedent(
     private run, a small constant for a non-private one (--rho-schedule, --rho).
 
     The run prints setup stages, one line per evaluation (or a progress bar) and a
-    summary; --out DIR keeps config.json, history.csv, summary.json, model.npz,
-    privacy.json and checkpoints (npz + JSON); --resume DIR continues it. Ctrl-C or
+    summary; --out DIR keeps the run's two views apart: DIR/coordinator_view/ (what a
+    deployment publishes: residuals, epsilon spent, rho, timings, the global model,
+    the ledger) and DIR/simulation_evaluation/ (objective, test error, noise
+    magnitude, the centralized reference: computed from every client's data), with
+    config.json and checkpoints (npz + JSON); --resume DIR continues it. Ctrl-C or
     SIGTERM stops after the round in progress, with a checkpoint.
 
     --audit N checks the privacy claim from the outside: N seeded runs on each of two
@@ -302,7 +305,7 @@ def _print_summary(s: dict, cfg: LearnConfig, out) -> None:
         label = " (papers' data-dependent sensitivity: NOT private)" if cfg.sensitivity == "paper" else ""
         print(f"privacy       total ε per client {eps:.4g} (ε̄ {s['epsilon_per_step_setting']:.4g} per step, {cfg.adjacency}){label}")
     if out is not None:
-        print(f"results       {out}")
+        print(f"results       {out}  (coordinator_view/ is what a deployment publishes; simulation_evaluation/ is not)")
 
 
 def learning_sweep_file(path: Path) -> bool:
