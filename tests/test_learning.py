@@ -2,6 +2,7 @@
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -304,6 +305,37 @@ def test_learning_run_writes_two_views_never_mixed(tmp_path, digits):
     back = read_history(d, HISTORY_COLUMNS)
     pd.testing.assert_frame_equal(back, res.history.astype(back.dtypes.to_dict()), check_exact=True)
     assert read_summary(d)["final_test_error"] == s["final_test_error"]
+
+
+def test_learning_run_of_the_mixed_layout_still_reads_and_resumes_into_the_two_views(tmp_path, digits):
+    """A run directory of the previous version (one mixed history.csv, a flat summary.json, model.npz and
+    privacy.json at the top level, whole rows in checkpoint/state.json): the sweep tables read it, and a resume
+    continues it bit for bit and rewrites it in the two views."""
+    from powerdp.learning.runner import HISTORY_COLUMNS
+    from powerdp.learning.sweep import is_learning_dir, learning_tables
+
+    cfg = LearnConfig(dataset="digits", clients=3, algorithm="objg", epsilon=0.5, rounds=8, checkpoint_every=4, seed=3)
+    full = run_federated(cfg, data=digits, reference=False)
+    part = run_federated(cfg.replace(rounds=4), data=digits, out=tmp_path / "old", reference=False)
+    d = tmp_path / "old"
+    part.history.to_csv(d / "history.csv", index=False)  # the old layout, made from the new one
+    (d / "summary.json").write_text(json.dumps(part.summary, default=float))
+    (d / "privacy.json").write_text("{}")
+    (d / "coordinator_view" / "model.npz").rename(d / "model.npz")
+    state = json.loads((d / "checkpoint" / "state.json").read_text())
+    state["history"] = json.loads(pd.DataFrame(part.history, columns=HISTORY_COLUMNS).to_json(orient="records"))
+    (d / "checkpoint" / "state.json").write_text(json.dumps(state))
+    for name in ("coordinator_view", "simulation_evaluation"):
+        shutil.rmtree(d / name)
+    (d / "checkpoint" / "evaluation.json").unlink()
+    assert is_learning_dir(d)
+    rounds, runs = learning_tables(d)
+    assert len(rounds) == 4 and runs["final_objective"].iloc[0] == part.summary["final_objective"]
+    resumed = run_federated(cfg, data=digits, out=d, resume=True, reference=False)
+    np.testing.assert_array_equal(resumed.model, full.model)
+    assert not {"history.csv", "summary.json", "model.npz", "privacy.json"} & {p.name for p in d.iterdir()}
+    assert len(pd.read_csv(d / "coordinator_view" / "history.csv")) == 8
+    assert learning_tables(d)[1]["rounds"].iloc[0] == 8
 
 
 # ---------------------------------------------------------------- command line

@@ -100,10 +100,23 @@ def is_learning_dir(directory: str | Path) -> bool:
     for rd in [d, *_finished_runs(d)[:1]]:
         if summary_path(rd).is_file():
             try:
-                return read_summary(rd).get("application") == "learning"
+                return _read_summary(rd).get("application") == "learning"
             except ConfigError:
                 return False
     return False
+
+
+def _read_summary(rd: Path) -> dict[str, Any]:
+    """A learning run's summary, both views joined; an earlier version's flat top-level summary.json too."""
+    legacy = rd / "summary.json"
+    if legacy.is_file():
+        try:
+            data = json.loads(legacy.read_text())
+        except ValueError as exc:
+            raise ConfigError(f"{legacy} is not readable ({exc})") from None
+        if isinstance(data, dict) and "summary" not in data:
+            return data
+    return read_summary(rd)
 
 
 def _finished_runs(d: Path) -> list[Path]:
@@ -119,7 +132,7 @@ def learning_tables(directory: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     dirs = [d] if summary_path(d).is_file() else _finished_runs(d)
     rounds, runs = [], []
     for rd in dirs:
-        s = read_summary(rd)  # both views: the final figures are the simulation's evaluation
+        s = _read_summary(rd)  # both views: the final figures are the simulation's evaluation
         cfg = json.loads((rd / "config.json").read_text())
         info = {"run": rd.name, "dataset": s["dataset"], "algorithm": s["algorithm"], "epsilon": cfg["epsilon"] if s["private"] else 0.0,
                 "target_epsilon": cfg["target_epsilon"], "local_updates": cfg["local_updates"], "seed": cfg["seed"]}
