@@ -100,6 +100,30 @@ def test_resume_and_process_backend_are_bit_identical(tmp_path, case30):
     assert (back[cols].to_numpy() == full.history[cols].to_numpy()).all()
 
 
+
+def test_run_of_the_mixed_layout_resumes_into_the_two_views(tmp_path, case30):
+    """A sharing run directory of the previous version (one mixed history.csv and summary.json at the top level)
+    resumes bit for bit, rewritten in the two views."""
+    net, zones = case30
+    rho = 0.3 * default_market_rho(dc_model(net))
+    settings = SharingSettings(rounds=10, rho=rho, noise_multiplier=5.0)
+    full, _, _ = run_market(net, zones, settings, seed=4)
+    run_market(net, zones, SharingSettings(rounds=6, rho=rho, noise_multiplier=5.0), seed=4, out=tmp_path / "run")
+    d = tmp_path / "run"
+    history, summary = read_history(d, HISTORY_ORDER), read_summary(d)  # the old layout, made from the new one
+    history.to_csv(d / "history.csv", index=False)
+    (d / "summary.json").write_text(json.dumps(summary))
+    for view in ("coordinator_view", "simulation_evaluation"):
+        for f in (d / view).iterdir():
+            f.unlink()
+        (d / view).rmdir()
+    resumed, _, _ = run_market(net, zones, settings, seed=4, out=d, resume=True)
+    cols = ["primal_residual", "dual_residual", "epsilon_spent", "eval_cost", "eval_imbalance_mw"]
+    assert (resumed.history[cols].to_numpy() == full.history[cols].to_numpy()).all()
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]
+    assert len(pd.read_csv(d / "coordinator_view" / "history.csv")) == 10
+    assert (read_history(d, HISTORY_ORDER)[cols].to_numpy() == full.history[cols].to_numpy()).all()
+
 #: what the market's evaluation computes from the zones' loads and dispatch (history columns, summary keys)
 MARKET_EVAL_COLUMNS = {"eval_cost", "eval_imbalance_mw", "eval_max_line_violation", "eval_cost_gap", "eval_max_price_error",
                        "solves", "iterations", "agent_s"}
