@@ -447,10 +447,7 @@ def print_summary(s: dict[str, Any], out=None) -> None:
     print(f"learned       {s['dataset']}: elastic net, {s['train_samples']} users, {s['features']} features, "
           f"{s['iterations']} iterations × {s['runs']} run(s), noisy-admm (001's Algorithm 1, {s['order']} order)")
     print(f"step          eta {s['eta']:.6g} ({s['eta_rule']}), beta {s['beta']:g}, sigma {s['sigma']:g}")
-    print(f"objective     {s['final_objective']:.6g} (at the released x̃_K; centralized optimum {s['centralized_objective']:.6g}, "
-          f"relative gap {s['relative_gap_to_centralized']:+.2e})")
-    if s["final_test_loss"] is not None:
-        print(f"test loss     {s['final_test_loss']:.6g} (mean squared error on {s['test_samples']} held-out samples)")
+    print("── the coordinator's view (what a deployment publishes) ──")
     print(f"released      {s['released']}")
     if s["private"]:
         kind = "amplified" if s["amplified"] else "NOT amplified"
@@ -462,6 +459,11 @@ def print_summary(s: dict[str, Any], out=None) -> None:
         print(f"every user    ε {e['epsilon']:.4g} (zCDP {e['zcdp']:.4g}, {e['uses']} use(s), no amplification)")
     else:
         print("privacy       none (sigma = 0)")
+    print("── the simulation's evaluation (needs every user's data; a deployment cannot compute it) ──")
+    print(f"objective     {s['final_objective']:.6g} (at the released x̃_K; centralized optimum {s['centralized_objective']:.6g}, "
+          f"relative gap {s['relative_gap_to_centralized']:+.2e})")
+    if s["final_test_loss"] is not None:
+        print(f"test loss     {s['final_test_loss']:.6g} (mean squared error on {s['test_samples']} held-out samples)")
     if out is not None:
         print(f"results       {out}  (coordinator_view/: the release and the ledger, what a deployment publishes; "
               "simulation_evaluation/: the objective and the reference, never published)")
