@@ -222,8 +222,8 @@ def cmd_run_dc(args) -> int:
         pg_full = np.zeros(model.n_gen)
         pg_full[order] = pg
         tables = dc_tables(model, pg_full, lmp, central.lmp if central else None)
-        for name, df in tables.items():
-            df.to_csv(Path(out) / f"{name}.csv", index=False)
+        for name, df in tables.items():  # the dispatch in MW: the simulation's evaluation
+            df.to_csv(Path(out) / "simulation_evaluation" / f"{name}.csv", index=False)
     if args.json is not None:
         _write_json(args.json, summary)
     return 0

@@ -24,7 +24,9 @@ def test_run_dc_market_json_and_tables(tmp_path):
     assert doc["max_line_violation"] <= 1e-4 and doc["max_price_error"] < 1e-2
     import pandas as pd
 
-    buses = pd.read_csv(out / "buses.csv")
+    buses = pd.read_csv(out / "simulation_evaluation" / "buses.csv")  # the dispatch: the simulation's evaluation
+    assert not (out / "buses.csv").exists() and sorted(p.name for p in (out / "coordinator_view").iterdir()) == [
+        "history.csv", "summary.json"]
     assert {"lmp_per_mwh", "centralized_lmp_per_mwh"} <= set(buses.columns)
     assert buses["lmp_error_per_mwh"].abs().max() < 1e-2
 

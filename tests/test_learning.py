@@ -2,8 +2,10 @@
 
 import json
 import math
+import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from powerdp.admm.messages import ConsensusMessage
@@ -14,6 +16,8 @@ from powerdp.learning.client import ClientAgent
 from powerdp.learning.config import penalty
 from powerdp.learning.data import Dataset, clip_rows, load_dataset, preprocess, split_clients
 from powerdp.learning.model import SoftmaxLoss, centralized_fit, error_rate
+from powerdp.learning.runner import COORDINATOR_COLUMNS as LEARN_COORDINATOR_COLUMNS
+from powerdp.learning.runner import COORDINATOR_KEYS as LEARN_COORDINATOR_KEYS
 from powerdp.learning.runner import prepare_data
 from powerdp.learning.sensitivity import gradient_sensitivity
 
@@ -242,6 +246,96 @@ def test_seeded_runs_repeat_and_resume_is_exact(tmp_path, digits):
     np.testing.assert_array_equal(full.model, resumed.model)
     assert resumed.summary["epsilon_total"] == full.summary["epsilon_total"]
     assert not list((tmp_path / "r").rglob("*.pkl"))  # npz + JSON, no pickle
+    # the resumed run's files, both views joined, are the uninterrupted run's history (its round times aside)
+    from powerdp.admm.results import read_history
+    from powerdp.learning.runner import HISTORY_COLUMNS
+
+    back = read_history(tmp_path / "r", HISTORY_COLUMNS).drop(columns="wall_s")
+    pd.testing.assert_frame_equal(back, full.history.drop(columns="wall_s").astype(back.dtypes.to_dict()), check_exact=True)
+    ckpt = tmp_path / "r" / "checkpoint"  # the checkpoint keeps the views apart too
+    assert set(json.loads((ckpt / "state.json").read_text())["history"][0]) <= set(LEARN_COORDINATOR_COLUMNS)
+    assert "objective" in json.loads((ckpt / "evaluation.json").read_text())["history"][0]
+
+
+# ---------------------------------------------------------------- the two views of a run (docs/privacy.md)
+#: everything computed from the clients' data or their noise: history columns, summary keys
+DATA_DERIVED_COLUMNS = {"objective", "test_error", "train_error", "noise_magnitude", "max_violation"}
+DATA_DERIVED_KEYS = {"final_objective", "final_test_error", "final_train_error", "final_max_violation",
+                     "centralized_objective", "centralized_test_error", "relative_gap_to_centralized", "client_samples",
+                     "train_samples", "test_samples", "preprocessing", "R1", "R2"}
+
+
+def _keys(obj) -> set:
+    if isinstance(obj, dict):
+        return set(map(str, obj)) | set().union(*(_keys(v) for v in obj.values()))
+    if isinstance(obj, list):
+        return set().union(*(_keys(v) for v in obj))
+    return set()
+
+
+def test_learning_run_writes_two_views_never_mixed(tmp_path, digits):
+    cfg = LearnConfig(dataset="digits", clients=3, algorithm="objg", epsilon=0.5, rounds=6, evaluate_every=2, seed=1)
+    res = run_federated(cfg, data=digits, out=tmp_path / "r")
+    d, s = tmp_path / "r", res.summary
+    assert s["final_objective"] is not None and s["centralized_objective"] is not None
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]  # nothing mixed at the top level
+    coord, ev = d / "coordinator_view", d / "simulation_evaluation"
+    assert sorted(p.name for p in coord.iterdir()) == ["history.csv", "model.npz", "summary.json"]
+    assert sorted(p.name for p in ev.iterdir()) == ["history.csv", "summary.json"]
+    hist = pd.read_csv(coord / "history.csv", float_precision="round_trip")
+    assert list(hist.columns) == LEARN_COORDINATOR_COLUMNS and not DATA_DERIVED_COLUMNS & set(hist.columns)
+    np.testing.assert_array_equal(hist["feasibility"].to_numpy(), res.history["feasibility"].to_numpy())
+    data = json.loads((coord / "summary.json").read_text())
+    assert set(data) == {"view", "summary", "privacy"} and set(data["summary"]) <= set(LEARN_COORDINATOR_KEYS)
+    assert not _keys(data) & DATA_DERIVED_KEYS
+    with np.load(coord / "model.npz", allow_pickle=False) as z:  # the consensus of the released models
+        np.testing.assert_array_equal(z["w"], res.model)
+    # every data-derived column and key is in the evaluation, and its values are in no public file
+    assert DATA_DERIVED_COLUMNS <= set(pd.read_csv(ev / "history.csv", nrows=0).columns)
+    ev_summary = json.loads((ev / "summary.json").read_text())["summary"]
+    assert DATA_DERIVED_KEYS - {"R1", "R2"} <= set(ev_summary) and not set(ev_summary) & set(LEARN_COORDINATOR_KEYS)
+    public = [d / "config.json", coord / "history.csv", coord / "summary.json"]
+    for value in (s["final_objective"], s["centralized_objective"], s["final_test_error"], res.history["objective"].iloc[1]):
+        assert not any(repr(float(value)) in p.read_text() for p in public), value
+        assert repr(float(value)) in (ev / "summary.json").read_text() + (ev / "history.csv").read_text()
+    # the files read back as the run: both views joined
+    from powerdp.admm.results import read_history, read_summary
+    from powerdp.learning.runner import HISTORY_COLUMNS
+
+    back = read_history(d, HISTORY_COLUMNS)
+    pd.testing.assert_frame_equal(back, res.history.astype(back.dtypes.to_dict()), check_exact=True)
+    assert read_summary(d)["final_test_error"] == s["final_test_error"]
+
+
+def test_learning_run_of_the_mixed_layout_still_reads_and_resumes_into_the_two_views(tmp_path, digits):
+    """A run directory of the previous version (one mixed history.csv, a flat summary.json, model.npz and
+    privacy.json at the top level, whole rows in checkpoint/state.json): the sweep tables read it, and a resume
+    continues it bit for bit and rewrites it in the two views."""
+    from powerdp.learning.runner import HISTORY_COLUMNS
+    from powerdp.learning.sweep import is_learning_dir, learning_tables
+
+    cfg = LearnConfig(dataset="digits", clients=3, algorithm="objg", epsilon=0.5, rounds=8, checkpoint_every=4, seed=3)
+    full = run_federated(cfg, data=digits, reference=False)
+    part = run_federated(cfg.replace(rounds=4), data=digits, out=tmp_path / "old", reference=False)
+    d = tmp_path / "old"
+    part.history.to_csv(d / "history.csv", index=False)  # the old layout, made from the new one
+    (d / "summary.json").write_text(json.dumps(part.summary, default=float))
+    (d / "privacy.json").write_text("{}")
+    (d / "coordinator_view" / "model.npz").rename(d / "model.npz")
+    state = json.loads((d / "checkpoint" / "state.json").read_text())
+    state["history"] = json.loads(pd.DataFrame(part.history, columns=HISTORY_COLUMNS).to_json(orient="records"))
+    (d / "checkpoint" / "state.json").write_text(json.dumps(state))
+    for name in ("coordinator_view", "simulation_evaluation"):
+        shutil.rmtree(d / name)
+    (d / "checkpoint" / "evaluation.json").unlink()
+    assert is_learning_dir(d)
+    rounds, runs = learning_tables(d)
+    assert len(rounds) == 4 and runs["final_objective"].iloc[0] == part.summary["final_objective"]
+    resumed = run_federated(cfg, data=digits, out=d, resume=True, reference=False)
+    np.testing.assert_array_equal(resumed.model, full.model)
+    assert not {"history.csv", "summary.json", "model.npz", "privacy.json"} & {p.name for p in d.iterdir()}
+    assert len(pd.read_csv(d / "coordinator_view" / "history.csv")) == 8
+    assert learning_tables(d)[1]["rounds"].iloc[0] == 8
 
 
 # ---------------------------------------------------------------- command line
@@ -257,7 +351,9 @@ def test_cli_learn_writes_the_summary(tmp_path):
     assert set(s["epsilon_total"]) == {"0", "1", "2", "3"}
     assert main(["learn", "digits", "--rounds", "20", "--out", str(out), "-q"]) == 2  # holds a run
     assert main(["learn", "--resume", str(out), "--rounds", "30", "-q"]) == 0
-    assert json.loads((out / "summary.json").read_text())["rounds"] == 30
+    from powerdp.admm.results import read_summary
+
+    assert read_summary(out)["rounds"] == 30
 
 
 def test_cli_learn_bad_input_is_exit_2(tmp_path, capsys):

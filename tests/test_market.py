@@ -4,12 +4,14 @@ release sensitivity, resume and backends bit for bit, nothing but the releases c
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from powerdp.admm.market import MarketZone, default_market_rho, market_problem, market_sensitivity, run_market
+from powerdp.admm.results import read_history, read_summary
 from powerdp.admm.sharing import Contribution, SharingMessage
 from powerdp.admm.sharing_hosts import build
-from powerdp.admm.sharing_run import SharingSettings
+from powerdp.admm.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER, SharingSettings
 from powerdp.grid.network import load_case
 from powerdp.grid.partition import partition
 from powerdp.opf.dc import dc_model
@@ -89,9 +91,78 @@ def test_resume_and_process_backend_are_bit_identical(tmp_path, case30):
     cols = ["primal_residual", "dual_residual", "eval_cost", "eval_imbalance_mw"]
     assert (resumed.history[cols].to_numpy() == full.history[cols].to_numpy()).all()
     assert np.array_equal(resumed.y, full.y)
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "run" / "coordinator_view" / "summary.json").read_text())["summary"]
     ledger = summary["coordinator_view"]["ledger"]["0"]
     assert ledger["steps"] == 30 and ledger["epsilon"] > 0
+    # the files of the resumed run, both views joined, hold the uninterrupted run's rounds bit for bit
+    back = read_history(tmp_path / "run", HISTORY_ORDER)
+    assert list(back.columns) == list(full.history.columns)
+    assert (back[cols].to_numpy() == full.history[cols].to_numpy()).all()
+
+
+
+def test_run_of_the_mixed_layout_resumes_into_the_two_views(tmp_path, case30):
+    """A sharing run directory of the previous version (one mixed history.csv and summary.json at the top level)
+    resumes bit for bit, rewritten in the two views."""
+    net, zones = case30
+    rho = 0.3 * default_market_rho(dc_model(net))
+    settings = SharingSettings(rounds=10, rho=rho, noise_multiplier=5.0)
+    full, _, _ = run_market(net, zones, settings, seed=4)
+    run_market(net, zones, SharingSettings(rounds=6, rho=rho, noise_multiplier=5.0), seed=4, out=tmp_path / "run")
+    d = tmp_path / "run"
+    history, summary = read_history(d, HISTORY_ORDER), read_summary(d)  # the old layout, made from the new one
+    history.to_csv(d / "history.csv", index=False)
+    (d / "summary.json").write_text(json.dumps(summary))
+    for view in ("coordinator_view", "simulation_evaluation"):
+        for f in (d / view).iterdir():
+            f.unlink()
+        (d / view).rmdir()
+    resumed, _, _ = run_market(net, zones, settings, seed=4, out=d, resume=True)
+    cols = ["primal_residual", "dual_residual", "epsilon_spent", "eval_cost", "eval_imbalance_mw"]
+    assert (resumed.history[cols].to_numpy() == full.history[cols].to_numpy()).all()
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]
+    assert len(pd.read_csv(d / "coordinator_view" / "history.csv")) == 10
+    assert (read_history(d, HISTORY_ORDER)[cols].to_numpy() == full.history[cols].to_numpy()).all()
+
+#: what the market's evaluation computes from the zones' loads and dispatch (history columns, summary keys)
+MARKET_EVAL_COLUMNS = {"eval_cost", "eval_imbalance_mw", "eval_max_line_violation", "eval_cost_gap", "eval_max_price_error",
+                       "solves", "iterations", "agent_s"}
+MARKET_EVAL_KEYS = {"evaluation", "cost", "imbalance_mw", "max_line_violation", "cost_gap", "max_price_error", "pg",
+                    "true_release"}
+
+
+def _keys(obj) -> set:
+    if isinstance(obj, dict):
+        return set(map(str, obj)) | set().union(*(_keys(v) for v in obj.values()))
+    if isinstance(obj, list):
+        return set().union(*(_keys(v) for v in obj))
+    return set()
+
+
+def test_market_run_writes_two_views_never_mixed(tmp_path, case30):
+    """coordinator_view/ holds only the allow-listed columns and keys (residuals, ρ, ε, its times, the prices, the
+    ledger, σ); every value computed from the zones' loads and dispatch is in simulation_evaluation/ only."""
+    net, zones = case30
+    rho = 0.3 * default_market_rho(dc_model(net))
+    res, _, _ = run_market(net, zones, SharingSettings(rounds=8, rho=rho, noise_multiplier=5.0), seed=2, out=tmp_path / "run")
+    d = tmp_path / "run"
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]  # nothing mixed at the top level
+    coord, ev = d / "coordinator_view", d / "simulation_evaluation"
+    assert sorted(p.name for p in coord.iterdir()) == ["history.csv", "summary.json"]
+    hist = pd.read_csv(coord / "history.csv", float_precision="round_trip")
+    assert list(hist.columns) == COORDINATOR_COLUMNS and not MARKET_EVAL_COLUMNS & set(hist.columns)
+    np.testing.assert_array_equal(hist["primal_residual"].to_numpy(), res.history["primal_residual"].to_numpy())
+    data = json.loads((coord / "summary.json").read_text())
+    assert set(data) == {"view", "summary"} and set(data["summary"]) <= set(COORDINATOR_KEYS)
+    assert not _keys(data) & MARKET_EVAL_KEYS
+    assert data["summary"]["coordinator_view"]["noise"]["0"]["sigma"] > 0  # σ: public, saved with the run
+    assert MARKET_EVAL_COLUMNS - {"eval_cost_gap", "eval_max_price_error"} <= set(pd.read_csv(ev / "history.csv", nrows=0).columns)
+    ev_summary = json.loads((ev / "summary.json").read_text())["summary"]
+    assert set(ev_summary) == {"evaluation"} and ev_summary["evaluation"]["cost"] == res.summary["evaluation"]["cost"]
+    public = [d / "config.json", coord / "history.csv", coord / "summary.json"]
+    for value in (res.summary["evaluation"]["cost"], res.history["eval_cost"].iloc[3], res.summary["evaluation"]["imbalance_mw"]):
+        assert not any(repr(float(value)) in p.read_text() for p in public), value
+    assert read_summary(d) == json.loads(json.dumps(res.summary, default=_plain))  # both views joined: the run's summary
 
 
 def test_noise_comes_from_os_entropy_unless_seeded(case30):
@@ -146,4 +217,9 @@ def test_a_failed_round_stops_with_its_history_and_exit_status_1(tmp_path, case3
         run_market(net, zones, SharingSettings(rounds=10, rho=300.0), out=tmp_path / "run")
     assert info.value.exit_status == 1
     assert "agent 1" in (tmp_path / "run" / "failure.txt").read_text()
-    assert len((tmp_path / "run" / "history.csv").read_text().splitlines()) == 3  # header + rounds 1, 2
+    for view in ("coordinator_view", "simulation_evaluation"):  # header + rounds 1, 2, in each view
+        assert len((tmp_path / "run" / view / "history.csv").read_text().splitlines()) == 3
+
+
+def _plain(x):
+    return x.tolist() if hasattr(x, "tolist") else x

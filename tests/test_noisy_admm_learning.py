@@ -5,10 +5,11 @@ import json
 import numpy as np
 import pytest
 
+from powerdp.admm.results import read_summary
 from powerdp.cli import main
 from powerdp.errors import ConfigError
 from powerdp.learning import LearnConfig, NoisyADMMConfig, run_noisy_admm
-from powerdp.learning.amplified import auto_eta, ledger_entry, user_order
+from powerdp.learning.amplified import COORDINATOR_KEYS, auto_eta, ledger_entry, user_order
 from powerdp.learning.config import ALGORITHM_NAMES, RUNNERS
 from powerdp.learning.noisy_admm import elastic_net_data
 from powerdp.privacy.amplification import one_step_zcdp, step_midpoint, zcdp_convex, zcdp_strongly_convex, zcdp_to_dp
@@ -37,8 +38,11 @@ def test_cli_run_json_keys_and_ledger(tmp_path, capsys):
     assert s["application"] == "learning" and s["algorithm"] == "noisy-admm" and s["dataset"] == "elastic-net"
     assert s["rounds"] == s["iterations"] == 101 and s["noise_source"] == "seeded" and s["seed"] == 3
     assert s["released"].startswith("only the final")
-    for f in ("config.json", "history.csv", "model.npz", "privacy.json", "summary.json"):
-        assert (tmp_path / "run" / f).is_file()
+    run = tmp_path / "run"  # the two views apart: the release and the ledger; the evaluation (never published)
+    assert sorted(p.name for p in (run / "coordinator_view").iterdir()) == ["model.npz", "summary.json"]
+    assert sorted(p.name for p in (run / "simulation_evaluation").iterdir()) == ["history.csv", "summary.json"]
+    assert not {"history.csv", "summary.json", "model.npz", "privacy.json"} & {p.name for p in run.iterdir()}
+    assert read_summary(run) == s  # both views joined: the --json record
     # the ledger = Cor. 6.2 computed independently: row 1's split (f_i rank-one: no Cor. 7.3), η = eq. (23)'s midpoint
     p = elastic_net_data(0.25, n=16, users=200)
     nu = p.smoothness()
@@ -173,3 +177,25 @@ def test_common_keys_are_those_of_a_federated_run():
 
     s = run_federated(LearnConfig(dataset="digits", rounds=2, clients=2), reference=False).summary
     assert COMMON_KEYS <= set(s)
+
+
+def test_coordinator_view_is_the_release_and_the_ledger(tmp_path):
+    """Nothing per iteration crosses: coordinator_view/ holds the released (x̃, λ), the public settings and the
+    ledger, and no value computed from the users' data (objective, test loss, reference, the run's times)."""
+    cfg = NoisyADMMConfig(users=200, dim=16, rounds=41, seed=1)
+    run = run_noisy_admm(cfg, out=tmp_path / "r")
+    coord = tmp_path / "r" / "coordinator_view"
+    with np.load(coord / "model.npz", allow_pickle=False) as z:
+        np.testing.assert_array_equal(z["x"], run.x)
+        np.testing.assert_array_equal(z["lam"], run.lam)
+    data = json.loads((coord / "summary.json").read_text())
+    assert set(data) == {"view", "summary", "privacy"} and set(data["summary"]) <= set(COORDINATOR_KEYS)
+    assert data["privacy"]["zcdp"] == pytest.approx(run.summary["zcdp_total"], rel=1e-15)
+    data_derived = {"final_objective", "final_objective_std", "final_test_loss", "centralized_objective",
+                    "relative_gap_to_centralized", "reference_x_norm", "preprocessing", "wall_s", "setup_s", "round_ms"}
+    assert not data_derived & set(data["summary"])
+    text = (coord / "summary.json").read_text()
+    for key in ("final_objective", "centralized_objective", "final_test_loss"):
+        assert repr(float(run.summary[key])) not in text, key
+    ev = json.loads((tmp_path / "r" / "simulation_evaluation" / "summary.json").read_text())["summary"]
+    assert data_derived <= set(ev) and ev["final_objective"] == run.summary["final_objective"]

@@ -101,6 +101,35 @@ def test_private_run_spends_the_target_budget():
     assert res.summary["evaluation"]["test_logloss"] < 0.45
 
 
+def test_run_writes_two_views_never_mixed(tmp_path):
+    """coordinator_view/ holds the residuals, ρ, ε, its times and the ledger; the test/train log-loss and error
+    (computed from every party's features) and the parties' solver work are in simulation_evaluation/ only."""
+    import json
+
+    import pandas as pd
+
+    from powerdp.admm.results import read_history
+    from powerdp.admm.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER
+
+    data = load_dataset("breast_cancer", 2)
+    settings = SharingSettings(rounds=6, rho=0.5 / len(data.y_train), noise_multiplier=3.0, delta=1e-5)
+    res, _ = run_vertical_learning(data, 1e-3, settings, clip=0.03, seed=1, out=tmp_path / "v")
+    d = tmp_path / "v"
+    coord, ev = d / "coordinator_view", d / "simulation_evaluation"
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]
+    hist = pd.read_csv(coord / "history.csv", nrows=0)
+    assert list(hist.columns) == COORDINATOR_COLUMNS
+    ev_cols = set(pd.read_csv(ev / "history.csv", nrows=0).columns)
+    assert {"eval_test_logloss", "eval_test_error", "eval_train_objective", "solves", "agent_s"} <= ev_cols
+    data_coord = json.loads((coord / "summary.json").read_text())
+    assert set(data_coord["summary"]) <= set(COORDINATOR_KEYS) and "evaluation" not in (coord / "summary.json").read_text()
+    assert data_coord["summary"]["coordinator_view"]["ledger"]["0"]["epsilon"] == res.summary["coordinator_view"]["ledger"][0]["epsilon"]
+    for value in (res.summary["evaluation"]["test_logloss"], res.history["eval_test_logloss"].iloc[2]):
+        assert repr(float(value)) not in (coord / "history.csv").read_text() + (coord / "summary.json").read_text()
+        assert repr(float(value)) in (ev / "history.csv").read_text() + (ev / "summary.json").read_text()
+    pd.testing.assert_frame_equal(read_history(d, HISTORY_ORDER), res.history, check_exact=True)
+
+
 def test_attack_nonprivate_releases_reveal_the_column_space():
     """What crosses without noise: after d_m rounds the coordinator knows col(D_m) of a party (the releases span it)."""
     from powerdp.admm.sharing_run import run_sharing

@@ -219,5 +219,7 @@ def run_market(net: Network, zone_of_bus: np.ndarray, settings: SharingSettings,
     if result is None:
         return None
     result.summary["evaluation"]["run_s"] = time.perf_counter() - t0
-    result.summary["coordinator_view"]["noise"] = sigmas
+    result.summary["coordinator_view"]["noise"] = sigmas  # public: σ from the public structure and β
+    if out is not None:
+        result.save_summary(out)
     return result, model, central

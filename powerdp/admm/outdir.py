@@ -28,7 +28,8 @@ LOCK_NAME = ".powerdp.lock"
 # history or summary: a run's, not a user's file of the same name)
 RUN_FILES = ("config.json", "inputs.json", "partition.csv", "failure.txt",
              "history.csv", "history.csv.tmp", "summary.json", "consensus.csv")
-LEGACY_TABLES = ("generators.csv", "buses.csv", "branches.csv", "zones.csv", "pandapower.json")
+LEGACY_TABLES = ("generators.csv", "buses.csv", "branches.csv", "zones.csv", "pandapower.json",
+                 "model.npz", "privacy.json", "lines.csv")  # the last three: learning runs', the DC market's
 RUN_DIRS = ("checkpoint", "zones", "coordinator_view", "simulation_evaluation")
 
 

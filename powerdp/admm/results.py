@@ -42,7 +42,8 @@ from .config import RunConfig
 
 __all__ = ["RunResult", "HISTORY_COLUMNS", "OLD_HISTORY_NAMES", "COORDINATOR_COLUMNS", "COORDINATOR_KEYS",
            "COORDINATOR_VIEW", "EVALUATION_VIEW", "LEGACY_FILES", "split_views", "split_history", "summary_path",
-           "read_summary", "read_history"]
+           "read_summary", "read_history", "VIEW_LABELS", "save_summary_views", "save_history_views",
+           "append_history_views", "evaluation_columns"]
 
 #: the folders of the two views of a run (never mixed)
 COORDINATOR_VIEW = "coordinator_view"
@@ -56,6 +57,12 @@ COORDINATOR_KEYS = (
     "epsilon_basic", "target_epsilon", "target_delta", "private", "noise_source", "privacy_warnings", "backend", "hosts",
     "resumed_from",
 )
+
+#: how each view's summary.json says whose it is
+VIEW_LABELS = {
+    COORDINATOR_VIEW: "the coordinator's view: what a deployment publishes",
+    EVALUATION_VIEW: "the simulation's evaluation: needs every zone's data; never published",
+}
 
 #: the mixed top-level files of run directories written before the views were split (still read by load)
 LEGACY_FILES = ("history.csv", "summary.json", "consensus.csv", "generators.csv", "buses.csv", "branches.csv",
@@ -202,12 +209,12 @@ class RunResult:
         atomic_to_csv(_key_frame(self.shared_keys, self.consensus), coord / "consensus.csv", index=False)
         views = self.views()
         atomic_write_text(coord / "summary.json", json.dumps(jsonable({
-            "view": "the coordinator's view: what a deployment publishes",
+            "view": VIEW_LABELS[COORDINATOR_VIEW],
             "summary": views["coordinator_view"],
             "privacy": self.privacy,  # the ledger per zone: data-independent, public
         }), indent=2) + "\n")
         atomic_write_text(evaluation / "summary.json", json.dumps(jsonable({
-            "view": "the simulation's evaluation: needs every zone's data; never published",
+            "view": VIEW_LABELS[EVALUATION_VIEW],
             "summary": views["simulation_evaluation"],
         }), indent=2) + "\n")
         for zone, sol in self.zone_solutions.items():
@@ -258,15 +265,59 @@ class RunResult:
         )
 
 
-def split_history(history: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the coordinator's columns, ``round`` + every other column): the allow-list :data:`COORDINATOR_COLUMNS`
-    decides; a column it does not name is the simulation's evaluation."""
-    coord = [c for c in COORDINATOR_COLUMNS if c in history.columns]
-    return history[coord], history[["round"] + [c for c in history.columns if c not in COORDINATOR_COLUMNS]]
+def split_history(history: pd.DataFrame, columns: list[str] = COORDINATOR_COLUMNS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the coordinator's columns, ``round`` + every other column): the allow-list ``columns`` (a power-flow
+    run's :data:`COORDINATOR_COLUMNS`, or another run type's) decides; a column it does not name is the
+    simulation's evaluation."""
+    coord = [c for c in columns if c in history.columns]
+    return history[coord], history[["round"] + [c for c in history.columns if c not in columns]]
 
 
-def read_history(directory: str | Path) -> pd.DataFrame:
-    """A run directory's per-round history, both views joined in :data:`HISTORY_COLUMNS` order (also of a run
+def evaluation_columns(all_columns: list[str], columns: list[str] = COORDINATOR_COLUMNS) -> list[str]:
+    """``round`` + the columns of ``all_columns`` that the allow-list ``columns`` does not name."""
+    return ["round"] + [c for c in all_columns if c not in columns]
+
+
+def save_history_views(directory: str | Path, history: pd.DataFrame, columns: list[str]) -> None:
+    """Write a history in the two views' ``history.csv`` (split by the allow-list ``columns``; each file whole)."""
+    d = Path(directory)
+    for view, part in zip((COORDINATOR_VIEW, EVALUATION_VIEW), split_history(history, columns)):
+        (d / view).mkdir(parents=True, exist_ok=True)
+        atomic_to_csv(part, d / view / "history.csv", index=False)
+
+
+def append_history_views(directory: str | Path, row: dict[str, Any], columns: list[str], all_columns: list[str],
+                         header: bool = False) -> None:
+    """Append one round to each view's ``history.csv`` (repr floats: round-trip exact); ``all_columns`` fixes the
+    order, ``columns`` (the allow-list) the split; ``header``: start the files with their column names."""
+    import csv
+
+    d = Path(directory)
+    coord = [c for c in columns if c in all_columns]
+    for view, names in ((COORDINATOR_VIEW, coord), (EVALUATION_VIEW, evaluation_columns(all_columns, columns))):
+        (d / view).mkdir(parents=True, exist_ok=True)
+        with open(d / view / "history.csv", "w" if header else "a", newline="") as fh:
+            writer = csv.writer(fh)
+            if header:
+                writer.writerow(names)
+            writer.writerow([repr(float(v)) if isinstance(v, float) else v for v in (row.get(c, "") for c in names)])
+
+
+def save_summary_views(directory: str | Path, summary: dict[str, Any], keys: tuple[str, ...],
+                       **coordinator_extra: Any) -> None:
+    """Write a summary in the two views' ``summary.json``, split by the allow-list ``keys`` (a key it does not
+    name is the simulation's evaluation); ``coordinator_extra`` (the ledger ...) goes beside the coordinator's."""
+    d = Path(directory)
+    views = split_views(summary, keys)
+    for view, extra in ((COORDINATOR_VIEW, coordinator_extra), (EVALUATION_VIEW, {})):
+        (d / view).mkdir(parents=True, exist_ok=True)
+        atomic_write_text(d / view / "summary.json", json.dumps(jsonable({
+            "view": VIEW_LABELS[view], "summary": views[view], **extra}), indent=2) + "\n")
+
+
+def read_history(directory: str | Path, order: list[str] | None = HISTORY_COLUMNS) -> pd.DataFrame:
+    """A run directory's per-round history, both views joined in ``order`` (a power-flow run's
+    :data:`HISTORY_COLUMNS`; None: the coordinator's columns, then the evaluation's) (also of a run
     still going, failed or interrupted: the files are appended every round). Without
     ``simulation_evaluation/history.csv`` (a deployment's published view) the evaluation columns are NaN; a run
     directory of an earlier version has one mixed ``history.csv``."""
@@ -281,7 +332,9 @@ def read_history(directory: str | Path) -> pd.DataFrame:
             history = pd.concat([history, ev.drop(columns="round")], axis=1)
         else:  # a run killed between its two appends: the coordinator's rounds, NaN where the evaluation has none
             history = history.merge(ev.drop_duplicates("round", keep="last"), on="round", how="left")
-    return history.reindex(columns=HISTORY_COLUMNS + [c for c in history.columns if c not in HISTORY_COLUMNS])
+    if order is None:
+        return history
+    return history.reindex(columns=order + [c for c in history.columns if c not in order])
 
 
 def _is_legacy(d: Path) -> bool:
@@ -328,11 +381,12 @@ def _read_history(path: Path) -> pd.DataFrame:
     return history.rename(columns={k: v for k, v in OLD_HISTORY_NAMES.items() if v not in history.columns})
 
 
-def split_views(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``{"coordinator_view": ..., "simulation_evaluation": ...}``: the keys of :data:`COORDINATOR_KEYS`, and the rest."""
+def split_views(summary: dict[str, Any], keys: tuple[str, ...] = COORDINATOR_KEYS) -> dict[str, dict[str, Any]]:
+    """``{"coordinator_view": ..., "simulation_evaluation": ...}``: the keys of the allow-list ``keys`` (a
+    power-flow run's :data:`COORDINATOR_KEYS`, or another run type's), and the rest."""
     return {
-        "coordinator_view": {k: v for k, v in summary.items() if k in COORDINATOR_KEYS},
-        "simulation_evaluation": {k: v for k, v in summary.items() if k not in COORDINATOR_KEYS},
+        "coordinator_view": {k: v for k, v in summary.items() if k in keys},
+        "simulation_evaluation": {k: v for k, v in summary.items() if k not in keys},
     }
 
 

@@ -7,13 +7,20 @@ per agent, its public configuration (for ``config.json`` and resume checks),
 and an ``evaluate`` callable — the simulation's evaluation, which sees every
 agent's diagnostics and is kept apart from the coordinator's view.
 
-An output directory holds::
+An output directory holds the run's two views apart, as a power-flow run's does (docs/privacy.md, "What a
+deployment publishes"; powerdp/admm/results.py)::
 
-    DIR/config.json    the problem's public configuration and the settings
-    DIR/history.csv    per round: the coordinator's view (residuals, ρ, ε spent, timings),
-                       then the simulation's evaluation columns (prefixed ``eval_``)
-    DIR/summary.json   final figures, ledger per agent, both views labelled
-    DIR/checkpoint/    state.npz/json (coordinator, history) + agent_M_round_T.npz/json
+    DIR/config.json                the problem's public configuration and the settings
+    DIR/coordinator_view/          what the coordinator holds and a deployment would publish:
+        history.csv                per round: residuals, ρ, ε spent, the coordinator's round time (COORDINATOR_COLUMNS)
+        summary.json               settings, final residuals, the dual (prices), the ledger per agent (COORDINATOR_KEYS)
+    DIR/simulation_evaluation/     what only a simulation holding every agent's data can compute (never published):
+        history.csv                per round: the agents' solver work, the evaluation's columns (prefixed ``eval_``)
+        summary.json               ``evaluation``: the application's final figures (cost, test log-loss, ...)
+    DIR/checkpoint/                state.npz/json (coordinator) + agent_M_round_T.npz/json (the history is in the views)
+
+A result's ``history`` and ``summary`` in memory hold both views (``summary["coordinator_view"]``,
+``summary["evaluation"]``), as ``--json`` writes them.
 """
 
 from __future__ import annotations
@@ -32,11 +39,28 @@ import pandas as pd
 from ..errors import ConfigError, PowerDPError, SolverError
 from ..jsonutil import jsonable
 from .outdir import DirectoryLock, ensure_dir, prepare_run_dir
+from .results import (
+    COORDINATOR_VIEW,
+    EVALUATION_VIEW,
+    append_history_views,
+    read_history,
+    save_history_views,
+    save_summary_views,
+)
 from .sharing import SharingCoordinator
 from .sharing_hosts import SHARING_BACKENDS, launch_sharing, load_state, make_sharing_backend, save_state
 from .stopping import deferred_stop, stop_requested
 
-__all__ = ["SharingSettings", "SharingProblem", "SharingResult", "run_sharing", "gaussian_ledger", "RESUME_MAY_CHANGE_SHARING"]
+__all__ = ["SharingSettings", "SharingProblem", "SharingResult", "run_sharing", "gaussian_ledger", "RESUME_MAY_CHANGE_SHARING",
+           "COORDINATOR_COLUMNS", "COORDINATOR_KEYS", "HISTORY_ORDER"]
+
+#: history columns of the coordinator's view (an allow-list: computed from the contributions it receives, the
+#: ledger and its own clock); every other column (the agents' solver work, ``eval_*``) is the simulation's evaluation
+COORDINATOR_COLUMNS = ["round", "primal_residual", "dual_residual", "rho", "epsilon_spent", "wall_s"]
+#: the order of a history's columns (the ``eval_*`` columns follow)
+HISTORY_ORDER = ["round", "primal_residual", "dual_residual", "rho", "epsilon_spent", "solves", "iterations", "agent_s", "wall_s"]
+#: summary keys of the coordinator's view (an allow-list); any other key (``evaluation``) is the simulation's
+COORDINATOR_KEYS = ("problem", "config", "settings", "stopped", "rounds", "setup_s", "run_s", "coordinator_view")
 
 class RunStopped(SolverError):
     """A sharing run failed in a round (exit status 1); the output directory keeps its history."""
@@ -98,9 +122,13 @@ class SharingResult:
     diagnostics: dict
 
     def save(self, out: str | Path) -> None:
+        """The history and the summary, each in the two views (module docstring)."""
         out = Path(out)
         _write_history(out, self.history)
-        (out / "summary.json").write_text(json.dumps(jsonable(self.summary), indent=2))
+        self.save_summary(out)
+
+    def save_summary(self, out: str | Path) -> None:
+        save_summary_views(out, self.summary, COORDINATOR_KEYS)
 
 
 def gaussian_ledger(noise_multiplier: float | None, steps: int, delta: float) -> dict:
@@ -117,19 +145,20 @@ def gaussian_ledger(noise_multiplier: float | None, steps: int, delta: float) ->
 
 
 def _write_history(out: Path, history: pd.DataFrame) -> None:
-    tmp = out / "history.csv.tmp"
-    history.to_csv(tmp, index=False)
-    tmp.replace(out / "history.csv")
+    """Each view's history.csv, written whole (never one file with both)."""
+    if not len(history.columns):
+        history = pd.DataFrame(columns=HISTORY_ORDER)
+    save_history_views(out, history, COORDINATOR_COLUMNS)
 
 
 def _append_history(out: Path, row: dict, header: bool) -> None:
-    import csv
+    """One line per round in each view's history.csv (repr floats: round-trip exact)."""
+    append_history_views(out, row, COORDINATOR_COLUMNS, list(row), header=header)
 
-    with open(out / "history.csv", "a", newline="") as fh:
-        writer = csv.writer(fh)
-        if header:
-            writer.writerow(list(row))
-        writer.writerow([repr(float(v)) if isinstance(v, float) else v for v in row.values()])
+
+def _read_saved_history(out: Path) -> pd.DataFrame:
+    """The history in the run's files, both views joined; an earlier version's one mixed history.csv too."""
+    return read_history(out, HISTORY_ORDER)
 
 
 def _config_doc(problem: SharingProblem, settings: SharingSettings) -> dict:
@@ -202,12 +231,13 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
         if resume:
             coordinator.load_state_dict(main)
             try:  # the rounds up to the checkpoint (a killed run may have logged later ones)
-                saved = pd.read_csv(out / "history.csv", float_precision="round_trip")
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"cannot resume {out}: history.csv is missing or unreadable ({exc})") from None
+                saved = _read_saved_history(out)
+            except ConfigError as exc:
+                raise ConfigError(f"cannot resume {out}: {exc}") from None
             saved = saved[saved["round"] <= coordinator.round]
             if len(saved) != coordinator.round:
-                raise ConfigError(f"cannot resume {out}: history.csv has {len(saved)} of the {coordinator.round} checkpointed rounds")
+                raise ConfigError(f"cannot resume {out}: {COORDINATOR_VIEW}/history.csv has {len(saved)} of the "
+                                  f"{coordinator.round} checkpointed rounds")
             history = saved.to_dict("records")
             backend.call("restore", (str(out / "checkpoint"), coordinator.round))
             if coordinator.round > settings.rounds:
@@ -218,10 +248,14 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
             coordinator.start(initial)
         if out is not None:
             (out / "config.json").write_text(json.dumps(doc, indent=2))
+            for name in ("history.csv", "summary.json"):  # an earlier version's mixed files, rewritten in the views
+                (out / name).unlink(missing_ok=True)
+            for view in (COORDINATOR_VIEW, EVALUATION_VIEW):
+                (out / view / "summary.json").unlink(missing_ok=True)  # of an earlier attempt; written when this one ends
+                if not history:
+                    (out / view / "history.csv").unlink(missing_ok=True)
             if history:
                 _write_history(out, pd.DataFrame(history))
-            else:
-                (out / "history.csv").unlink(missing_ok=True)
         setup_s = time.perf_counter() - t_setup
         stopped = "rounds"
         diags: dict = {}

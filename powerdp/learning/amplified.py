@@ -36,10 +36,20 @@ from .data import BUNDLED, clip_rows
 from .noisy_admm import ElasticNet, elastic_net_data, noisy_admm, uniform_order
 
 __all__ = ["NoisyADMMConfig", "NoisyADMMRun", "run_noisy_admm", "load_regression", "auto_eta", "user_order",
-           "ledger_entry", "ORDERS", "SYNTHETIC"]
+           "ledger_entry", "ORDERS", "SYNTHETIC", "COORDINATOR_KEYS"]
 
 SYNTHETIC = "elastic-net"  # 001 §10's data (SPEC §11), generated from the public seed split_seed
 ORDERS = ("permutation", "uniform")
+#: summary keys of the coordinator's view (an allow-list): the public settings, what is released and the ledger.
+#: Nothing per iteration crosses, so the coordinator has no history and no timing; every other key (the objective,
+#: the test loss, the centralized reference, the test set's size, the preprocessing, the run's times) is evaluation
+COORDINATOR_KEYS = (
+    "application", "dataset", "algorithm", "engine_algorithm", "model", "clients", "train_samples", "features",
+    "rounds", "iterations", "runs", "order", "eta", "eta_rule", "beta", "sigma", "l1", "l2", "ridge_in_f", "stopped",
+    "released", "private", "noise_source", "seed", "adjacency", "gradient_sensitivity", "epsilon_total",
+    "delta_total", "zcdp_total", "ledger_source", "amplified", "refused_assumptions", "ledger", "every_user",
+)
+
 RELEASE_NOTE = "only the final (x̃, λ) is released (001's Algorithm 1); no per-iteration message crosses to anyone"
 
 
@@ -137,15 +147,26 @@ class NoisyADMMRun:
     ledger: AmplifiedGuarantee
     summary: dict[str, Any]
 
+    def views(self) -> dict[str, dict[str, Any]]:
+        """The summary split into the coordinator's view and the simulation's evaluation (:data:`COORDINATOR_KEYS`)."""
+        from ..admm.results import split_views
+
+        return split_views(self.summary, COORDINATOR_KEYS)
+
     def save(self, out: str | Path) -> None:
+        """The run's two views apart (module docstring): the release and the ledger in ``coordinator_view/``,
+        the per-iteration objective and the final figures in ``simulation_evaluation/``."""
+        from ..admm.results import COORDINATOR_VIEW, EVALUATION_VIEW, save_summary_views
         from ..cli_io import write_json
+        from ..fileio import atomic_to_csv
 
         out = Path(out)
         write_json(out / "config.json", self.config.to_dict())
-        self.history.to_csv(out / "history.csv", index=False)
-        np.savez(out / "model.npz", x=self.x, lam=self.lam)
-        write_json(out / "privacy.json", self.ledger.to_dict())
-        write_json(out / "summary.json", self.summary)
+        for view in (COORDINATOR_VIEW, EVALUATION_VIEW):
+            (out / view).mkdir(parents=True, exist_ok=True)
+        np.savez(out / COORDINATOR_VIEW / "model.npz", x=self.x, lam=self.lam)  # the release
+        atomic_to_csv(self.history, out / EVALUATION_VIEW / "history.csv", index=False)  # nothing per round crosses
+        save_summary_views(out, self.summary, COORDINATOR_KEYS, privacy=self.ledger.to_dict())
 
 
 # ------------------------------------------------------------------ data
@@ -261,7 +282,8 @@ def run_noisy_admm(config: NoisyADMMConfig, problem: ElasticNet | None = None,
                    test: tuple[np.ndarray, np.ndarray] | None = None, out: str | Path | None = None,
                    overwrite: bool = False) -> NoisyADMMRun:
     """Run 001's Algorithm 1 as configured; ``problem``/``test`` replace ``config.dataset`` when given.
-    ``out``: write config.json, history.csv, model.npz (x, λ), privacy.json, summary.json there."""
+    ``out``: write config.json, coordinator_view/ (model.npz: the released (x, λ); summary.json: the settings
+    and the ledger) and simulation_evaluation/ (history.csv: the objective per iteration; summary.json) there."""
     from ..privacy.mechanisms import noise_rng
 
     c = config.validate()
@@ -425,10 +447,7 @@ def print_summary(s: dict[str, Any], out=None) -> None:
     print(f"learned       {s['dataset']}: elastic net, {s['train_samples']} users, {s['features']} features, "
           f"{s['iterations']} iterations × {s['runs']} run(s), noisy-admm (001's Algorithm 1, {s['order']} order)")
     print(f"step          eta {s['eta']:.6g} ({s['eta_rule']}), beta {s['beta']:g}, sigma {s['sigma']:g}")
-    print(f"objective     {s['final_objective']:.6g} (at the released x̃_K; centralized optimum {s['centralized_objective']:.6g}, "
-          f"relative gap {s['relative_gap_to_centralized']:+.2e})")
-    if s["final_test_loss"] is not None:
-        print(f"test loss     {s['final_test_loss']:.6g} (mean squared error on {s['test_samples']} held-out samples)")
+    print("── the coordinator's view (what a deployment publishes) ──")
     print(f"released      {s['released']}")
     if s["private"]:
         kind = "amplified" if s["amplified"] else "NOT amplified"
@@ -440,5 +459,11 @@ def print_summary(s: dict[str, Any], out=None) -> None:
         print(f"every user    ε {e['epsilon']:.4g} (zCDP {e['zcdp']:.4g}, {e['uses']} use(s), no amplification)")
     else:
         print("privacy       none (sigma = 0)")
+    print("── the simulation's evaluation (needs every user's data; a deployment cannot compute it) ──")
+    print(f"objective     {s['final_objective']:.6g} (at the released x̃_K; centralized optimum {s['centralized_objective']:.6g}, "
+          f"relative gap {s['relative_gap_to_centralized']:+.2e})")
+    if s["final_test_loss"] is not None:
+        print(f"test loss     {s['final_test_loss']:.6g} (mean squared error on {s['test_samples']} held-out samples)")
     if out is not None:
-        print(f"results       {out}")
+        print(f"results       {out}  (coordinator_view/: the release and the ledger, what a deployment publishes; "
+              "simulation_evaluation/: the objective and the reference, never published)")

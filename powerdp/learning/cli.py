@@ -56,8 +56,11 @@ LEARN_DESCRIPTION = textwrap.dedent(
     private run, a small constant for a non-private one (--rho-schedule, --rho).
 
     The run prints setup stages, one line per evaluation (or a progress bar) and a
-    summary; --out DIR keeps config.json, history.csv, summary.json, model.npz,
-    privacy.json and checkpoints (npz + JSON); --resume DIR continues it. Ctrl-C or
+    summary; --out DIR keeps the run's two views apart: DIR/coordinator_view/ (what a
+    deployment publishes: residuals, epsilon spent, rho, timings, the global model,
+    the ledger) and DIR/simulation_evaluation/ (objective, test error, noise
+    magnitude, the centralized reference: computed from every client's data), with
+    config.json and checkpoints (npz + JSON); --resume DIR continues it. Ctrl-C or
     SIGTERM stops after the round in progress, with a checkpoint.
 
     --audit N checks the privacy claim from the outside: N seeded runs on each of two
@@ -290,6 +293,14 @@ def _audit(args, cfg: LearnConfig, quiet: bool) -> int:
 def _print_summary(s: dict, cfg: LearnConfig, out) -> None:
     print(f"learned       {s['dataset']}: {s['train_samples']} samples over {s['clients']} clients ({s['split']}), "
           f"{s['features']} features, {s['classes']} classes, {s['rounds']} rounds, {cfg.algorithm}")
+    print("── the coordinator's view (what a deployment publishes) ──")
+    print(f"residual      {s['final_feasibility']:.3e} (consensus of the released models)" if s.get("final_feasibility") is not None
+          else "residual      none (no round run)")
+    if cfg.private:
+        eps = max(s["epsilon_total"].values())
+        label = " (papers' data-dependent sensitivity: NOT private)" if cfg.sensitivity == "paper" else ""
+        print(f"privacy       total ε per client {eps:.4g} (ε̄ {s['epsilon_per_step_setting']:.4g} per step, {cfg.adjacency}){label}")
+    print("── the simulation's evaluation (needs every client's data; a deployment cannot compute it) ──")
     print(f"objective     {s['final_objective']:.6g} (training objective at the global model)")
     print(f"test error    {s['final_test_error']:.4f}")
     if s.get("centralized_objective") is not None:
@@ -297,12 +308,8 @@ def _print_summary(s: dict, cfg: LearnConfig, out) -> None:
               f"test error {s['centralized_test_error']:.4f}")
     pre = s["preprocessing"]
     print(f"preprocessing {pre['feature_scaling']}; rows clipped to ||x||_2 <= {pre['R2']:g}")
-    if cfg.private:
-        eps = max(s["epsilon_total"].values())
-        label = " (papers' data-dependent sensitivity: NOT private)" if cfg.sensitivity == "paper" else ""
-        print(f"privacy       total ε per client {eps:.4g} (ε̄ {s['epsilon_per_step_setting']:.4g} per step, {cfg.adjacency}){label}")
     if out is not None:
-        print(f"results       {out}")
+        print(f"results       {out}  (coordinator_view/ is what a deployment publishes; simulation_evaluation/ is not)")
 
 
 def learning_sweep_file(path: Path) -> bool:

@@ -2,17 +2,27 @@
 
 :func:`run_federated` is the one entry point of the CLI (``powerdp learn``), sweeps and notebooks. It uses
 the engine's :class:`~powerdp.admm.coordinator.Coordinator` as it is (every client shares every entry of
-the global model), writes the same output directory as ``powerdp run`` (``config.json``, ``history.csv``
-appended every round, ``summary.json``, a checkpoint every ``checkpoint_every`` rounds in npz + JSON) and
-can continue an interrupted run (``resume=True``).
+the global model), writes an output directory with the two views of a run apart, as ``powerdp run`` does
+(docs/privacy.md, "What a deployment publishes"; powerdp/admm/results.py), and can continue an interrupted run
+(``resume=True``)::
 
-What the coordinator sees is the clients' released models; the training objective, test error and noise
-magnitude in the history are the simulation's evaluation (it holds every client's data), labelled so.
+    DIR/config.json                the resolved LearnConfig (public settings)
+    DIR/coordinator_view/          what the coordinator holds and a deployment would publish:
+        history.csv                per round: residuals, ε spent, ρ, the coordinator's round time (COORDINATOR_COLUMNS)
+        summary.json               public settings, final residual, the ledger per client, timings (COORDINATOR_KEYS)
+        model.npz                  the global model w (the consensus of the released models)
+    DIR/simulation_evaluation/     what only a simulation holding every client's data can compute (never published):
+        history.csv                per round: training objective, test/train error, Σ|ξ|, box violation
+        summary.json               final objective and errors, the centralized reference and gap, sample counts,
+                                   the preprocessing (its norms are of the data)
+    DIR/checkpoint/                state.json (the coordinator's state and history columns), evaluation.json (the
+                                   evaluation's history columns), coordinator_round_T.npz, each client's own files
+
+Both ``history.csv`` are appended every round; a checkpoint every ``checkpoint_every`` rounds (npz + JSON).
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import time
@@ -27,6 +37,13 @@ import pandas as pd
 from ..admm.coordinator import Coordinator
 from ..admm.messages import ZoneUpdate
 from ..admm.outdir import DirectoryLock, ensure_dir, prepare_run_dir
+from ..admm.results import (
+    COORDINATOR_VIEW,
+    EVALUATION_VIEW,
+    append_history_views,
+    save_history_views,
+    save_summary_views,
+)
 from ..admm.stopping import deferred_stop, stop_requested
 from ..errors import ConfigError, Interrupted, PowerDPError
 from ..jsonutil import jsonable
@@ -37,12 +54,27 @@ from .model import SoftmaxLoss, centralized_fit, error_rate
 
 log = logging.getLogger(__name__)
 
-__all__ = ["run_federated", "LearnResult", "LearnFailed", "prepare_data", "HISTORY_COLUMNS", "RESUME_MAY_CHANGE"]
+__all__ = ["run_federated", "LearnResult", "LearnFailed", "prepare_data", "HISTORY_COLUMNS", "RESUME_MAY_CHANGE",
+           "COORDINATOR_COLUMNS", "COORDINATOR_KEYS", "LEGACY_FILES"]
 
 HISTORY_COLUMNS = [
     "round", "objective", "test_error", "train_error", "noise_magnitude", "feasibility", "dual_residual",
     "max_violation", "epsilon_spent", "rho", "wall_s",
 ]
+#: history columns of the coordinator's view (an allow-list: computed from the released models, the ledger and
+#: its own clock); every other column (objective, errors, Σ|ξ|, box violation) is the simulation's evaluation
+COORDINATOR_COLUMNS = ["round", "feasibility", "dual_residual", "wall_s", "epsilon_spent", "rho"]
+#: summary keys of the coordinator's view (an allow-list: public settings, residual, ledger, its timings); any
+#: other key (final objective and errors, the centralized reference, sample counts, the data's norms) is evaluation
+COORDINATOR_KEYS = (
+    "application", "dataset", "algorithm", "engine_algorithm", "clients", "split", "features", "classes", "box", "reg",
+    "rounds", "local_updates", "stopped", "final_feasibility", "private", "noise_source", "seed", "sensitivity",
+    "sensitivity_note", "adjacency", "epsilon_per_step_setting", "epsilon_total", "epsilon_per_step", "epsilon_basic",
+    "target_epsilon", "target_delta", "rho_schedule", "rho_first", "wall_s", "round_ms", "setup_s", "backend",
+    "local_solver", "resumed_from",
+)
+#: the mixed top-level files of learning runs written before the views were split
+LEGACY_FILES = ("history.csv", "summary.json", "model.npz", "privacy.json")
 RESUME_MAY_CHANGE = ("rounds", "checkpoint_every", "evaluate", "evaluate_every", "blas_threads")
 
 
@@ -66,13 +98,19 @@ class LearnResult:
     summary: dict[str, Any] = field(default_factory=dict)
     privacy: dict[int, Any] = field(default_factory=dict)
 
+    def views(self) -> dict[str, dict[str, Any]]:
+        """The summary split into the coordinator's view and the simulation's evaluation (:data:`COORDINATOR_KEYS`)."""
+        from ..admm.results import split_views
+
+        return split_views(self.summary, COORDINATOR_KEYS)
+
     def save(self, out: str | Path) -> None:
+        """The summary in the two views, the global model and the ledger in the coordinator's (module docstring);
+        the history files are appended every round by the run."""
         out = Path(out)
-        tmp = out / "summary.json.tmp"
-        tmp.write_text(json.dumps(jsonable(self.summary), indent=2) + "\n")
-        tmp.replace(out / "summary.json")
-        np.savez(out / "model.npz", w=self.model)
-        (out / "privacy.json").write_text(json.dumps(jsonable(self.privacy), indent=2) + "\n")
+        (out / COORDINATOR_VIEW).mkdir(parents=True, exist_ok=True)
+        np.savez(out / COORDINATOR_VIEW / "model.npz", w=self.model)
+        save_summary_views(out, self.summary, COORDINATOR_KEYS, privacy=self.privacy)  # the ledger: public
 
 
 @dataclass
@@ -187,12 +225,35 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, clients: list[ClientAg
     for c in clients:
         c.save(d, t)
     np.savez(d / f"coordinator_round_{t}.npz", w=coordinator.w, lam=coordinator.lam, released=coordinator.released)
-    tmp = d / "state.json.tmp"
-    tmp.write_text(json.dumps(jsonable({"round": t, "rho": coordinator.rho, "history": history})))
-    tmp.replace(d / "state.json")
+    coord_rows, eval_rows = _split_rows(history)  # the two views stay apart in the checkpoint too
+    for name, doc in (("evaluation", {"round": t, "history": eval_rows}),  # before the state that names the round
+                      ("state", {"round": t, "rho": coordinator.rho, "history": coord_rows})):
+        tmp = d / f"{name}.json.tmp"
+        tmp.write_text(json.dumps(jsonable(doc)))
+        tmp.replace(d / f"{name}.json")
     for old in d.iterdir():
         if old.suffix in (".npz", ".json") and "_round_" in old.name and not old.stem.endswith(f"_round_{t}"):
             old.unlink(missing_ok=True)
+
+
+def _split_rows(history: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The history rows as the coordinator's columns and as ``round`` + the evaluation's."""
+    coord = [{c: row[c] for c in COORDINATOR_COLUMNS if c in row} for row in history]
+    ev = [{c: v for c, v in row.items() if c == "round" or c not in COORDINATOR_COLUMNS} for row in history]
+    return coord, ev
+
+
+def _checkpoint_history(out: Path, state: dict) -> list[dict]:
+    """The checkpointed history, both views joined (a checkpoint of an earlier version has whole rows in state.json)."""
+    path = out / "checkpoint" / "evaluation.json"
+    ev: list[dict] = []
+    if path.is_file():
+        try:
+            ev = list(json.loads(path.read_text())["history"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
+    by_round = {int(row["round"]): row for row in ev}
+    return [{**by_round.get(int(row["round"]), {}), **row} for row in state["history"]]
 
 
 def _load_checkpoint(out: Path, state: dict, coordinator: Coordinator, clients: list[ClientAgent]) -> None:
@@ -205,14 +266,17 @@ def _load_checkpoint(out: Path, state: dict, coordinator: Coordinator, clients: 
 
 
 def _append_history(out: Path, row: dict) -> None:
-    with open(out / "history.csv", "a", newline="") as fh:
-        csv.writer(fh).writerow([row.get(c, "") for c in HISTORY_COLUMNS])
+    """One line per round in each view's history.csv (never one file with both)."""
+    append_history_views(out, row, COORDINATOR_COLUMNS, HISTORY_COLUMNS)
 
 
 def _start_files(out: Path, config: LearnConfig, history: list[dict]) -> None:
     (out / "config.json").write_text(json.dumps(jsonable(config.to_dict()), indent=2) + "\n")
-    pd.DataFrame(history, columns=HISTORY_COLUMNS).to_csv(out / "history.csv", index=False)
-    for stale in ("failure.txt", "summary.json"):
+    if (out / "history.csv").is_file() or (out / "summary.json").is_file():  # an earlier version's mixed files
+        for name in LEGACY_FILES:
+            (out / name).unlink(missing_ok=True)
+    save_history_views(out, pd.DataFrame(history, columns=HISTORY_COLUMNS), COORDINATOR_COLUMNS)
+    for stale in ("failure.txt", f"{COORDINATOR_VIEW}/summary.json", f"{EVALUATION_VIEW}/summary.json"):
         (out / stale).unlink(missing_ok=True)
 
 
@@ -244,7 +308,7 @@ def _run(config, data, out_dir, resume, progress, status, reference, observe, pa
     start = 1
     if resume:
         _load_checkpoint(out_dir, state, coordinator, clients)
-        history = list(state["history"])
+        history = _checkpoint_history(out_dir, state)
         _start_files(out_dir, config, history)
         start = coordinator.round + 1
     else:

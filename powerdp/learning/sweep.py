@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..admm.results import read_history, read_summary, summary_path
 from ..errors import ConfigError
 from .config import LearnConfig
 
@@ -80,7 +81,7 @@ def run_learning_sweep(data: dict[str, Any], out: str | Path, source: str = "swe
     for k, (run, cfg) in enumerate(runs, 1):
         d = out / "runs" / run
         err = None
-        if not (d / "summary.json").is_file():
+        if not summary_path(d).is_file():
             try:
                 run_federated(cfg, out=d, overwrite=True, reference=False)
             except ConfigError:
@@ -96,33 +97,53 @@ def run_learning_sweep(data: dict[str, Any], out: str | Path, source: str = "swe
 def is_learning_dir(directory: str | Path) -> bool:
     """Whether ``directory`` is a learning run or a sweep of learning runs."""
     d = Path(directory)
-    for s in [d / "summary.json", *sorted((d / "runs").glob("*/summary.json"))[:1]]:
-        if s.is_file():
+    for rd in [d, *_finished_runs(d)[:1]]:
+        if summary_path(rd).is_file():
             try:
-                return json.loads(s.read_text()).get("application") == "learning"
-            except ValueError:
+                return _read_summary(rd).get("application") == "learning"
+            except ConfigError:
                 return False
     return False
+
+
+def _read_summary(rd: Path) -> dict[str, Any]:
+    """A learning run's summary, both views joined; an earlier version's flat top-level summary.json too."""
+    legacy = rd / "summary.json"
+    if legacy.is_file():
+        try:
+            data = json.loads(legacy.read_text())
+        except ValueError as exc:
+            raise ConfigError(f"{legacy} is not readable ({exc})") from None
+        if isinstance(data, dict) and "summary" not in data:
+            return data
+    return read_summary(rd)
+
+
+def _finished_runs(d: Path) -> list[Path]:
+    """The runs of a sweep directory that wrote their summary (the coordinator's view, or an earlier version's file)."""
+    return sorted(p for p in (d / "runs").glob("*") if p.is_dir() and summary_path(p).is_file())
 
 
 def learning_tables(directory: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(rounds, runs): one row per run and round, one per run, of a learning run or sweep directory."""
     d = Path(directory)
-    dirs = [d] if (d / "summary.json").is_file() else sorted(p.parent for p in (d / "runs").glob("*/summary.json"))
+    from .runner import HISTORY_COLUMNS as LEARNING_HISTORY
+
+    dirs = [d] if summary_path(d).is_file() else _finished_runs(d)
     rounds, runs = [], []
     for rd in dirs:
-        s = json.loads((rd / "summary.json").read_text())
+        s = _read_summary(rd)  # both views: the final figures are the simulation's evaluation
         cfg = json.loads((rd / "config.json").read_text())
         info = {"run": rd.name, "dataset": s["dataset"], "algorithm": s["algorithm"], "epsilon": cfg["epsilon"] if s["private"] else 0.0,
                 "target_epsilon": cfg["target_epsilon"], "local_updates": cfg["local_updates"], "seed": cfg["seed"]}
         runs.append({**info, **{k: s[k] for k in ("final_objective", "final_test_error", "centralized_test_error", "rounds")},
                      "epsilon_total": max(s["epsilon_total"].values()) if s["epsilon_total"] else 0.0})
-        h = pd.read_csv(rd / "history.csv")
+        h = read_history(rd, LEARNING_HISTORY)
         for k, v in info.items():
             h[k] = v
         rounds.append(h)
     if not runs:
-        raise ConfigError(f"{d} holds no finished learning runs (no summary.json in it or in runs/*/)")
+        raise ConfigError(f"{d} holds no finished learning runs (no coordinator_view/summary.json in it or in runs/*/)")
     rounds_df, runs_df = pd.concat(rounds, ignore_index=True), pd.DataFrame(runs)
     if (d / "runs").is_dir():
         rounds_df.to_csv(d / "rounds.csv", index=False)
