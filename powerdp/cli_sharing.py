@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -46,6 +45,15 @@ def _write_json(path: Path, data) -> None:
     from .cli_io import write_json
 
     write_json(path, data)
+
+
+def _noise_source(seed, noise_multiplier) -> str | None:
+    """``secret`` or ``seeded`` for a private run (docs/privacy.md), None when nothing is noisy."""
+    if noise_multiplier is None:
+        return None
+    from .privacy import noise_source
+
+    return noise_source(seed)
 
 
 def register(sub) -> None:
@@ -208,14 +216,18 @@ def cmd_run_dc(args) -> int:
         "delta": settings.delta if settings.noise_multiplier else 0.0, "seeded": seed is not None,
         "time_s": time.perf_counter() - t0, "lmp_per_mwh": lmp,
     }
-    if seed is not None and settings.noise_multiplier is not None:
-        print("powerdp: note: a seeded private run: its noise is reproducible by whoever knows the seed", file=sys.stderr)
+    summary["noise_source"] = _noise_source(seed, settings.noise_multiplier)
     if not getattr(args, "quiet", False):
-        print(f"{net.name}, {part.n_zones} zones, DC market by ADMM sharing, {summary['rounds']} rounds: cost "
-              f"{ev['cost']:.6f} $/h (centralized {summary['centralized_objective']:.6f}, gap {summary['cost_gap']:.2e}), "
-              f"max line violation {ev['max_line_violation']:.2e} p.u., imbalance {ev['imbalance_mw']:.2e} MW, "
-              f"max price error {summary['max_price_error']:.2e} $/MWh"
-              + (f", ε = {summary['epsilon_per_zone']:.3g} per zone (δ = {summary['delta']:g})" if settings.noise_multiplier else ""))
+        print(f"{net.name}, {part.n_zones} zones, DC market by ADMM sharing, {summary['rounds']} rounds")
+        print(f"  the coordinator's view: primal residual {summary['primal_residual']:.2e}, energy price "
+              f"{summary['energy_price_per_mwh']:.4f} $/MWh"
+              + (f", ε = {summary['epsilon_per_zone']:.3g} per zone (δ = {summary['delta']:g}), noise {summary['noise_source']}"
+                 if settings.noise_multiplier else ", not private"))
+        print(f"  the simulation's evaluation: cost {ev['cost']:.6f} $/h (centralized {summary['centralized_objective']:.6f}, "
+              f"gap {summary['cost_gap']:.2e}), max line violation {ev['max_line_violation']:.2e} p.u., imbalance "
+              f"{ev['imbalance_mw']:.2e} MW, max price error {summary['max_price_error']:.2e} $/MWh")
+        if summary["noise_source"] == "seeded":
+            print("WARNING: a seeded private run: the guarantee holds only against observers who do not know the seed")
     if out is not None:
         pg = np.concatenate([result.diagnostics[m]["pg"] for m in range(part.n_zones)])
         order = np.concatenate([np.flatnonzero(part.zone_of_bus[model.gen_bus] == m) for m in range(part.n_zones)])
@@ -317,11 +329,16 @@ def run_vertical(args) -> int:
         "epsilon_per_party": result.summary["coordinator_view"]["ledger"][0]["epsilon"], "delta": args.delta if nm else 0.0,
         "neighbours": args.neighbours if nm else None, "noise_multiplier": nm, "seeded": seed is not None,
     }
+    summary["noise_source"] = _noise_source(seed, nm)
     if not getattr(args, "quiet", False):
-        print(f"{data.name}, {len(data.blocks)} parties, {summary['rounds']} rounds: test log-loss {ev['test_logloss']:.4f} "
-              f"(centralized {base['centralized_test_logloss']:.4f}; party alone "
-              f"{', '.join(f'{v:.4f}' for v in base['party_alone_test_logloss'])}), test error {100 * ev['test_error']:.2f} %"
-              + (f", ε = {summary['epsilon_per_party']:.3g} per party" if nm else ""))
+        print(f"{data.name}, {len(data.blocks)} parties, vertical learning by ADMM sharing, {summary['rounds']} rounds")
+        if nm:
+            print(f"  the coordinator's view: ε = {summary['epsilon_per_party']:.3g} per party, noise {summary['noise_source']}")
+        print(f"  the simulation's evaluation: test log-loss {ev['test_logloss']:.4f} (centralized "
+              f"{base['centralized_test_logloss']:.4f}; party alone {', '.join(f'{v:.4f}' for v in base['party_alone_test_logloss'])}), "
+              f"test error {100 * ev['test_error']:.2f} %")
+        if summary["noise_source"] == "seeded":
+            print("WARNING: a seeded private run: the guarantee holds only against observers who do not know the seed")
     if args.json is not None:
         _write_json(args.json, summary)
     return 0
