@@ -6,12 +6,16 @@ Kept apart from cli.py (the commands): how powerdp talks to the terminal, so tha
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
 from pathlib import Path
 
-__all__ = ["STDOUT_NAME", "NamedStdout", "route_python_warnings", "write_json"]
+__all__ = ["STDOUT_NAME", "NamedStdout", "json_on_stdout", "route_python_warnings", "write_json"]
+
+#: where ``--json -`` writes while :func:`json_on_stdout` has sent everything else to standard error
+_json_stream = None
 
 
 def route_python_warnings(verbose: bool = False) -> None:
@@ -38,7 +42,7 @@ def write_json(path: Path, data) -> None:
 
     text = json.dumps(jsonable(data), indent=2) + "\n"
     if str(path) == "-":
-        sys.stdout.write(text)
+        (_json_stream or sys.stdout).write(text)
     else:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
@@ -70,3 +74,19 @@ class NamedStdout:
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def json_on_stdout(path):
+    """With ``--json -`` standard output carries the JSON alone (a pipe into ``jq`` or ``json.load`` works):
+    everything else the command prints, its progress and its summary, goes to standard error meanwhile."""
+    global _json_stream
+    if path is None or str(path) != "-":
+        yield
+        return
+    real = sys.stdout
+    _json_stream, sys.stdout = real, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout, _json_stream = real, None
