@@ -1,0 +1,208 @@
+"""The ``powerdp`` command line.
+
+Subcommands: ``solve`` (centralized SOC-relaxed OPF), ``partition`` (zones of a
+network), ``run`` (the private distributed solve), ``sweep`` and ``plot`` (studies),
+``audit`` (an empirical privacy audit), ``cases`` (bundled cases).
+``powerdp COMMAND --help`` describes each one.
+
+The commands live in modules of their own: ``solve.py`` (solve, export, partition, cases), ``run.py`` (run),
+``study.py`` (sweep, plot), ``audit.py`` (audit); ``common.py`` holds what they share. This module builds the parser
+and runs a command: logging, verbosity, and every error turned into its exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import textwrap
+
+from .._version import __version__
+from ..cli_io import STDOUT_NAME, NamedStdout, route_python_warnings
+from ..errors import Interrupted, PowerDPError
+from ..provenance import forget_noted
+from .audit import AUDIT_DESCRIPTION, MIN_RUNS, add_audit_parser, cmd_audit
+from .common import EXIT_AUDIT_FAILED, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, add_verbosity
+from .run import FLAG_TO_FIELD, RESUME_FLAGS, ROUND_LEGEND, RUN_DESCRIPTION, STOPPED, add_run_parser, cmd_run
+from .solve import add_solve_parsers, cmd_cases, cmd_export, cmd_partition, cmd_solve, log
+from .study import add_study_parsers, cmd_plot, cmd_sweep
+
+__all__ = [  # the names powerdp.cli had before it became a package, and the parser builders
+    "AUDIT_DESCRIPTION", "DESCRIPTION", "EPILOG", "EXIT_AUDIT_FAILED", "EXIT_BAD_INPUT", "EXIT_BROKEN_PIPE", "EXIT_FAILED",
+    "EXIT_INTERRUPTED", "EXIT_OK", "FLAG_TO_FIELD", "MIN_RUNS", "RESUME_FLAGS", "ROUND_LEGEND", "RUN_DESCRIPTION", "STOPPED",
+    "add_audit_parser", "add_run_parser", "add_solve_parsers", "add_study_parsers", "add_verbosity", "build_parser",
+    "cmd_audit", "cmd_cases", "cmd_export", "cmd_partition", "cmd_plot", "cmd_run", "cmd_solve", "cmd_sweep",
+    "explicit_options", "log", "main", "setup_logging",
+]
+
+
+DESCRIPTION = textwrap.dedent(
+    """\
+    powerdp - privacy-preserving distributed optimal power flow.
+
+    A network case is split into zones. Each zone (an agent) solves its part of
+    the second-order-cone (SOC) relaxation of AC optimal power flow with Ipopt
+    (or Clarabel), and a coordinator drives the zones to agreement on the variables they share
+    with a differentially private ADMM, so no zone reveals its loads.
+
+    CASES are bundled names (case14, case118), paths to MATPOWER .m files
+    (format version 2), or pandapower:NAME for a network of pandapower.networks.
+    All quantities are per unit on the case's baseMVA; costs are in $/h.
+    """
+)
+
+
+EPILOG = textwrap.dedent(
+    """\
+    examples:
+      powerdp solve case14                         centralized OPF, PowerModels conventions
+      powerdp solve case118 --objective shedding   load-shedding objective (0 when feasible)
+      powerdp partition case118 --zones 3 --out zones.csv
+      powerdp run case118 --zones 3 --algorithm objl --epsilon 0.1 --rounds 100
+      powerdp sweep examples/sweep_small.toml --out sweep_out && powerdp plot sweep_out
+      powerdp audit case14 --algorithm objl --target-epsilon 1   empirical privacy audit
+      powerdp privacy amplification --smooth 0.18 --strong 0.18 --strong-g 0.2 --penalty 0.5
+
+    exit status: 0 success; 1 a solve or run failed; 2 bad input (arguments, files,
+    output paths); 3 a privacy audit failed (powerdp audit); 130 interrupted (Ctrl-C or SIGTERM).
+    """
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="powerdp",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"powerdp {__version__}")
+    add_verbosity(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    add_solve_parsers(sub)  # solve, export, partition, cases (cli/solve.py)
+
+    add_run_parser(sub)  # run: the distributed solve (cli/run.py)
+    add_study_parsers(sub)  # sweep, plot: its studies (cli/study.py)
+    add_audit_parser(sub)
+    from ..cli_privacy import add_privacy_parser
+    from ..cli_sharing import register  # solve/run --model dc, learn --vertical (ADMM sharing)
+    from ..learning.cli import add_learn_parser
+
+    add_learn_parser(sub, add_verbosity)  # learn: federated learning on the same engine (powerdp/learning/cli.py)
+    add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
+    register(sub)
+    return parser
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]
+    raise KeyError(name)
+
+
+def explicit_options(argv: list[str]) -> set[str]:
+    """The destinations of the options given on the command line (whatever their value)."""
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                for a in sub._actions:
+                    if a.dest != "help":
+                        a.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv))) - {"command"}
+
+
+class _Formatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        level = {logging.WARNING: "warning", logging.ERROR: "error", logging.INFO: "note", logging.DEBUG: "debug"}
+        return f"powerdp: {level.get(record.levelno, record.levelname.lower())}: {record.getMessage()}"
+
+
+def setup_logging(quiet: bool, verbose: bool) -> None:
+    """powerdp's messages at the asked level; other libraries' (cyipopt, pyomo, pandapower...) only when they are errors."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, "_powerdp", False):
+            root.removeHandler(h)
+    handler._powerdp = True
+    root.addHandler(handler)
+    root.setLevel(logging.ERROR)
+    own = logging.ERROR if quiet else (logging.INFO if verbose else logging.WARNING)
+    logging.getLogger("powerdp").setLevel(own)
+    for name in ("pyomo", "cyipopt", "pandapower", "numba", "matplotlib"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    route_python_warnings(verbose)
+
+
+def _broken_pipe() -> int:
+    """The reader of our output went away (``powerdp partition ... | head``): stop quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout at exit
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a Unix tool killed by SIGPIPE
+
+
+def _os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..admm.stopping import stop_signals
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args._explicit = explicit_options(argv)
+    if getattr(args, "quiet", False) and getattr(args, "verbose", False):
+        parser.error("-q/--quiet and -v/--verbose exclude each other")
+    setup_logging(args.quiet, args.verbose)
+    forget_noted()
+    if sys.stdout is not None and not isinstance(sys.stdout, NamedStdout):
+        sys.stdout = NamedStdout(sys.stdout)
+    try:
+        with stop_signals():
+            status = int(args.func(args) or 0)
+        if sys.stdout is not None:  # a full standard output is an error of this command, not of Python's exit
+            sys.stdout.flush()
+        return status
+    except Interrupted as exc:
+        print(f"powerdp: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("powerdp: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except PowerDPError as exc:
+        print(f"powerdp: error: {exc}", file=sys.stderr)
+        return exc.exit_status
+    except BrokenPipeError:
+        return _broken_pipe()
+    except OSError as exc:  # an output path that cannot be written, a full disk...
+        if exc.filename == STDOUT_NAME:  # `powerdp ... > /dev/full`: Python's flush at exit must not say it again
+            _broken_pipe()
+        print(f"powerdp: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        try:
+            if sys.stdout is not None:  # None when started with stdout closed (`>&-`)
+                sys.stdout.flush()
+        except BrokenPipeError:
+            _broken_pipe()
+        except OSError as exc:
+            _broken_pipe()
+            print(f"powerdp: error: {_os_error(exc)}", file=sys.stderr)
+        except ValueError:
+            pass
+        if isinstance(sys.stdout, NamedStdout):
+            sys.stdout = sys.stdout.stream

@@ -1,0 +1,68 @@
+"""What every ``powerdp`` command shares: exit statuses, -q/-v, the CASE arguments, argument types, output-path
+checks and the setup-stage printer."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_AUDIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def add_verbosity(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """-q / -v, accepted before and after the subcommand (a subcommand's copy only sets what is given)."""
+    group = p.add_mutually_exclusive_group()
+    kw = {} if top else {"default": argparse.SUPPRESS}
+    group.add_argument("-q", "--quiet", action="store_true", help="print errors only", **kw)
+    group.add_argument(
+        "-v", "--verbose", action="store_true", help="print data-cleaning notes and progress details (powerdp's own; "
+        "other libraries stay quiet)", **kw,
+    )
+
+
+def _add_case_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("case", metavar="CASE", help="bundled case name, MATPOWER .m file, or pandapower:NAME")
+    p.add_argument(
+        "--convention",
+        choices=["powermodels", "matpower"],
+        default="powermodels",
+        help="data convention (default: powermodels, results match PowerModels.jl; "
+        "matpower: angle limits and ratings as given)",
+    )
+
+
+def _weight(text: str) -> float | str:
+    """--shedding-weight: "auto" or a number (its sign is checked with the objective)."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number ($/h per p.u.^2) nor auto") from None
+
+
+def _check_output_file(path: Path | None, flag: str) -> None:
+    """An output file's directory is created (and the path checked) before any work is done ("-": standard output)."""
+    if path is None or str(path) == "-":
+        return
+    from ..admm.outdir import ensure_dir
+    from ..errors import ConfigError
+
+    if path.is_dir():
+        raise ConfigError(f"{flag} {path} is a directory; it names a file")
+    ensure_dir(path.parent if str(path.parent) else Path("."), f"directory of {flag} {path}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"{flag} {path} is not writable")
+
+
+def _status_printer(args):
+    """Setup stages (loading, partition, reference solve, agents) on stderr, unless -q."""
+    if args.quiet:
+        return None
+
+    def say(msg: str) -> None:
+        print(f"powerdp: {msg}...", file=sys.stderr, flush=True)
+
+    return say

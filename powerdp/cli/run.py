@@ -1,0 +1,595 @@
+"""``powerdp run``: its parser, the run configuration from the flags (a --config file, --resume), the progress
+printers and the summary."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+
+from ..admm.algorithms import compose
+from ..admm.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
+from ..admm.perturbations import PERTURBATIONS
+from ..admm.updates import UPDATES
+from ..cli_io import write_json
+from ..errors import ConfigError
+from ..opf.objectives import OBJECTIVES
+from ..opf.solver_base import SOLVERS
+from ..privacy import MECHANISMS
+from .common import _check_output_file, _status_printer, _weight, add_verbosity
+
+RUN_DESCRIPTION = textwrap.dedent(
+    """\
+    Split CASE into zones and run the consensus ADMM of docs/algorithm.md: every zone
+    (agent) solves its local SOC-relaxed problem (with Ipopt, or Clarabel with
+    --local-solver clarabel) and releases only the
+    values of the variables it shares with its neighbours; a coordinator averages
+    them. Differentially private algorithms perturb each local step.
+
+    algorithms:
+      objl, objg     objective perturbation, Laplace / Gaussian noise (the paper's method):
+                     every released point is feasible for the zone
+      outl, outg     output perturbation (baseline): noise added to each local solution
+      inpl, inpg     input perturbation (baseline, load obfuscation): each zone perturbs its
+                     loads once and runs the non-private update on them; the whole run
+                     costs one release's epsilon, whatever --rounds and --local-updates
+      nonprivate     the same linearized update without noise
+      exact          non-private ADMM with the exact local objective (reference)
+      objt           trust-region update (no proximal term; a box of radius a around the
+                     last iterate, a = 0.1, or a/t^2 with extra.trust_schedule
+                     "inverse-square"), Laplace objective perturbation
+
+    An algorithm is three choices, update rule x perturbation x mechanism; the names
+    above stand for the usual combinations. --update, --perturbation and --mechanism
+    replace one choice of --algorithm (their choices are listed below), and any
+    combination can be named UPDATE/PERTURBATION/MECHANISM in a config file.
+
+    The bundled cases come with bundled partitions (case14 into 3 zones, case118
+    into its 3 published areas): with a bundled case, --zones 3 and no --method,
+    that partition is used; any other case, zone count or an explicit --method
+    gives an automatic partition (its zones are connected). --partition area (or zone)
+    uses the case's own bus area (zone) column, e.g. the native areas of a utility
+    grid; given zones made of several islands, as real areas often are, are accepted
+    with a warning naming them and their number of pieces (--no-allow-disconnected
+    refuses them). Each zone is one agent on its own buses, whatever its shape.
+    config.json and partition.csv record the zones used.
+
+    HVDC lines (mpc.dcline) are modelled as PowerModels does; a line between two
+    zones couples them like a tie-line (its active powers are shared).
+
+    The run prints its setup stages, one line per round (or a progress bar) and a
+    summary; --out DIR keeps the history, the final point, the privacy report and
+    checkpoints. An existing run in DIR is not overwritten unless --overwrite is
+    given; --resume DIR continues a run that stopped, and accepts only flags that
+    cannot change its results (--rounds to extend it, --backend, --workers,
+    --rank-timeout, --checkpoint-every, -q/-v, --json, --no-reference).
+
+    Ctrl-C or SIGTERM stops after the round in progress, with a checkpoint (a
+    second Ctrl-C stops at once): --resume DIR continues.
+
+    Every zone works in the paper's coordinates: its variables hold one balance
+    variable per own bus and load kind, so its loads enter only the gradient
+    entries of those variables, each with weight 2: one load value moving by
+    beta moves the gradient by 2*beta (--adjacency bus: both loads of a bus).
+
+    Defaults are the best measured settings (capped step size min(0.95, 1/sqrt(t)),
+    sound sensitivities, warm-started local solves). The paper's experiment is
+    --eta sqrt --rho 100 --rounds 100.
+    """
+)
+
+
+def add_run_parser(sub) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run the (private) distributed solve",
+        description=RUN_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("case", metavar="CASE", nargs="?", help="bundled case name, MATPOWER .m file, or pandapower:NAME")
+    add_verbosity(p)
+    zones = p.add_mutually_exclusive_group()
+    zones.add_argument("--zones", type=int, metavar="N", help="number of zones (default 3)")
+    zones.add_argument("--partition", metavar="FILE", help="a bus,zone CSV file, or 'area' / 'zone' (bus columns)")
+    p.add_argument(
+        "--allow-disconnected",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="accept given zones (--partition) made of several islands, as a case's native areas often are, with a "
+        "warning naming them and their pieces (default); --no-allow-disconnected makes them an error",
+    )
+    p.add_argument(
+        "--method",
+        default="auto",
+        choices=["auto", "modularity", "kernighan_lin", "spectral"],
+        help="partition method (default: auto, the bundled partition of a bundled case when there is one, else modularity)",
+    )
+    p.add_argument("--algorithm", choices=ALGORITHMS, default="objl", help="algorithm (default: objl)")
+    p.add_argument("--update", choices=list(UPDATES), help="replace the algorithm's update rule (e.g. --algorithm objg --update trust-region)")
+    p.add_argument("--perturbation", choices=list(PERTURBATIONS), help="replace the algorithm's perturbation")
+    p.add_argument("--mechanism", choices=list(MECHANISMS), help="replace the algorithm's noise mechanism")
+    p.add_argument(
+        "--objective",
+        choices=list(OBJECTIVES),
+        default="shedding",
+        help="local objective (default: shedding; cost only for non-private runs; cost+shedding for a private dispatch)",
+    )
+    p.add_argument("--shedding-weight", metavar="OMEGA", type=_weight, default=None, help="shedding weight ω of --objective cost+shedding, in $/h per p.u.^2, or auto (the default): n_bus x the median generator marginal cost / (2 x 1e-3 p.u.), so that the shedding at the optimum, where 2ω·s_i equals bus i's marginal price, totals about 1e-3 p.u. (docs/formulation.md) It must exceed the marginal costs: a smaller ω buys load shedding instead of generation. Refused with any other objective")
+    p.add_argument(
+        "--linearize",
+        choices=["private", "all"],
+        default="private",
+        help="linearized and trust-region updates: linearize only the part of the objective that holds loads and keep "
+        "its data-free part (the generation cost of cost+shedding) exact, with the proximal term on the balance "
+        "variables only (private, the default), or linearize all of it as the paper does (all). Same for shedding",
+    )
+    p.add_argument(
+        "--epsilon", type=float, default=0.1, help="privacy budget per local step (inpl/inpg: of the one release of the loads) (default: 0.1)"
+    )
+    p.add_argument("--delta", type=float, default=1e-2, help="delta of the Gaussian mechanism (default: 0.01)")
+    p.add_argument(
+        "--target-epsilon",
+        type=float,
+        metavar="E",
+        help="total privacy budget per zone for the whole run (rounds x local steps): the per-step noise is "
+        "calibrated to it with a tight accountant, and --epsilon is not used",
+    )
+    p.add_argument(
+        "--target-delta",
+        type=float,
+        metavar="D",
+        help="total delta per zone with --target-epsilon (Gaussian: required, e.g. 1e-5; Laplace: unset or 0 for pure "
+        "epsilon-DP, or a delta > 0 to calibrate with the exact privacy-loss distribution, objective and input perturbation only)",
+    )
+    p.add_argument("--beta", type=float, default=0.01, help="adjacency: one load changes by at most beta p.u. (default: 0.01)")
+    p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound bounds (default) or the paper's values (reproduction only)")
+    p.add_argument(
+        "--adjacency",
+        choices=list(ADJACENCIES),
+        default="value",
+        help="neighbouring load data: one load value moves by beta (default, the paper's), or one whole bus (pd and qd both)",
+    )
+    p.add_argument(
+        "--noise-on",
+        choices=list(NOISE_SUPPORTS),
+        default=None,
+        help="objective perturbation: noise on the balance variables only, the entries of the gradient that hold loads "
+        "(data, the default), or on every variable as the paper draws it (all)",
+    )
+    p.add_argument("--rounds", type=int, default=100, metavar="T", help="ADMM rounds (default: 100)")
+    p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
+    p.add_argument(
+        "--rho",
+        type=float,
+        default=None,
+        help="ADMM penalty (default: 100; for --algorithm exact --objective cost, 0.25 x the median marginal cost in $/h per p.u.)",
+    )
+    p.add_argument("--rho-schedule", choices=["constant", "adaptive"], default="constant", help="constant or residual-balancing penalty (non-private runs)")
+    p.add_argument("--eta", default="capped", help="step size: capped (default), sqrt, theorem, or a constant")
+    p.add_argument("--flows", choices=["variables", "expressions"], default="variables", help="branch flows in the algorithm's variables (default, as the paper) or eliminated")
+    p.add_argument("--convention", choices=["powermodels", "matpower"], default="powermodels", help="data convention (default: powermodels)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="make a seeded, reproducible experiment: the noise follows from SEED, so the run is private only against "
+        "observers who do not know it (marked noise_source seeded). Default: each zone draws secret noise from OS entropy",
+    )
+    p.add_argument("--backend", choices=["serial", "process", "mpi"], default="serial", help="where the agents run (default: serial)")
+    p.add_argument("--workers", type=int, help="worker processes of the process backend (default: one per core, at most one per zone)")
+    p.add_argument(
+        "--rank-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="mpi backend: report a rank as lost after this long without its heartbeat (default: 60)",
+    )
+    p.add_argument("--tol", type=float, default=0.0, help="stop when primal and dual residuals fall below TOL (default: run all rounds)")
+    p.add_argument(
+        "--local-solver",
+        choices=list(SOLVERS),
+        default="ipopt",
+        help="the zones' solver: ipopt (default; Ipopt on each local problem with the flows eliminated, warm-started) "
+        "or clarabel (Clarabel on the conic form of the local problem; several times faster, no warm start)",
+    )
+    p.add_argument("--no-warm-start", action="store_true", help="start every local solve cold from the flat point (Ipopt; Clarabel always starts cold)")
+    p.add_argument(
+        "--ipopt-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra Ipopt option for every local solve (repeatable; --local-solver ipopt only); Ipopt is silent "
+        "unless asked, e.g. --ipopt-option print_level=5",
+    )
+    p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
+    p.add_argument("--no-reference", action="store_true", help="skip the centralized solve used to report the gap")
+    p.add_argument(
+        "--no-evaluation",
+        action="store_true",
+        help="deployment mode: zones report only released values and their privacy spend (their solver statistics and "
+        "noise magnitude stay with them); the history's objective and max_violation stay empty and each zone writes "
+        "its own solution to DIR/zones/",
+    )
+    p.add_argument(
+        "--deployment",
+        metavar="DIR",
+        type=Path,
+        help="run a split case (powerdp partition --split DIR): the coordinator reads only DIR/public (no loads), each "
+        "zone's host only its own DIR/zone_P.private; needs --no-evaluation. With --backend mpi no process reads "
+        "another zone's loads",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", type=Path,
+        help="write the run to DIR (refused if DIR holds a run): DIR/coordinator_view/ (released consensus, residuals, "
+        "the coordinator's times, the ledger: what a deployment publishes), DIR/simulation_evaluation/ (objective at "
+        "the true loads, shedding, centralized reference, tables with loads, AC check: never published), the zones' "
+        "own solutions in DIR/zones/ and the checkpoints in DIR/checkpoint/",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
+    p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
+    p.add_argument(
+        "--json", metavar="PATH", type=Path,
+        help="write the simulation's record as JSON: both views of the summary in one object (final_objective, "
+        "total_shedding_mw, epsilon_total, noise_source, private, ...; it holds values computed from every zone's loads, "
+        "so it is never published; - : to standard output, after the report; with -q alone)",
+    )
+    p.add_argument(
+        "--ac-check", action="store_true",
+        help="at the final point, run pandapower's AC power flow (generator P and voltage set-points √w, loads as in the "
+        "case) and report convergence, the slack's mismatch (MW), voltage and loading violations (simulation_evaluation/summary.json "
+        "and --json: ac_check)",
+    )
+    p.add_argument("--config", metavar="FILE", type=Path, help="read the run from a TOML file ([run] table of RunConfig keys); flags given explicitly override it")
+    p.set_defaults(func=cmd_run)
+
+
+FLAG_TO_FIELD = {
+    "zones": "zones", "partition": "partition", "method": "partition_method", "algorithm": "algorithm",
+    "objective": "objective", "shedding_weight": "shedding_weight", "linearize": "linearize", "epsilon": "epsilon", "delta": "delta", "beta": "beta", "sensitivity": "sensitivity",
+    "adjacency": "adjacency", "noise_on": "noise_on", "target_epsilon": "target_epsilon", "target_delta": "target_delta",
+    "rounds": "rounds", "local_updates": "local_updates", "rho": "rho", "rho_schedule": "rho_schedule", "eta": "eta",
+    "seed": "seed", "backend": "backend", "workers": "workers", "rank_timeout": "rank_timeout", "flows": "flows", "convention": "convention",
+    "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
+    "update": "algorithm", "perturbation": "algorithm", "mechanism": "algorithm",
+    "tol": ("tol_primal", "tol_dual"), "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
+    "local_solver": "local_solver", "deployment": "deployment",
+}
+# flags that --resume accepts: they cannot change the results of the run
+RESUME_FLAGS = {
+    "rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "resume", "json", "no_reference", "quiet", "verbose", "ac_check",
+}
+
+
+def _flag(dest: str) -> str:
+    return "CASE" if dest == "case" else "--" + dest.replace("_", "-")
+
+
+def _field_values(args: argparse.Namespace, dest: str) -> dict:
+    """The RunConfig field(s) and value(s) of one run flag."""
+    if dest == "tol":
+        return {"tol_primal": args.tol, "tol_dual": args.tol}
+    if dest == "no_warm_start":
+        return {"warm_start": not args.no_warm_start}
+    if dest == "no_evaluation":
+        return {"evaluate": not args.no_evaluation}
+    if dest == "ipopt_option":
+        return {"ipopt_options": _ipopt_options(args.ipopt_option)}
+    if FLAG_TO_FIELD.get(dest) == "algorithm":
+        return {"algorithm": _algorithm(args)}
+    return {FLAG_TO_FIELD[dest]: getattr(args, dest)}
+
+
+def _algorithm(args: argparse.Namespace) -> str:
+    """--algorithm with --update / --perturbation / --mechanism applied (an alias where one exists)."""
+    if args.update is None and args.perturbation is None and args.mechanism is None:
+        return args.algorithm
+    return compose(args.algorithm, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
+
+
+def _refuse_unused_noise_flags(cfg: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """--epsilon / --delta given on the command line but not used by the run: a clear error, not silence."""
+    explicit = getattr(args, "_explicit", set())
+    if not cfg.private and explicit & {"epsilon", "delta"}:
+        raise ConfigError(f"--epsilon / --delta given, but algorithm {cfg.algorithm!r} is not private (it adds no noise)")
+    if "delta" in explicit and (cfg.mechanism != "gaussian" or cfg.target_epsilon is not None):
+        why = "--target-delta goes with --target-epsilon" if cfg.target_epsilon is not None else f"{cfg.algorithm!r} uses no Gaussian noise"
+        raise ConfigError(f"--delta {args.delta:g} is not used: {why}")
+    return cfg
+
+
+def _config(args: argparse.Namespace) -> RunConfig:
+    cfg = _new_config(args)
+    return cfg if args.resume is not None else _refuse_unused_noise_flags(cfg, args)
+
+
+def _new_config(args: argparse.Namespace) -> RunConfig:
+    explicit = getattr(args, "_explicit", set())
+    if {"epsilon", "target_epsilon"} <= explicit:
+        raise ConfigError("give --epsilon (per local step) or --target-epsilon (total for the run), not both")
+    if args.resume is not None:
+        return _resume_config(args, explicit)
+    if getattr(args, "config", None) is not None:
+        from ..admm.configfile import check_types
+        from ..provenance import note_input
+        from ..sweep import load_toml
+
+        data = load_toml(args.config)
+        unknown = sorted(set(data) - {"run"})
+        if unknown:
+            raise ConfigError(f"{args.config}: unknown table(s) {', '.join(unknown)}; a run file has one [run] table")
+        if not isinstance(data.get("run", {}), dict):
+            raise ConfigError(f"{args.config}: run must be a table ([run]), not a {type(data['run']).__name__}")
+        note_input("config", args.config, required=False)  # recorded in inputs.json; config.json holds the settings
+        fields = dict(data.get("run", {}))
+        check_types(fields, str(args.config), "run")
+        for dest in sorted(explicit & set(FLAG_TO_FIELD)):  # flags given on the command line override the file
+            fields.update(_field_values(args, dest))
+        if explicit & {"update", "perturbation", "mechanism"}:  # replace choices of the file's algorithm
+            base = args.algorithm if "algorithm" in explicit else fields.get("algorithm", "objl")
+            fields["algorithm"] = compose(base, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
+        if args.zones is not None and "partition" not in explicit:
+            fields["partition"] = None
+        if args.partition is not None and "zones" not in explicit:
+            fields["zones"] = None
+        try:
+            return RunConfig.from_dict(fields, source=str(args.config))
+        except ConfigError as exc:
+            raise ConfigError(f"{args.config}: {exc}" if str(args.config) not in str(exc) else str(exc)) from None
+    if args.case is None and getattr(args, "deployment", None) is None:
+        raise ConfigError("give a CASE (or --resume DIR, or --deployment DIR)")
+    return RunConfig(
+        case=args.case if args.case is not None else "deployment",
+        deployment=None if args.deployment is None else str(Path(args.deployment).resolve()),
+        zones=args.zones if args.zones is not None else (None if args.partition else 3),
+        partition=args.partition,
+        partition_method=args.method,
+        allow_disconnected=args.allow_disconnected,
+        algorithm=_algorithm(args),
+        objective=args.objective,
+        shedding_weight=args.shedding_weight,
+        linearize=args.linearize,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        beta=args.beta,
+        sensitivity=args.sensitivity,
+        adjacency=args.adjacency,
+        noise_on=args.noise_on,
+        target_epsilon=args.target_epsilon,
+        target_delta=args.target_delta,
+        rounds=args.rounds,
+        local_updates=args.local_updates,
+        rho=args.rho,
+        rho_schedule=args.rho_schedule,
+        eta=args.eta,
+        seed=args.seed,
+        backend=args.backend,
+        workers=args.workers,
+        rank_timeout=args.rank_timeout,
+        flows=args.flows,
+        convention=args.convention,
+        tol_primal=args.tol,
+        tol_dual=args.tol,
+        warm_start=not args.no_warm_start,
+        evaluate=not args.no_evaluation,
+        checkpoint_every=args.checkpoint_every,
+        local_solver=args.local_solver,
+        ipopt_options=_ipopt_options(args.ipopt_option),
+    )
+
+
+def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
+    """The saved run's configuration; only flags that cannot change its results may be given."""
+    from ..admm.runner import load_config
+
+    cfg = load_config(args.resume)
+    saved = cfg.to_dict()
+
+    def changes_run(dest: str) -> bool:
+        if dest not in FLAG_TO_FIELD:
+            return True  # --config, --overwrite
+        if dest == "method" and saved.get("partition") is not None:
+            return args.method != "auto"  # the saved run's partition was given or bundled
+        return any(saved.get(f) != v for f, v in _field_values(args, dest).items())
+
+    refused = sorted(
+        d for d in explicit - RESUME_FLAGS if (d in FLAG_TO_FIELD or d in ("config", "overwrite")) and changes_run(d)
+    )
+    if refused:
+        parts = []
+        for dest in refused:
+            fields = [f for f in _field_values(args, dest)] if dest in FLAG_TO_FIELD else []
+            was = ", ".join(f"{f} = {saved[f]!r}" for f in fields if f in saved)
+            parts.append(_flag(dest) + (f" (saved: {was})" if was else ""))
+        raise ConfigError(
+            f"--resume {args.resume}: {'; '.join(parts)} would change the saved run; a resumed run accepts only "
+            "--rounds (to extend it), --backend, --workers, --rank-timeout, --checkpoint-every, --json, --no-reference, -q, -v"
+        )
+    changes = {}
+    for dest in ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every"):
+        if dest in explicit:
+            changes.update(_field_values(args, dest))
+    return cfg.replace(**changes) if changes else cfg
+
+
+def _ipopt_options(items: list[str]) -> dict:
+    from ..opf.solvers import option_value
+
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--ipopt-option {item!r}: expected NAME=VALUE")
+        name, value = item.split("=", 1)
+        if not name.strip() or not value.strip():
+            raise ConfigError(f"--ipopt-option {item!r}: expected NAME=VALUE, both non-empty")
+        out[name.strip()] = option_value(value.strip())
+    return out
+
+
+ROUND_LEGEND = {
+    "shedding": "objective Σ_p f_p = shedding Σ(p.u.²)",
+    "cost+shedding": "objective Σ_p f_p = generation cost + ω·shedding ($/h)",
+    "cost": "objective Σ_p f_p = generation cost ($/h)",
+}
+
+
+def _per_step_text(cfg: RunConfig) -> str:
+    """The per-step ε (and δ) the run's zones use: the stated one, or the one calibrated to ``--target-epsilon``
+    (the same figure the ledger reports as ``epsilon_per_step``)."""
+    budget = cfg.per_step_noise()
+    if budget is None:
+        eps, delta = cfg.epsilon, (cfg.delta if cfg.mechanism == "gaussian" else 0.0)
+    elif cfg.mechanism == "gaussian":
+        from ..privacy.mechanisms import GaussianMechanism
+
+        eps, delta = GaussianMechanism.from_noise_multiplier(1.0, budget["noise_multiplier"], cfg.target_delta).per_step()
+    else:
+        eps, delta = budget["epsilon"], 0.0
+    calibrated = "" if budget is None else f", calibrated to the budget ε {cfg.target_epsilon:g}"
+    return f"ε {eps:.4g} per local step, δ {delta:g}{calibrated}"
+
+
+def _round_legend(cfg: RunConfig) -> str:
+    """What the columns of the per-round lines mean (printed once, before round 1)."""
+    eps = ""
+    if cfg.private:
+        eps = f"; eps = total ε spent so far per zone, largest over zones ({_per_step_text(cfg)})"
+    return (
+        f"columns: {ROUND_LEGEND[cfg.objective]}; feasibility = consensus residual ‖w − Bz‖₂ (p.u.); "
+        f"dual = dual residual ρ‖w − w_prev‖₂{eps}"
+    )
+
+
+def _progress_printer(args, cfg: RunConfig):
+    if args.quiet:
+        return None, None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        tqdm = None
+    if tqdm is not None and not args.verbose and sys.stderr.isatty():
+        bar = tqdm(total=cfg.rounds, desc=f"{cfg.algorithm} {cfg.case}", unit="round", file=sys.stderr)
+
+        def update(row):
+            bar.update(1)
+            bar.set_postfix(obj=f"{row['objective']:.3g}", feas=f"{row['feasibility']:.2g}", eps=f"{row['epsilon_spent']:.3g}")
+
+        return update, bar
+    every = 1 if args.verbose else max(1, cfg.rounds // 10)
+    shown = []
+
+    def line(row):
+        t = row["round"]
+        if not shown:
+            print(_round_legend(cfg), flush=True)
+            shown.append(True)
+        if t == 1 or t % every == 0 or t == cfg.rounds:
+            eps = f"  eps {row['epsilon_spent']:.4g}" if cfg.private else ""
+            print(
+                f"round {t:5d}  objective {row['objective']:.6g}  feasibility {row['feasibility']:.3e}  "
+                f"dual {row['dual_residual']:.3e}{eps}  {row['wall_s'] * 1000:.0f} ms",
+                flush=True,
+            )
+
+    return line, None
+
+
+def _check_json_path(args) -> None:
+    if args.json is not None:
+        _check_output_file(args.json, "--json")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..admm.runner import run_distributed
+
+    cfg = _config(args)
+    if cfg.backend == "mpi":
+        from ..admm.backends.mpi import rank
+
+        if rank() != 0:
+            run_distributed(cfg)  # serve this rank's agents until rank 0 closes the run
+            return 0
+    if args.resume is not None and args.out is not None and args.out != args.resume:
+        raise ConfigError(f"--resume {args.resume} continues the run in its own directory; do not give --out {args.out}")
+    _check_json_path(args)
+    out = args.resume if args.resume is not None else args.out
+    progress, bar = _progress_printer(args, cfg)
+    try:
+        reference = not args.no_reference and cfg.evaluate  # without evaluation there is no objective to compare
+        result = run_distributed(
+            cfg, out=out, resume=args.resume is not None, progress=progress, reference=reference,
+            overwrite=args.overwrite, status=_status_printer(args), ac_check=args.ac_check,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    s = result.summary
+    cfg = result.config
+    if not args.quiet:
+        resumed = s.get("resumed_from")
+        if resumed is not None and resumed >= s["rounds"]:
+            print(
+                f"nothing to run: {out} already has {s['rounds']} rounds (of {cfg.rounds}); "
+                f"--rounds N with N > {s['rounds']} extends it"
+            )
+        _print_summary(s, cfg, out, result.privacy)
+        if result.ac_check is not None:
+            print("\n".join(result.ac_check.lines()))
+    if args.json:
+        write_json(args.json, result.summary)
+    return 0
+
+
+STOPPED = {  # summary["stopped"], in words
+    "rounds": "all rounds run", "tolerance": "stopped: residuals below --tol", "interrupted": "interrupted", "failed": "failed",
+}
+
+
+def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
+    unit = "Σ(p.u.²)" if cfg.objective == "shedding" else "$/h"
+    what = {"cost": "generation cost", "shedding": "shedding"}.get(cfg.objective, cfg.objective)
+    print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
+    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({STOPPED.get(s['stopped'], s['stopped'])})")
+    print("── the coordinator's view (what a deployment publishes: releases, residuals, ledger) ──")
+    if s["final_feasibility"] is not None:
+        print(f"feasibility   consensus residual ‖w − Bz‖₂ = {s['final_feasibility']:.3e} p.u. (0 when the zones agree)")
+        print(f"dual          dual residual ρ‖w − w_prev‖₂ = {s['final_dual_residual']:.3e}")
+    if cfg.private:
+        parts = []
+        for z, e in s["epsilon_total"].items():
+            head = (privacy.get(int(z)) or {}).get("headline") or {}
+            d = head.get("delta")
+            parts.append(f"zone {z}: ε {e:.4g}" + (f", δ {d:.3g}" if d is not None else ""))
+        sources = sorted({str(((privacy.get(int(z)) or {}).get("headline") or {}).get("source")) for z in s["epsilon_total"]} - {"None"})
+        how = f"; accountant: {', '.join(sources)}" if sources else ""
+        steps = s.get("epsilon_per_step") or {}
+        per_step = f"{next(iter(steps.values())):.4g}" if steps else f"{cfg.epsilon:g}"
+        if cfg.target_epsilon is not None:
+            target = f"budget ε {cfg.target_epsilon:g}" + (f", δ {cfg.target_delta:g}" if cfg.target_delta else "")
+            per_step = f"{per_step} per local step, calibrated to the {target}"
+        else:
+            per_step = f"{per_step} per local step"
+        flag = "" if s.get("private", True) else " [NOT A GUARANTEE]"
+        print(f"privacy       total spent per zone over the whole run (ε {per_step}{how}){flag}: " + "; ".join(parts))
+        print(f"noise         {s.get('noise_source', cfg.noise_source)}" + (
+            " (OS entropy drawn by each zone; nobody else can replay it)" if cfg.noise_source == "secret" else ""))
+        for warning in s.get("privacy_warnings") or []:
+            print(f"WARNING       {warning}")
+    print(f"time          coordinator's loop {s['wall_s']:.2f} s, setup {s['setup_s']:.2f} s")
+    print("── the simulation's evaluation (needs every zone's data; a deployment cannot compute it) ──")
+    if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:
+        print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective)")
+    else:
+        print("objective     not evaluated (--no-evaluation: each zone keeps its own)")
+    mv = s.get("max_violation")
+    if mv is not None and mv == mv:
+        print(f"violation     largest violation of a zone's own constraints by its released point: {mv:.2e} p.u.")
+    if s.get("centralized_objective") is not None:
+        rel = s.get("relative_gap_to_centralized")
+        rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
+        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g} {unit} (absolute){rel_txt}")
+    label = SOLVERS[cfg.local_solver].label
+    if s.get("solves"):
+        print(f"zone solves   {s['solver_s']:.2f} s in {label}, {s['solves']} local solves (zone-private statistics)")
+    if out is not None:
+        print(f"results       {out}  (coordinator_view/ is what a deployment publishes; simulation_evaluation/ is not)")
