@@ -232,13 +232,16 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 def _one(run: str, cfg: RunConfig, out: str) -> tuple[str, str | None]:
     """Run one grid point into out/runs/<run>; returns (run id, error or None)."""
+    from .admm.checkpoint import state_exists
     from .admm.runner import run_distributed
+    from .admm.stopping import pool_task_stop
 
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     d = Path(out) / "runs" / run
-    resume = (d / "checkpoint" / "state.pkl").is_file()
+    resume = state_exists(d / "checkpoint" / "state")
     try:  # an unfinished run resumes from its checkpoint; one without a checkpoint starts again
-        run_distributed(cfg, out=d, resume=resume, overwrite=not resume, reference=False)
+        with pool_task_stop():  # the sweep's Ctrl-C: this run ends after its round, checkpoint written
+            run_distributed(cfg, out=d, resume=resume, overwrite=not resume, reference=False)
     except Exception as exc:  # one failed run must not sink the sweep
         return run, f"{type(exc).__name__}: {exc}"
     return run, None

@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 
+from powerdp.admm.config import RunConfig
 from powerdp.errors import ConfigError
 from powerdp.sweep import load_sweep, run_sweep
 
@@ -140,3 +141,23 @@ def test_bundled_sweep_config_produces_every_figure(tmp_path):
     names = {p.name for p in plot_sweep(tmp_path / "out")}
     for prefix in ("trajectories_", "privacy_utility_", "partition_sensitivity_", "network_"):
         assert any(n.startswith(prefix) for n in names), prefix
+
+
+def test_an_unfinished_run_of_a_sweep_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    """A sweep re-run continues a run that has a checkpoint (state.json/.npz) instead of starting it again."""
+    from powerdp import sweep as sweep_mod
+    from powerdp.admm import runner as runner_mod
+
+    calls = []
+    real = runner_mod.run_distributed
+
+    def spy(cfg, **kw):
+        calls.append(kw["resume"])
+        return real(cfg, **kw)
+
+    monkeypatch.setattr(runner_mod, "run_distributed", spy)
+    cfg = RunConfig(case="case14", zones=2, algorithm="objl", epsilon=0.5, rounds=2, checkpoint_every=1, seed=0)
+    out = tmp_path / "sw"
+    assert sweep_mod._one("r", cfg, str(out)) == ("r", None)
+    assert sweep_mod._one("r", cfg.replace(rounds=3), str(out)) == ("r", None)
+    assert calls == [False, True]

@@ -15,7 +15,7 @@ import signal
 import threading
 from contextlib import contextmanager
 
-__all__ = ["STOP_SIGNALS", "deferred_stop", "stop_requested", "stop_signals"]
+__all__ = ["STOP_SIGNALS", "deferred_stop", "pool_task_stop", "stop_requested", "stop_signals"]
 
 STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
 
@@ -69,3 +69,31 @@ def deferred_stop():
 def stop_requested() -> int | None:
     """The signal number that asked the run to stop, or None."""
     return _STATE.requested
+
+
+def _pool_task_handler(signum, frame) -> None:
+    if _STATE.armed:  # inside the rounds: finish the round (checkpoint and all), then stop; repeats change nothing
+        if _STATE.requested is None:
+            _STATE.requested = signum
+        return
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def pool_task_stop():
+    """A run inside a process-pool worker (sweeps): the pool's SIGTERM (Ctrl-C in the parent, ``stop_pool``)
+    stops the run at the end of its round with its checkpoint written, however often it comes; Ctrl-C itself
+    stays the parent's (ignored here, :func:`powerdp.admm.backends.process.worker_signals`)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _pool_task_handler)
+    _STATE.installed = True
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _STATE.installed = False
+        _STATE.requested = None
+        _STATE.armed = False
