@@ -370,3 +370,19 @@ def test_round_legend_shows_the_calibrated_per_step_epsilon(extra, tmp_path, cap
         assert eps == pytest.approx(0.2, rel=1e-12) and "δ 0," in legend
     else:
         assert 0.1 < eps < 10 and "ε 0.1 per local step" not in legend
+
+
+def test_json_dash_keeps_standard_output_for_the_json_alone(capsys):
+    """--json - without -q: the progress and the summary go to standard error, so stdout parses as JSON."""
+    import json
+
+    from powerdp.cli import main
+
+    assert main(["run", "case14", "--zones", "2", "--rounds", "2", "--no-reference", "--json", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["rounds"] == 2
+    assert "round     1" in err and "the coordinator's view" in err
+    assert main(["privacy", "amplification", "--smooth", "0.18", "--strong", "0.18", "--strong-g", "0.2", "--penalty", "0.5",
+                 "--json", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["eta"] == pytest.approx(4.8113, abs=1e-4) and "eq. (23)" in err

@@ -19,7 +19,7 @@ import sys
 import textwrap
 
 from .._version import __version__
-from ..cli_io import STDOUT_NAME, NamedStdout, route_python_warnings
+from ..cli_io import STDOUT_NAME, NamedStdout, json_on_stdout, route_python_warnings
 from ..errors import Interrupted, PowerDPError
 from ..provenance import forget_noted
 from .audit import AUDIT_DESCRIPTION, MIN_RUNS, add_audit_parser, cmd_audit
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if sys.stdout is not None and not isinstance(sys.stdout, NamedStdout):
         sys.stdout = NamedStdout(sys.stdout)
     try:
-        with stop_signals():
+        with stop_signals(), json_on_stdout(getattr(args, "json", None)):
             status = int(args.func(args) or 0)
         if sys.stdout is not None:  # a full standard output is an error of this command, not of Python's exit
             sys.stdout.flush()
