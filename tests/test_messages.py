@@ -66,3 +66,27 @@ def test_agents_send_only_allowed_messages(monkeypatch):
     run_distributed(cfg, reference=False, observe=leaky.extend)
     with pytest.raises(ValueError, match="outside the allow-list"):
         check_message(leaky[-1])
+
+
+def test_sharing_messages_carry_only_the_release_and_public_values():
+    """ADMM sharing (docs/sharing.md): an agent's Contribution is its release and public counters; what its
+    local step cost (iterations, time: data-dependent) stays with the agent, and the broadcast is public."""
+    from powerdp.admm.sharing import Contribution, SharingMessage
+
+    assert [f.name for f in dataclasses.fields(Contribution)] == ["round", "agent", "released"]
+    assert {f.name for f in dataclasses.fields(SharingMessage)} == {
+        "round", "residual", "dual", "rho", "tau", "active", "relaxation"}  # the coordinator's own quantities
+
+
+def test_a_market_run_sends_only_contributions(tmp_path):
+    from powerdp.admm.market import run_market
+    from powerdp.admm.sharing import Contribution
+    from powerdp.admm.sharing_run import SharingSettings
+    from powerdp.grid.network import load_case
+    from powerdp.grid.partition import partition
+
+    net = load_case("case14")
+    got = []
+    run_market(net, partition(net, zones=2).zone_of_bus, SharingSettings(rounds=3), observe=got.extend)
+    assert got and all(type(u) is Contribution for u in got)
+    assert all(set(vars(u)) == {"round", "agent", "released"} for u in got)

@@ -60,7 +60,8 @@ class SharingMessage:
 
 @dataclass(frozen=True)
 class SharingStats:
-    """What an agent tells about its local step (no data-dependent values)."""
+    """AGENT-PRIVATE: what an agent's local step cost (its iteration count and time depend on its data).
+    Never part of a :class:`Contribution`; a one-machine simulation reads it with the agent's diagnostics."""
 
     solves: int
     iterations: int
@@ -74,7 +75,6 @@ class Contribution:
     round: int
     agent: int
     released: np.ndarray
-    stats: SharingStats
 
 
 # --------------------------------------------------------------------------- z-steps
@@ -303,6 +303,7 @@ class SharingAgent:
     def __init__(self, agent: int):
         self.agent = int(agent)
         self.released = None  # r̃_m^t, what the coordinator received last
+        self.last_stats = SharingStats(0, 0, 0.0)  # agent-private: what its last local step cost
         self.own = None  # r̂_m^t: the released contribution, over-relaxed (= r̃_m^t when relaxation = 1)
         self.steps_released = 0
 
@@ -333,7 +334,8 @@ class SharingAgent:
         t0 = time.perf_counter()
         self.released = np.asarray(self.initial_release(), dtype=float)
         self.own = self.released
-        return Contribution(round=0, agent=self.agent, released=self.released.copy(), stats=SharingStats(0, 0, time.perf_counter() - t0))
+        self.last_stats = SharingStats(0, 0, time.perf_counter() - t0)
+        return Contribution(round=0, agent=self.agent, released=self.released.copy())
 
     def step(self, msg: SharingMessage) -> Contribution:
         t0 = time.perf_counter()
@@ -345,10 +347,8 @@ class SharingAgent:
         else:  # r̂ = α r̃ + (1 − α) ζ with ζ = r̂_prev − (ρ/κ)(Ŝ − z), this agent's copy (docs/sharing.md)
             self.own = a * self.released + (1.0 - a) * (self.own - msg.rho / (msg.rho + msg.tau) * msg.residual)
         self.steps_released += 1
-        return Contribution(
-            round=msg.round, agent=self.agent, released=self.released.copy(),
-            stats=SharingStats(1, int(iterations), time.perf_counter() - t0),
-        )
+        self.last_stats = SharingStats(1, int(iterations), time.perf_counter() - t0)  # stays with the agent
+        return Contribution(round=msg.round, agent=self.agent, released=self.released.copy())
 
     def others_minus_z(self, msg: SharingMessage) -> np.ndarray:
         """Σ_{k≠m} r_k^t − z^t, from the broadcast S^t − z^t and this agent's own release (relaxed: Ŝ, r̂)."""

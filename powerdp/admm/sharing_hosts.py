@@ -97,6 +97,8 @@ def handle(agents: dict, cmd: str, arg: Any):
         return [agents[a].step(arg) for a in order]
     if cmd == "diag":
         return {a: agents[a].diagnostics() for a in order}
+    if cmd == "stats":  # the simulation's evaluation only: what each agent's local step cost
+        return {a: agents[a].last_stats for a in order}
     if cmd == "save":
         directory, rnd = arg
         for a in order:
@@ -163,7 +165,7 @@ class _Hosted(HostedBackend):
         out = self._call(cmd, [arg] * self.n_hosts)
         if cmd in ("init", "step"):
             return sorted((u for host in out for u in host), key=lambda u: u.agent)
-        if cmd == "diag":
+        if cmd in ("diag", "stats"):
             merged: dict = {}
             for part in out:
                 merged.update(part)

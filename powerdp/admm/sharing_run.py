@@ -276,11 +276,15 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
                 row = {
                     "round": t, "primal_residual": res.primal, "dual_residual": res.dual, "rho": rho,
                     "epsilon_spent": ledger["epsilon"],
-                    "solves": int(sum(u.stats.solves for u in updates)),
-                    "iterations": int(sum(u.stats.iterations for u in updates)),
-                    "agent_s": float(max(u.stats.wall_s for u in updates)),
-                    "wall_s": time.perf_counter() - t0,
                 }
+                if problem.evaluate is not None:  # the simulation's evaluation: agent-private figures
+                    stats = list(backend.call("stats").values())
+                    row.update({
+                        "solves": int(sum(s.solves for s in stats)),
+                        "iterations": int(sum(s.iterations for s in stats)),
+                        "agent_s": float(max(s.wall_s for s in stats)),
+                    })
+                row["wall_s"] = time.perf_counter() - t0
                 if problem.evaluate is not None:
                     diags = backend.call("diag")
                     row.update({f"eval_{k}": v for k, v in problem.evaluate(coordinator, diags).items()})
