@@ -9,13 +9,13 @@ zone's ``perturbation`` and ``reduction``), so :class:`~powerdp.admm.updates.Lin
 :class:`~powerdp.admm.messages.ZoneUpdate` holding its released model only. Every entry of z is shared
 (the global model w), and the local step is the closed-form box projection (``box`` solver).
 
-Places that follow the engine's privacy plumbing (kept few on purpose; marked ``# engine:``): the noise
-generator (:func:`client_rng`), the solver statistics of a message, and the checkpoint state.
+Places that follow the engine's privacy contract (docs/contributing.md, "The agent contract"): the noise
+generator (:func:`client_rng`: ``privacy.noise_rng``), the allow-listed message (the release only; solver
+statistics stay with the client), and the checkpoint state (arrays and JSON values, never pickles).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from dataclasses import dataclass
@@ -28,7 +28,7 @@ from .. import privacy
 from ..admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
 from ..admm.perturbations import PERTURBATIONS, Perturbation
 from ..admm.updates import UPDATES, LocalUpdate
-from ..privacy import PrivacyLedger, Sensitivity, zone_rng
+from ..privacy import PrivacyLedger, Sensitivity
 from ..solver_base import BOX_SOLVERS, solver_class
 from .box import BoxProblem, IdentityReduction
 from .config import LearnConfig
@@ -39,22 +39,13 @@ __all__ = ["ClientAgent", "ClientDiagnostics", "client_rng"]
 
 
 def client_rng(config: LearnConfig, client: int) -> np.random.Generator:
-    """The client's noise generator, made where the engine makes a zone's (engine: the one place to follow it):
-    ``privacy.noise_rng(seed, client)`` where the engine has it (secret OS entropy for ``seed`` None, else the
-    reproducible :func:`~powerdp.privacy.zone_rng`), with the same behaviour spelled out otherwise."""
-    make = getattr(privacy, "noise_rng", None)
-    if make is not None:
-        return make(config.seed, client)
-    if config.seed is None:
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))  # secret: OS entropy, never replayable
-    return zone_rng(config.seed, client)
+    """The client's noise generator: :func:`powerdp.privacy.noise_rng`, where every agent gets its generator
+    (secret OS entropy for ``seed`` None, else the reproducible seeded one)."""
+    return privacy.noise_rng(config.seed, client)
 
 
-def _message(t: int, client: int, released: np.ndarray, stats: SolverStats) -> ZoneUpdate:
-    """engine: the release as the engine's message type; solver statistics ride along only where the message
-    still has a ``stats`` field (the allow-listed message carries the released values only)."""
-    if "stats" in {f.name for f in dataclasses.fields(ZoneUpdate)}:
-        return ZoneUpdate(round=t, zone=client, released=released, stats=stats)
+def _message(t: int, client: int, released: np.ndarray) -> ZoneUpdate:
+    """The client's release as the engine's allow-listed message (its solver statistics stay with it)."""
     return ZoneUpdate(round=t, zone=client, released=released)
 
 
@@ -137,7 +128,7 @@ class ClientAgent:
         z = np.clip(np.zeros(self.n), self.problem.lb, self.problem.ub)
         self.z_last = self.z_released = z
         self.last_stats = SolverStats(1, 0, 0.0, 0.0, ("solved",))
-        return _message(0, self.zone, z.copy(), self.last_stats)
+        return _message(0, self.zone, z.copy())
 
     def step(self, msg: ConsensusMessage) -> ZoneUpdate:
         """One ADMM round: E local steps of the update rule, release the mean iterate, update λ_p."""
@@ -160,7 +151,7 @@ class ClientAgent:
             solves=len(its), iterations=outcome.iterations, solver_s=outcome.solver_s,
             wall_s=time.perf_counter() - t0, statuses=tuple(outcome.statuses),
         )
-        return _message(t, self.zone, self.z_released.copy(), self.last_stats)
+        return _message(t, self.zone, self.z_released.copy())
 
     def diagnostics(self, evaluate: bool = True, privacy: bool = True) -> ClientDiagnostics:
         """The client's evaluation figures; ``privacy=False`` skips the ledger's accountant (NaN spend)."""
