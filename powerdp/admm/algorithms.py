@@ -17,7 +17,7 @@ from ..privacy import MECHANISMS
 from .perturbations import PERTURBATIONS
 from .updates import UPDATES
 
-__all__ = ["Algorithm", "ALIASES", "resolve", "name_of", "compose"]
+__all__ = ["Algorithm", "AlgorithmChoices", "ALIASES", "resolve", "name_of", "compose"]
 
 
 @dataclass(frozen=True)
@@ -100,3 +100,28 @@ def compose(algorithm: str, update: str | None = None, perturbation: str | None 
         mech = "laplace"
     alg = Algorithm(update if update is not None else base.update, pert, mech).validate()
     return name_of(alg)
+
+
+class AlgorithmChoices:
+    """What a run configuration derives from its :class:`Algorithm` (``spec``): the update rule, whether it
+    is private, the mechanism and the perturbation. Power-flow and learning configurations share it."""
+
+    spec: Algorithm
+
+    @property
+    def update(self) -> str:
+        return self.spec.update
+
+    @property
+    def private(self) -> bool:
+        return self.spec.private
+
+    @property
+    def mechanism(self) -> str | None:
+        return self.spec.mechanism
+
+    @property
+    def perturbation(self) -> str | None:
+        """``objective``, ``output`` or ``input`` for private runs, None otherwise."""
+        pert = self.spec.perturbation
+        return None if pert == "none" else pert

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..opf.objectives import OBJECTIVES
 from ..opf.solver_base import SOLVERS, solver_class
-from .algorithms import ALIASES, Algorithm, resolve
+from .algorithms import ALIASES, Algorithm, AlgorithmChoices, resolve
 from .perturbations import PERTURBATIONS
 from .updates import ETA_SCHEDULES, UPDATES
 
@@ -31,7 +31,7 @@ BACKENDS = ("serial", "process", "mpi")
 
 
 @dataclass
-class RunConfig:
+class RunConfig(AlgorithmChoices):
     """A distributed run (docs/algorithm.md, docs/privacy.md).
 
     Defaults are the product's best measured settings: ``eta="capped"``,
@@ -300,24 +300,6 @@ class RunConfig:
         from ..privacy.mechanisms import noise_source
 
         return noise_source(self.seed)
-
-    @property
-    def update(self) -> str:
-        return self.spec.update
-
-    @property
-    def private(self) -> bool:
-        return self.spec.private
-
-    @property
-    def mechanism(self) -> str | None:
-        return self.spec.mechanism
-
-    @property
-    def perturbation(self) -> str | None:
-        """``objective``, ``output`` or ``input`` for private runs, None otherwise."""
-        pert = self.spec.perturbation
-        return None if pert == "none" else pert
 
     @property
     def noise_support(self) -> str:

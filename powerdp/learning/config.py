@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..admm.algorithms import Algorithm, resolve
+from ..admm.algorithms import Algorithm, AlgorithmChoices, resolve
 from ..admm.updates import ETA_SCHEDULES
 from ..admm.updates.trust_region import TRUST_SCHEDULES
 from ..errors import ConfigError
@@ -66,7 +66,7 @@ def penalty(t: int, epsilon: float | None, c1: float = 2.0, c2: float = 5.0, tc:
 
 
 @dataclass
-class LearnConfig:
+class LearnConfig(AlgorithmChoices):
     """A federated-learning run: data, clients, algorithm, privacy, schedule (docs/learning.md)."""
 
     dataset: str = "digits"  # digits, mnist, or a .csv / .npz path
@@ -226,23 +226,6 @@ class LearnConfig:
     @property
     def spec(self) -> Algorithm:
         return resolve(ALGORITHMS[self.algorithm][0])
-
-    @property
-    def update(self) -> str:
-        return self.spec.update
-
-    @property
-    def private(self) -> bool:
-        return self.spec.private
-
-    @property
-    def mechanism(self) -> str | None:
-        return self.spec.mechanism
-
-    @property
-    def perturbation(self) -> str | None:
-        p = self.spec.perturbation
-        return None if p == "none" else p
 
     @property
     def engine_eta(self) -> str | float:
