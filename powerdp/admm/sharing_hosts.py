@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import multiprocessing as mp
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .backends.base import HostedBackend, assign_zones, single_threaded_pools
+from .backends.process import PipeHosts, start_context
 
 __all__ = ["SharingAgentSpec", "SHARING_BACKENDS", "make_sharing_backend", "launch_sharing", "save_state", "load_state"]
 
@@ -184,59 +184,17 @@ def _worker_main(conn, specs, parent_pid):
         conn.close()
 
 
-class ProcessSharing(_Hosted):
+class ProcessSharing(PipeHosts, _Hosted):
     """Persistent worker processes, each hosting a group of agents."""
+
+    host_kind = "agents"
 
     def __init__(self, specs: Sequence[SharingAgentSpec], settings=None):
         workers = getattr(settings, "workers", None) or min(len(specs), os.cpu_count() or 1)
         self.groups = assign_zones([s.weight for s in specs], max(1, min(workers, len(specs))))
         self.n_hosts = len(self.groups)
         spec_of = {s.agent: s for s in specs}
-        method = os.environ.get("POWERDP_START_METHOD") or ("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        ctx = mp.get_context(method)
-        self.conns, self.procs = [], []
-        for h, group in enumerate(self.groups):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker_main, args=(child, [spec_of[a] for a in group], os.getpid()),
-                               name=f"powerdp-sharing-{h}", daemon=True)
-            proc.start()
-            child.close()
-            self.conns.append(parent)
-            self.procs.append(proc)
-        for h in range(self.n_hosts):
-            self._recv(h, "setup")
-
-    def _host_name(self, h: int) -> str:
-        return f"worker process {h} (agents {self.groups[h]})"
-
-    def _send(self, h: int, obj) -> None:
-        from .backends.base import WorkerError
-
-        try:
-            self.conns[h].send(obj)
-        except (BrokenPipeError, ConnectionError, OSError):
-            raise WorkerError(f"{self._host_name(h)} is gone (exit code {self.procs[h].exitcode})") from None
-
-    def _recv_raw(self, h: int, what: str):
-        from .backends.base import WorkerError
-
-        try:
-            return self.conns[h].recv()
-        except (EOFError, ConnectionError, OSError):
-            self.procs[h].join(timeout=1)
-            raise WorkerError(f"{self._host_name(h)} died during {what} (exit code {self.procs[h].exitcode})") from None
-
-    def close(self) -> None:
-        for conn in self.conns:
-            try:
-                conn.send(("close", None))
-            except Exception:  # noqa: BLE001
-                pass
-        for proc in self.procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.terminate()
-        self.conns, self.procs = [], []
+        self._start_hosts(start_context(), _worker_main, lambda h, group: ([spec_of[a] for a in group],), "powerdp-sharing")
 
 
 class MPISharing(_Hosted):

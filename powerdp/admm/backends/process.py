@@ -110,7 +110,70 @@ def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: RunConf
         conn.close()
 
 
-class ProcessBackend(HostedBackend):
+class PipeHosts:
+    """Worker processes on pipes, as a :class:`HostedBackend` relays to them: start, send, receive, close.
+    The consensus backend below and the sharing one (``admm/sharing_hosts.py``) share it."""
+
+    host_kind = "zones"  # what a host holds, for messages
+    groups: list[list[int]]
+    n_hosts: int
+
+    def _start_hosts(self, ctx, target, host_args, name: str) -> None:
+        """One process per group, ``target(child_conn, *host_args(h, group), parent_pid)``; waits for each to set up."""
+        self.conns, self.procs = [], []
+        for h, group in enumerate(self.groups):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=target, args=(child, *host_args(h, group), os.getpid()), name=f"{name}-{h}", daemon=True)
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+        for h in range(self.n_hosts):
+            self._recv(h, "setup")
+
+    def _error_context(self) -> str:
+        return ""
+
+    def _host_name(self, h: int) -> str:
+        return f"worker process {h} ({self.host_kind} {self.groups[h]})"
+
+    def _send(self, h: int, obj) -> None:
+        try:
+            self.conns[h].send(obj)
+        except (BrokenPipeError, ConnectionError, OSError):
+            raise WorkerError(
+                f"{self._host_name(h)} is gone (exit code {self.procs[h].exitcode})", context=self._error_context()
+            ) from None
+
+    def _recv_raw(self, h: int, what: str):
+        try:
+            return self.conns[h].recv()
+        except (EOFError, ConnectionError, OSError):
+            self.procs[h].join(timeout=1)
+            raise WorkerError(
+                f"{self._host_name(h)} died during {what} (exit code {self.procs[h].exitcode})",
+                context=self._error_context(),
+            ) from None
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(("close", None))
+            except Exception:  # noqa: BLE001 - a host already gone
+                pass
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+        self.conns, self.procs = [], []
+
+
+def start_context(start_method: str | None = None):
+    """The multiprocessing context of worker hosts: ``start_method``, ``POWERDP_START_METHOD``, else fork where there is one."""
+    return mp.get_context(start_method or os.environ.get("POWERDP_START_METHOD") or _default_start_method())
+
+
+class ProcessBackend(PipeHosts, HostedBackend):
     """Persistent worker processes, each hosting a group of zones."""
 
     def __init__(
@@ -126,57 +189,15 @@ class ProcessBackend(HostedBackend):
         spec_of = {s.zone: s for s in specs}
         self.groups = assign_zones([len(s.own_buses) for s in specs], n_workers)
         self.n_hosts = len(self.groups)
-        ctx = mp.get_context(start_method or os.environ.get("POWERDP_START_METHOD") or _default_start_method())
-        self.conns = []
-        self.procs = []
         self.round = 0
-        for h, group in enumerate(self.groups):
+
+        def host_args(h, group):
             own = np.concatenate([spec_of[z].own_buses for z in group])
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(
-                target=_worker_main,
-                args=(child, private_view(net, own), [spec_of[z] for z in group], config, os.getpid()),
-                name=f"powerdp-worker-{h}",
-                daemon=True,
-            )
-            proc.start()
-            child.close()
-            self.conns.append(parent)
-            self.procs.append(proc)
-        for h in range(self.n_hosts):
-            self._recv(h, "setup")
+            return private_view(net, own), [spec_of[z] for z in group], config
 
-    def _host_name(self, h: int) -> str:
-        return f"worker process {h} (zones {self.groups[h]})"
+        self._start_hosts(start_context(start_method), _worker_main, host_args, "powerdp-worker")
 
-    def _send(self, h: int, obj) -> None:
-        try:
-            self.conns[h].send(obj)
-        except (BrokenPipeError, ConnectionError, OSError):
-            raise WorkerError(
-                f"{self._host_name(h)} is gone (exit code {self.procs[h].exitcode})", context=f"round {self.round}"
-            ) from None
-
-    def _recv_raw(self, h: int, what: str):
-        try:
-            return self.conns[h].recv()
-        except (EOFError, ConnectionError, OSError):
-            self.procs[h].join(timeout=1)
-            raise WorkerError(
-                f"{self._host_name(h)} died during {what} (exit code {self.procs[h].exitcode})",
-                context=f"round {self.round}",
-            ) from None
-
-    def close(self) -> None:
-        for conn in self.conns:
-            try:
-                conn.send(("close", None))
-            except Exception:
-                pass
-        for proc in self.procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.terminate()
-        self.conns, self.procs = [], []
+    def _error_context(self) -> str:
+        return f"round {self.round}"
 
 
