@@ -87,10 +87,14 @@ def test_lost_rank_is_named_and_the_run_resumes(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode != 0
-    assert "round 3" in proc.stderr and "MPI rank 2 (zones [" in proc.stderr and "no heartbeat" in proc.stderr, proc.stderr[-2000:]
-    assert "history and last checkpoint kept in" in proc.stderr
+    failure = (out / "failure.txt").read_text()  # rank 0's own record of the failure, on disk
+    assert "round 3" in failure and "MPI rank 2 (zones [" in failure and "no heartbeat" in failure, failure
+    # rank 0's one-line error, as mpiexec forwards it; hydra now and then drops the output of a job one of whose
+    # ranks died (stdout and stderr both empty, about one run in ten here), so it is checked when it arrived
+    if proc.stderr.strip():
+        assert "round 3" in proc.stderr and "MPI rank 2 (zones [" in proc.stderr and "no heartbeat" in proc.stderr, proc.stderr[-2000:]
+        assert "history and last checkpoint kept in" in proc.stderr
     assert len(read_history(out)) == 2
-    assert "MPI rank 2" in (out / "failure.txt").read_text()
     assert sorted(p.parent.name for p in (out / "checkpoint").glob("zone_*.private/round_2.npz")) == [f"zone_{z}.private" for z in range(3)]
 
     resumed = subprocess.run(
