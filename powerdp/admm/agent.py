@@ -30,7 +30,7 @@ from ..grid.network import Network
 from ..opf.compiled import CompiledProblem, QuadraticObjective, compile_model
 from ..opf.formulation import BALANCE_VARIABLES, build_model
 from ..opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
-from ..opf.reduction import eliminate
+from ..opf.reduction import eliminate, sparse_elimination
 from ..opf.solver_base import LocalSolver, solver_class
 from ..privacy import PrivacyLedger, noise_rng
 from ..privacy.mechanisms import mechanism_from_dict, mechanism_to_dict
@@ -173,7 +173,8 @@ class ZoneAgent:
         # wants it (Ipopt, Clarabel) solves the smaller problem in r with the flows and balance variables
         # eliminated (z = P r), another the problem in z itself (P = I)
         solver_cls = solver_class(config.local_solver, "local_solver")
-        self.reduction = eliminate(prob) if solver_cls.wants_reduced else eliminate(prob, ())
+        # (the balance variables too unless that fills the zone's KKT factor in: reduction.sparse_elimination)
+        self.reduction = sparse_elimination(prob) if solver_cls.wants_reduced else eliminate(prob, ())
         red = self.reduction
         self._f_r = red.reduced.objective  # f_p in the solver's coordinates (exact ADMM)
         self._free_r = red.pull_objective(free) if free is not None else None  # the data-free part, kept exact

@@ -475,6 +475,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
     say(f"building {part.n_zones} zone agents ({config.backend} backend)")
     backend = make_backend(config.backend, net, specs, config)
     last_diags: dict[int, Any] = {}  # each zone's latest report: its privacy spend survives a lost host
+    zone_times: dict[int, list[float]] = {}  # zone → [solver s, round s] summed over the rounds (evaluation only)
     try:
         setup_times = backend.setup_times()
         if resume:
@@ -511,13 +512,14 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                 except (PowerDPError, FloatingPointError) as exc:  # a failed solve, a lost host, a NaN release
                     partial = _result(
                         config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, False,
-                        init_s=init_s, last_diags=last_diags,
+                        init_s=init_s, last_diags=last_diags, zone_times=zone_times,
                     )
                     detail = str(exc).removeprefix(f"round {t}: ")  # when the error already names the round
                     if out_dir is not None:
                         _save_partial(partial, out_dir, f"round {t}: {detail}\n")
                     raise RunFailed(f"run stopped in round {t}: {detail}{_kept(out_dir)}", partial, exc) from exc
                 last_diags.update((int(d.zone), d) for d in diags)
+                _add_zone_times(zone_times, diags)
                 row = {
                     "round": t,
                     **_zone_stats(diags),  # zone-private statistics: the simulation's evaluation only
@@ -547,14 +549,14 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                         _save_checkpoint(out_dir, coordinator, backend, history)
                     partial = _result(
                         config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
-                        run_s=time.perf_counter() - run_start, stopped="interrupted", init_s=init_s, last_diags=last_diags,
+                        run_s=time.perf_counter() - run_start, stopped="interrupted", init_s=init_s, last_diags=last_diags, zone_times=zone_times,
                     )
                     if out_dir is not None:
                         partial.save(out_dir)
                     raise Interrupted(_interrupted_message(t, config, out_dir), partial)
         result = _result(
             config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
-            run_s=time.perf_counter() - run_start, stopped=stopped, init_s=init_s, last_diags=last_diags,
+            run_s=time.perf_counter() - run_start, stopped=stopped, init_s=init_s, last_diags=last_diags, zone_times=zone_times,
         )
         result.summary["resumed_from"] = start_round - 1 if resume else None
         result.summary["reference_s"] = reference_s
@@ -723,6 +725,29 @@ def _zone_stats(diags) -> dict[str, float]:
     }
 
 
+def _add_zone_times(zone_times: dict[int, list[float]], diags) -> None:
+    """Add each zone's round (time inside its solver, its whole round) to its totals, from the statistics the
+    zones report to the simulation's evaluation (none in a deployment-view run: they stay with the zones)."""
+    for d in diags:
+        stats = getattr(d, "stats", None)
+        if stats is not None:
+            totals = zone_times.setdefault(int(d.zone), [0.0, 0.0])
+            totals[0] += stats.solver_s
+            totals[1] += stats.wall_s
+
+
+def zone_time_summary(zone_times: dict[int, list[float]]) -> dict[str, Any]:
+    """Per-zone solve times and the straggler (the zone with the most time inside its solver), for the summary."""
+    if not zone_times:
+        return {"zone_solver_s": {}, "zone_round_s": {}, "straggler_zone": None}
+    zones = sorted(zone_times)
+    return {
+        "zone_solver_s": {z: zone_times[z][0] for z in zones},  # Σ over rounds of the zone's time inside its solver
+        "zone_round_s": {z: zone_times[z][1] for z in zones},  # Σ over rounds of the zone's whole step
+        "straggler_zone": max(zones, key=lambda z: zone_times[z][0]),
+    }
+
+
 def _finite_sum(values: list[float]) -> float | None:
     """The sum, or None when a value is missing (not evaluated, no costs) or there are none."""
     vals = [float(v) for v in values if v is not None]
@@ -733,7 +758,7 @@ def _finite_sum(values: list[float]) -> float | None:
 
 def _result(
     config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete,
-    run_s=None, stopped="failed", init_s=0.0, last_diags=None,
+    run_s=None, stopped="failed", init_s=0.0, last_diags=None, zone_times=None,
 ):
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     try:
@@ -788,6 +813,8 @@ def _result(
         "hosts": getattr(backend, "n_hosts", 1),
         "setup_times": {int(z): v for z, v in setup_times.items()},
         "host_peak_rss_mb": [round(m, 1) for m in host_mb],  # per agent host (serial: this process)
+        # zone-private statistics of the simulation's evaluation (empty without it): which zone holds the rounds up
+        **zone_time_summary(zone_times or {}),
     }
     if central is not None and final_obj is not None:
         summary["gap_to_centralized"] = final_obj - central
