@@ -230,6 +230,7 @@ def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, coo
     assert all(d.epsilon_spent > 0 for d in diags)  # the privacy spend is data-independent and still reported
     assert res.history["objective"].isna().all() and res.history["feasibility"].notna().all()
     assert res.summary["centralized_objective"] is None and res.zone_solutions == {}
+    assert res.summary["zone_solver_s"] == {} and res.summary["straggler_zone"] is None  # per-zone times stay too
     # the zones' own files hold the same solutions an evaluation run reports
     evaluated = run_distributed(cfg.replace(evaluate=True, backend="serial"), out=tmp_path / "eval", reference=False)
     own = RunResult.load(tmp_path / "deploy").zone_solutions
@@ -383,3 +384,21 @@ def test_run_directory_keeps_the_two_views_apart(tmp_path):
     for key in ("final_objective", "centralized_objective", "gap_to_centralized", "total_shedding_mw", "solver_s"):
         assert key in es and key not in cs
     assert es["centralized_objective"] is not None
+
+
+def test_per_zone_solve_times_name_the_straggler_in_the_evaluation_only(tmp_path):
+    """Each zone's time inside its solver, summed over the rounds, and the slowest zone: the simulation's
+    evaluation shows them (they are data-dependent), the coordinator's view does not."""
+    import json
+
+    res = run_distributed(RunConfig(case="case14", zones=3, algorithm="objl", epsilon=1.0, rounds=3, seed=0), out=tmp_path / "r")
+    s = res.summary
+    times = s["zone_solver_s"]
+    assert sorted(times) == [0, 1, 2] and all(t > 0 for t in times.values())
+    assert sum(times.values()) == pytest.approx(res.history["solver_s"].sum(), rel=1e-9)
+    assert s["straggler_zone"] == max(times, key=times.get)
+    assert all(s["zone_round_s"][z] >= times[z] for z in times)
+    cs = json.loads((tmp_path / "r" / "coordinator_view" / "summary.json").read_text())["summary"]
+    es = json.loads((tmp_path / "r" / "simulation_evaluation" / "summary.json").read_text())["summary"]
+    for key in ("zone_solver_s", "zone_round_s", "straggler_zone"):
+        assert key in es and key not in cs
