@@ -5,7 +5,8 @@ Runs case118 with its 3 published zones, T rounds of E local updates of
 backend (``--backends serial,process`` adds the process backend), and reports
 wall time, time inside the solver and time elsewhere (messages, kernels,
 Python), plus setup, and each solver's speed-up over Ipopt and the largest
-relative difference of its objective history from Ipopt's.
+relative difference of its objective history from Ipopt's, one JSON line per
+run (with the machine's load average and each zone's time inside its solver).
 
     python benchmarks/admm.py                 # T = 100, E = 5, both solvers, serial
     python benchmarks/admm.py --rounds 20 --local-updates 1 --json out.json
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import time
 
 import numpy as np
@@ -74,6 +76,9 @@ def main() -> None:
             "ms_per_solve": round(1000 * inside / s["solves"], 2),
             "final_objective": round(s["final_objective"], 6),
             "final_feasibility": round(s["final_feasibility"], 6),
+            "loadavg_1min": round(os.getloadavg()[0], 2),  # a shared machine's load while it ran
+            "straggler_zone": s["straggler_zone"],
+            "zone_solver_s": {int(z): round(t, 3) for z, t in s["zone_solver_s"].items()},
         }
         if backend == "serial":
             row["outside_solver_s"] = round(max(loop - inside, 0.0), 2)
