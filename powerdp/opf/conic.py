@@ -98,6 +98,12 @@ def _equal(a: np.ndarray, b: np.ndarray) -> bool:
     return a is b or (a.shape == b.shape and bool(np.array_equal(a, b)))
 
 
+def _kept(a: np.ndarray) -> np.ndarray:
+    """``a`` to compare later objectives with: itself when read-only (a Reduction's cached values), else a copy
+    (the caller may change its array in place)."""
+    return a if not a.flags.writeable else a.copy()
+
+
 def _row_name(prob: CompiledProblem, row: int) -> str:
     name, index = prob.con_keys[row]
     return f"{name}[{index}]"
@@ -421,7 +427,8 @@ class ClarabelSolver:
             pvals = self._p_values(obj)
             if self.objective_scale != 1.0:
                 pvals = pvals * self.objective_scale
-            self._last_hessian = (obj.qi, obj.qj, obj.qv, obj.diag, pvals)
+            kept = [None if a is None else _kept(a) for a in (obj.qi, obj.qj, obj.qv, obj.diag)]
+            self._last_hessian = (*kept, pvals)
         return self._last_hessian[-1]
 
     def _p_values(self, obj: QuadraticObjective) -> np.ndarray:
