@@ -86,8 +86,10 @@ def test_save_load_round_trip(tmp_path):
     assert back.summary["final_objective"] == pytest.approx(res.summary["final_objective"])
 
 
-def test_checkpoint_and_resume_continue_the_same_run(tmp_path):
-    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=8, checkpoint_every=2, seed=0)
+@pytest.mark.parametrize("solver", ["ipopt", "clarabel"])
+def test_checkpoint_and_resume_continue_the_same_run(tmp_path, solver):
+    """Bit for bit, for each local solver (Clarabel's data are rebuilt on resume, updated in a run)."""
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=8, checkpoint_every=2, seed=0, local_solver=solver)
     full = run_distributed(cfg, reference=False)
     run_distributed(cfg.replace(rounds=4), out=tmp_path / "r", reference=False)
     resumed = run_distributed(cfg, out=tmp_path / "r", resume=True, reference=False)
