@@ -159,6 +159,8 @@ def test_cli_run_writes_json(tmp_path, capsys):
     assert data["rounds"] == 3 and data["solves"] == 9
     out = capsys.readouterr().out
     assert "total spent per zone" in out and "δ 0" in out
+    slow = data["straggler_zone"]
+    assert f"straggler     zone {slow}: {data['zone_solver_s'][str(slow)]:.2f} s in Ipopt" in out  # the slowest zone, named
     assert main(["run", "case14", "--algorithm", "objl", "--objective", "cost"]) == 2
     assert "no DP guarantee" in capsys.readouterr().err
 
