@@ -404,7 +404,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: flags of the consensus runs that noisy-admm does not read (refused when given)
 _NOT_READ = ("clients", "split", "clip_l1", "box", "reg", "epsilon", "target_epsilon", "target_delta", "sensitivity",
              "adjacency", "local_updates", "rho_schedule", "rho", "eta_scale", "trust_radius", "trust_schedule",
-             "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client")
+             "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client", "tol", "backend", "workers")
 _ONLY_HERE = ("beta", "sigma", "l1", "l2", "ridge_in_f", "mu", "users", "dim", "runs", "order", "target_shift")
 
 

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from ..errors import ConfigError
-from .config import ALGORITHM_NAMES, DEFAULT_ETA, RUNNERS, LearnConfig, runner_part
+from .config import ALGORITHM_NAMES, BACKENDS, DEFAULT_ETA, NONPRIVATE_TOL, RUNNERS, LearnConfig, runner_part
 from .data import BUNDLED
 
 __all__ = ["add_learn_parser", "add_learn_arguments", "config_from_args", "cmd_learn"]
@@ -118,7 +118,10 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
     p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of 000 eq. 73 when private, a small constant otherwise")
     p.add_argument("--rho", type=float, metavar="RHO", help="the constant penalty (with --rho-schedule constant)")
-    p.add_argument("--eta", default="auto", metavar="ETA", help=f"proximal step: auto (default: {DEFAULT_ETA:g}/R^2), a constant, or capped, sqrt, theorem")
+    p.add_argument("--eta", default="auto", metavar="ETA", help=f"proximal step: auto (default: private runs {DEFAULT_ETA:g}/R^2, "
+                   "non-private runs backtracking on each client's curvature), a constant, or capped, sqrt, theorem")
+    p.add_argument("--tol", type=float, metavar="TOL", help=f"stop when both relative residuals are <= TOL (default: {NONPRIVATE_TOL:g} "
+                   "for nonprivate, off for private runs; 0: run every round)")
     p.add_argument("--eta-scale", type=float, default=1.0, metavar="A", help="outp: the factor a of Huang et al.'s step size (default: 1)")
     p.add_argument("--trust-radius", type=float, default=1.0, metavar="A", help="objt: the trust-region constant a (default: 1)")
     p.add_argument("--trust-schedule", choices=["constant", "inverse-square"], default="constant", help="objt: radius a (default) or a/t^2")
@@ -127,6 +130,10 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--evaluate-every", type=int, default=d["evaluate_every"].default, metavar="K", help="evaluate the model (and the ledger) every K rounds (default: 10)")
     p.add_argument("--no-evaluation", action="store_true", help="do not evaluate the model each round (no centralized reference)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized reference solve")
+    p.add_argument("--backend", choices=list(BACKENDS), default="serial",
+                   help="where the clients run: serial (default), process (worker processes), mpi (under mpiexec -n K: "
+                   "rank 0 coordinates, ranks 1..K-1 host the clients); a seeded run is bit-identical on all three")
+    p.add_argument("--workers", type=int, metavar="N", help="process backend: worker processes (default: one per core)")
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, model and checkpoints to DIR (refused if DIR holds a run)")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
@@ -176,6 +183,7 @@ def config_from_args(args: argparse.Namespace) -> LearnConfig:
         adjacency=args.adjacency, rounds=args.rounds, local_updates=args.local_updates, rho_schedule=args.rho_schedule,
         rho=args.rho, eta=args.eta, eta_scale=args.eta_scale, trust_radius=args.trust_radius, trust_schedule=args.trust_schedule, seed=args.seed,
         evaluate=not args.no_evaluation, evaluate_every=args.evaluate_every, checkpoint_every=args.checkpoint_every,
+        tol=args.tol, backend=args.backend, workers=args.workers,
     )
 
 
@@ -191,14 +199,16 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     explicit = getattr(args, "_explicit", set())  # the destinations given on the command line
-    allowed = ("rounds", "checkpoint_every", "evaluate_every", "quiet", "verbose", "json", "resume", "no_reference", "func")
+    allowed = ("rounds", "checkpoint_every", "evaluate_every", "quiet", "verbose", "json", "resume", "no_reference", "func",
+               "backend", "workers")
     refused = sorted(d for d in explicit if d not in allowed)
     if refused:
         raise ConfigError(
             f"--resume {args.resume}: {', '.join('--' + d.replace('_', '-') for d in refused)} would change the saved run; "
-            "a resumed run accepts only --rounds (to extend it), --checkpoint-every, --evaluate-every, --json, --no-reference, -q, -v"
+            "a resumed run accepts only --rounds (to extend it), --checkpoint-every, --evaluate-every, --backend, --workers, "
+            "--json, --no-reference, -q, -v"
         )
-    changes = {d: getattr(args, d) for d in ("rounds", "checkpoint_every", "evaluate_every") if d in explicit}
+    changes = {d: getattr(args, d) for d in ("rounds", "checkpoint_every", "evaluate_every", "backend", "workers") if d in explicit}
     return saved.replace(**changes) if changes else saved
 
 
@@ -266,6 +276,8 @@ def cmd_learn(args: argparse.Namespace) -> int:
         cfg, out=out, resume=args.resume is not None, overwrite=args.overwrite, progress=_printer(args, cfg), status=status,
         reference=not args.no_reference,
     )
+    if result is None:  # an MPI rank that hosted clients: rank 0 reports
+        return 0
     s = result.summary
     if args.json is not None:
         _write_json(args.json, s)
