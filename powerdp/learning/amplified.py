@@ -193,7 +193,7 @@ def load_regression(config: NoisyADMMConfig) -> tuple[ElasticNet, tuple[np.ndarr
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".npz"):
         raise ConfigError(f"{path}: unknown data format {path.suffix!r}; give a .csv (header row, label column) or an .npz (X, y)")
-    X, y = _read_csv(path, c.label) if suffix == ".csv" else _read_npz(path)
+    X, y = _read_csv(path, c.label)[:2] if suffix == ".csv" else _read_npz(path)
     try:
         y = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
@@ -404,7 +404,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: flags of the consensus runs that noisy-admm does not read (refused when given)
 _NOT_READ = ("clients", "split", "clip_l1", "box", "reg", "epsilon", "target_epsilon", "target_delta", "sensitivity",
              "adjacency", "local_updates", "rho_schedule", "rho", "eta_scale", "trust_radius", "trust_schedule",
-             "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client", "tol", "backend", "workers")
+             "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client", "tol", "backend", "workers", "bounds")
 _ONLY_HERE = ("beta", "sigma", "l1", "l2", "ridge_in_f", "mu", "users", "dim", "runs", "order", "target_shift")
 
 

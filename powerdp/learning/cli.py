@@ -102,6 +102,8 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split-seed", type=int, default=0, metavar="N", help="public seed of the test split and the clients' shares (default: 0)")
     p.add_argument("--test-fraction", type=float, default=0.2, metavar="F", help="held-out test fraction (default: 0.2)")
     p.add_argument("--feature-range", type=_range, metavar="LO,HI", help="public bounds of the features (a user's file; bundled sets have theirs)")
+    p.add_argument("--bounds", metavar="FILE", help="public bounds per column: a CSV with header column,low,high, one row per "
+                   "feature (instead of --feature-range); known in advance, never computed from the private data")
     p.add_argument("--clip", type=float, default=1.0, metavar="R", help="clip every row to ||x||_2 <= R (default: 1)")
     p.add_argument("--clip-l1", type=float, metavar="R1", help="also clip every row to ||x||_1 <= R1 (default: implied, sqrt(J)*R)")
     p.add_argument("--box", type=_box, default=1.0, metavar="U", help="the feasible set [-U, U]^n of the weights (default: 1; none: R^n)")
@@ -177,7 +179,7 @@ def config_from_args(args: argparse.Namespace) -> LearnConfig:
         raise ConfigError("give a DATASET (or --resume DIR)")
     return LearnConfig(
         dataset=args.dataset, label=args.label, clients=args.clients, split=args.split, split_seed=args.split_seed,
-        test_fraction=args.test_fraction, feature_range=args.feature_range, clip=args.clip, clip_l1=args.clip_l1,
+        test_fraction=args.test_fraction, feature_range=args.feature_range, bounds=args.bounds, clip=args.clip, clip_l1=args.clip_l1,
         box=args.box, reg=args.reg, algorithm=args.algorithm, epsilon=args.epsilon, delta=args.delta,
         target_epsilon=args.target_epsilon, target_delta=args.target_delta, sensitivity=args.sensitivity,
         adjacency=args.adjacency, rounds=args.rounds, local_updates=args.local_updates, rho_schedule=args.rho_schedule,

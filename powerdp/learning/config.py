@@ -83,6 +83,7 @@ class LearnConfig(AlgorithmChoices):
     split_seed: int = 0  # public: the train/test split and the clients' shares
     test_fraction: float = 0.2
     feature_range: tuple[float, float] | None = None  # public bounds of a user's features (bundled sets have theirs)
+    bounds: str | None = None  # a file of per-column public bounds, CSV column,low,high (instead of feature_range)
     clip: float = 1.0  # R₂: every row clipped to ‖x‖₂ ≤ R₂
     clip_l1: float | None = None  # R₁ (default √J·R₂, implied by R₂)
     box: float | None = 1.0  # u of W_p = [−u, u]ⁿ; None: W_p = Rⁿ
@@ -156,6 +157,8 @@ class LearnConfig(AlgorithmChoices):
             if not hi > lo:
                 raise bad("feature_range", "give LO,HI with HI > LO")
             self.feature_range = (lo, hi)
+        if self.bounds is not None and self.feature_range is not None:
+            raise bad("bounds", "give public bounds once: a bounds file or one feature_range for every column")
         for name in ("clip", "reg"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and (v > 0 if name == "clip" else v >= 0)):

@@ -131,7 +131,7 @@ def prepare_data(config: LearnConfig, data: Dataset | None = None, parts: list[n
     """The run's data after public preprocessing, and each client's sample indices (``parts``, else the split)."""
     raw = data if data is not None else load_dataset(
         config.dataset, label=config.label, test_fraction=config.test_fraction, split_seed=config.split_seed,
-        feature_range=config.feature_range,
+        feature_range=config.feature_range, bounds=config.bounds,
     )
     pre = raw if raw.preprocessing else preprocess(raw, clip=config.clip, clip_l1=config.clip_l1)
     if parts is None:
