@@ -288,6 +288,45 @@ def cmd_learn(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``powerdp audit`` flags and their ``powerdp learn`` names when the audited thing is a learning DATASET
+AUDIT_FLAGS = {"--runs": "--audit", "--zone": "--audit-client", "--zones": "--clients"}
+#: ``powerdp audit`` flags of a power-flow audit that a learning audit has no use for
+AUDIT_ONLY = ("--bus", "--beta", "--jobs", "--force")
+#: rounds of an audited learning run unless --rounds says otherwise (as powerdp audit's default)
+AUDIT_ROUNDS = 5
+AUDIT_RUNS = 50
+
+
+def is_learning_dataset(name: str) -> bool:
+    """Whether ``powerdp audit NAME`` audits learning: a bundled learning set or a .csv / .npz file."""
+    return name in BUNDLED or Path(name).suffix.lower() in (".csv", ".npz")
+
+
+def audit_as_learn(argv: list[str]) -> list[str]:
+    """``powerdp audit DATASET ...`` as the ``powerdp learn DATASET ... --audit N`` it means, else ``argv`` unchanged.
+
+    ``--runs N`` becomes ``--audit N`` (default 50), ``--zone P`` ``--audit-client P``, ``--zones P`` ``--clients P``;
+    the rounds default to 5, as a power-flow audit's."""
+    try:
+        at = next(i for i, a in enumerate(argv) if not a.startswith("-"))
+    except StopIteration:
+        return argv
+    rest = argv[at + 1:]
+    if argv[at] != "audit" or not rest or rest[0].startswith("-") or not is_learning_dataset(rest[0]):
+        return argv
+    out = [*argv[:at], "learn"]
+    for a in rest:
+        flag, eq, value = a.partition("=")
+        if flag in AUDIT_ONLY:
+            raise ConfigError(f"{flag}: a power-flow audit flag; powerdp audit {rest[0]} audits learning (powerdp learn --audit)")
+        out.append(AUDIT_FLAGS.get(flag, flag) + eq + value)
+    if "--audit" not in out:
+        out += ["--audit", str(AUDIT_RUNS)]
+    if "--rounds" not in out and not any(a.startswith("--rounds=") for a in out):
+        out += ["--rounds", str(AUDIT_ROUNDS)]
+    return out
+
+
 def _audit(args, cfg: LearnConfig, quiet: bool) -> int:
     from .audit import run_learning_audit
 
