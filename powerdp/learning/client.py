@@ -32,7 +32,7 @@ from .box import BoxProblem, IdentityReduction
 from .config import LearnConfig
 from .model import SoftmaxLoss, lipschitz_bound
 from .sensitivity import gradient_sensitivity, paper_sensitivity
-from .steps import BacktrackingLinearizedUpdate
+from .steps import BacktrackingLinearizedUpdate, curvature_diagonal
 
 __all__ = ["ClientAgent", "ClientDiagnostics", "client_rng"]
 
@@ -80,7 +80,8 @@ class ClientAgent:
         self.problem = BoxProblem(np.full(self.n, -u), np.full(self.n, u), name=f"client {client}")
         self.reduction = IdentityReduction(self.problem)
         self.update: LocalUpdate = (  # a non-private run's "auto" step backtracks on f_p (its data: no privacy to keep)
-            BacktrackingLinearizedUpdate(engine, self.lipschitz) if config.eta_rule == "backtracking"
+            BacktrackingLinearizedUpdate(engine, curvature_diagonal(self.loss.X, K, I, self.loss.reg))
+            if config.eta_rule == "backtracking"
             else UPDATES[engine.spec.update](engine)
         )
         solver_problem, pattern = self.update.local_problem(self.reduction, None)

@@ -1,16 +1,22 @@
-"""The step rule of a non-private learning run: backtracking on each client's own curvature (docs/learning.md).
+"""The step rule of a non-private learning run: a diagonal curvature metric with backtracking (docs/learning.md).
 
-A linearized ADMM step replaces f_p by its linearization plus ‖z − z^t‖²/(2η); the step converges when that
-model majorizes f_p along the step (η ≤ 1/L for an L-smooth f_p). The data-independent bound
-L_p ≤ I_p·R₂²/(2I) + 2β/P (:func:`powerdp.learning.model.lipschitz_bound`) is safe on every data set but loose
-by the spread of the samples' directions (5-15× on the bundled sets), and a fixed constant above it (the old
-default η = 300/R₂²) diverges where the rows are aligned (a table with one large column).
+A linearized ADMM step replaces f_p by its linearization plus ½‖z − z^t‖²_D, here with a diagonal metric D; the
+step converges when that model majorizes f_p along the step. One safe D is a diagonal bound on the Hessian:
+the softmax cross-entropy's Hessian is (1/I) Σ_i (diag h_i − h_i h_iᵀ) ⊗ x_i x_iᵀ ≼ ½ I_K ⊗ X_pᵀX_p / I, and by
+Gershgorin X_pᵀX_p ≼ diag(|X_p|ᵀ|X_p| 1), so
 
-:class:`BacktrackingLinearizedUpdate` starts at ``START_FACTOR``/L_p and halves η_p whenever the step it takes
-fails the majorization test f_p(z⁺) ≤ f_p(z) + ⟨∇f_p(z), z⁺ − z⟩ + ‖z⁺ − z‖²/(2η_p) (Beck & Teboulle's
-backtracking), never below 1/L_p, which always passes. η_p only shrinks, so it settles at the curvature the
-iterates meet. It reads the client's data, so it is for non-private runs only: a private run's step is public
-(output perturbation's sensitivity is Δ/(1/η_t + ρ_t)).
+    G_p = ½ (|X_p|ᵀ (|X_p| 1)) / I  (one value per feature, the same for every class) + 2β/P
+
+majorizes f_p everywhere. It is loose (the samples' directions spread), so :class:`BacktrackingLinearizedUpdate`
+uses D = s·G_p with s starting at 1/``START_FACTOR`` and doubling whenever a step fails the majorization test
+f_p(z⁺) ≤ f_p(z) + ⟨∇f_p(z), z⁺ − z⟩ + ½‖z⁺ − z‖²_D (Beck & Teboulle's backtracking), never above 1, where the
+test always passes. s only grows, so it settles at the curvature the iterates meet. Per-feature scaling is what
+makes the step scale-free: a rarely active pixel or a small column gets the long step its own curvature allows,
+not the one the busiest feature allows (digits: 2e-5 from the centralized optimum in 500 rounds, against 6e-4
+in 1000 with one scalar step; docs/learning.md).
+
+It reads the client's data, so it is for non-private runs only: a private run's step is public (output
+perturbation's sensitivity is Δ/(1/η_t + ρ_t)).
 """
 
 from __future__ import annotations
@@ -22,29 +28,32 @@ import numpy as np
 from ..admm.updates import LinearizedUpdate
 from ..admm.updates.base import RoundOutcome
 
-__all__ = ["BacktrackingLinearizedUpdate", "START_FACTOR", "ETA_RULE"]
+__all__ = ["BacktrackingLinearizedUpdate", "START_FACTOR", "curvature_diagonal"]
 
-#: the first η_p is this many times the safe 1/L_p (each halving costs one evaluation of f_p)
+#: the first metric is the safe bound G_p divided by this (each doubling costs one evaluation of f_p)
 START_FACTOR = 1024.0
-#: the name of the rule in a summary
-ETA_RULE = "backtracking"
+
+
+def curvature_diagonal(X, K: int, I: int, reg: float) -> np.ndarray:
+    """G_p of the module docstring, one entry per weight (feature-major, as z is stored): a diagonal D with
+    D ≽ ∇²f_p everywhere (Gershgorin on |X|ᵀ|X|, and λ_max(diag h − hhᵀ) ≤ ½)."""
+    A = abs(X)
+    row_sums = np.asarray(A.T @ np.asarray(A @ np.ones(X.shape[1])).ravel()).ravel()
+    return np.repeat(row_sums / (2.0 * I), K) + 2.0 * reg
 
 
 class BacktrackingLinearizedUpdate(LinearizedUpdate):
-    """The linearized update with η_p found by backtracking on the client's own f_p (the module docstring).
-
-    ``client`` is the :class:`~powerdp.learning.client.ClientAgent` it steps: its ``loss`` (f_p) and its public
-    ``lipschitz`` bound.
-    """
+    """The linearized update with a diagonal metric found by backtracking on the client's own f_p (the module
+    docstring). ``curvature`` is G_p (:func:`curvature_diagonal`)."""
 
     name: ClassVar[str] = "linearized"
     perturbations: ClassVar[tuple[str, ...]] = ("none",)
 
-    def __init__(self, config, lipschitz: float):
+    def __init__(self, config, curvature: np.ndarray):
         super().__init__(config)
-        self.floor = 1.0 / lipschitz  # 1/L_p: the majorization always holds
-        self.eta_p = START_FACTOR * self.floor
-        self.halvings = 0
+        self.curvature = np.asarray(curvature, dtype=float)
+        self.scale = 1.0 / START_FACTOR
+        self.doublings = 0
 
     def run_round(self, zone, t: int, rho: float, admm_lin: np.ndarray) -> RoundOutcome:
         out = RoundOutcome()
@@ -52,22 +61,22 @@ class BacktrackingLinearizedUpdate(LinearizedUpdate):
         for e in range(1, self.config.local_updates + 1):
             f0, g = zone.loss.value_and_gradient(z)
             while True:
-                eta = self.eta_p
-                z_new, res = zone.solve(g - z / eta - admm_lin, np.full(len(z), 1.0 / eta + rho), e)
+                D = self.scale * self.curvature
+                z_new, res = zone.solve(g - D * z - admm_lin, D + rho, e)
                 d = z_new - z
-                model = f0 + float(g @ d) + float(d @ d) / (2.0 * eta)
+                model = f0 + float(g @ d) + 0.5 * float(d @ (D * d))
                 # the slack absorbs rounding in f (relative 1e-12) once the steps are tiny
-                if eta <= self.floor or zone.loss.value(z_new) <= model + 1e-12 * abs(f0):
+                if self.scale >= 1.0 or zone.loss.value(z_new) <= model + 1e-12 * abs(f0):
                     break
-                self.eta_p = max(eta / 2.0, self.floor)
-                self.halvings += 1
+                self.scale = min(2.0 * self.scale, 1.0)
+                self.doublings += 1
             out.add(z_new, res)
             z = z_new
         return out
 
     def state(self) -> dict[str, Any]:
-        return {"eta_p": self.eta_p, "halvings": self.halvings}
+        return {"scale": self.scale, "doublings": self.doublings}
 
     def load(self, state: dict[str, Any]) -> None:
-        self.eta_p = float(state["eta_p"])
-        self.halvings = int(state["halvings"])
+        self.scale = float(state["scale"])
+        self.doublings = int(state["doublings"])
