@@ -430,7 +430,8 @@ def cmd_noisy_admm(args: argparse.Namespace) -> int:
     cfg = NoisyADMMConfig(
         dataset=args.dataset or SYNTHETIC, label=args.label, test_fraction=args.test_fraction, split_seed=args.split_seed,
         feature_range=args.feature_range, clip=args.clip, mu=args.mu, users=args.users, dim=args.dim, l1=args.l1, l2=args.l2,
-        ridge_in_f=args.ridge_in_f, beta=args.beta, sigma=args.sigma, eta=args.eta, rounds=args.rounds, runs=args.runs,
+        ridge_in_f=args.ridge_in_f, beta=args.beta, sigma=args.sigma, eta=args.eta,
+        rounds=args.rounds if args.rounds is not None else NoisyADMMConfig.rounds, runs=args.runs,
         order=args.order, target_shift=args.target_shift, delta=args.delta, seed=args.seed,
     )
     run = run_noisy_admm(cfg, out=args.out, overwrite=args.overwrite)

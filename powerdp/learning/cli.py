@@ -13,7 +13,17 @@ import textwrap
 from pathlib import Path
 
 from ..errors import ConfigError
-from .config import ALGORITHM_NAMES, BACKENDS, DEFAULT_ETA, NONPRIVATE_TOL, RUNNERS, LearnConfig, runner_part
+from .config import (
+    ALGORITHM_NAMES,
+    BACKENDS,
+    DEFAULT_ETA,
+    DEFAULT_ROUNDS,
+    NONPRIVATE_ROUNDS,
+    NONPRIVATE_TOL,
+    RUNNERS,
+    LearnConfig,
+    runner_part,
+)
 from .data import BUNDLED
 
 __all__ = ["add_learn_parser", "add_learn_arguments", "config_from_args", "cmd_learn"]
@@ -116,7 +126,8 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-delta", type=float, metavar="D", help="total delta with --target-epsilon (Gaussian: required)")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound (default) or paper: the papers' data-dependent value, NOT private")
     p.add_argument("--adjacency", choices=["replace-one", "add-remove"], default="replace-one", help="neighbouring data sets (default: replace-one)")
-    p.add_argument("--rounds", type=int, default=d["rounds"].default, metavar="T", help=f"ADMM rounds (default: {d['rounds'].default})")
+    p.add_argument("--rounds", type=int, metavar="T", help=f"ADMM rounds (default: {DEFAULT_ROUNDS} for a private run; a "
+                   f"non-private one stops when its residuals are small, at most after {NONPRIVATE_ROUNDS})")
     p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
     p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of 000 eq. 73 when private, a small constant otherwise")
     p.add_argument("--rho", type=float, metavar="RHO", help="the constant penalty (with --rho-schedule constant)")

@@ -23,7 +23,7 @@ from .data import parse_split
 from .sensitivity import ADJACENCIES
 
 __all__ = ["LearnConfig", "ALGORITHMS", "RUNNERS", "ALGORITHM_NAMES", "RHO_SCHEDULES", "penalty", "NONPRIVATE_RHO", "DEFAULT_ETA",
-           "NONPRIVATE_TOL", "ADAPT_RHO_ROUNDS", "BACKENDS"]
+           "NONPRIVATE_TOL", "ADAPT_RHO_ROUNDS", "BACKENDS", "DEFAULT_ROUNDS", "NONPRIVATE_ROUNDS"]
 
 #: the papers' algorithms: engine combination, and settings the algorithm fixes
 ALGORITHMS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -59,11 +59,14 @@ RHO_SCHEDULES = ("auto", "paper", "constant")
 NONPRIVATE_RHO = 1e-3
 ADAPT_RHO_ROUNDS = 500
 #: a non-private run stops when both relative residuals (Boyd et al. §3.3.1) are below this (``tol`` "auto")
-NONPRIVATE_TOL = 1e-6
+NONPRIVATE_TOL = 1e-5
 #: η of a private run under eta "auto", at R₂ = 1, scaled as 1/R₂² (the curvature scales as R₂²); public, as the
 #: privacy analysis needs (output perturbation's sensitivity is Δ/(1/η + ρ)). A non-private run backtracks instead.
 DEFAULT_ETA = 300.0
 BACKENDS = ("serial", "process", "mpi")
+#: rounds of a private run unless given; the round cap of a non-private one (MNIST at box 1, R₂ = 1 needs ~3000)
+DEFAULT_ROUNDS = 1000
+NONPRIVATE_ROUNDS = 5000
 
 
 def penalty(t: int, epsilon: float | None, c1: float = 2.0, c2: float = 5.0, tc: float = 1e4) -> float:
@@ -95,7 +98,9 @@ class LearnConfig(AlgorithmChoices):
     target_delta: float | None = None
     sensitivity: str = "sound"  # or "paper": the papers' data-dependent value, NOT private
     adjacency: str = "replace-one"  # or "add-remove"
-    rounds: int = 1000
+    # rounds (private runs: T, what the budget is spent over); None: DEFAULT_ROUNDS for a private run, the cap
+    # NONPRIVATE_ROUNDS for a non-private one (which stops earlier by the residual rule)
+    rounds: int | None = None
     local_updates: int = 1
     rho: float | None = None  # the constant ρ of rho_schedule "constant"
     # "auto": ρ̂_t for a private run; for a non-private one NONPRIVATE_RHO adapted by residual balancing; "paper":
@@ -177,7 +182,9 @@ class LearnConfig(AlgorithmChoices):
             raise bad("sensitivity", "choose 'sound' or 'paper' (the papers' data-dependent value, not private)")
         if self.adjacency not in ADJACENCIES:
             raise bad("adjacency", f"choose one of {', '.join(ADJACENCIES)}")
-        if int(self.rounds) != self.rounds or self.rounds < 1:
+        if self.rounds is None:
+            self.rounds = DEFAULT_ROUNDS if spec.private else NONPRIVATE_ROUNDS
+        if isinstance(self.rounds, bool) or int(self.rounds) != self.rounds or self.rounds < 1:
             raise bad("rounds", "must be a positive integer")
         if int(self.local_updates) != self.local_updates or self.local_updates < 1:
             raise bad("local_updates", "must be a positive integer")
