@@ -41,8 +41,11 @@ LEARN_DESCRIPTION = textwrap.dedent(
     arrays X and y. A stratified test split (--test-fraction) is held out.
 
     Public preprocessing (stated in the summary): features scaled to [0, 1] with
-    public bounds (the pixel range of a bundled set, or --feature-range LO,HI), then
-    every row clipped to ||x||_2 <= --clip. That bound makes the sensitivities hold
+    public bounds (the pixel range of a bundled set, --feature-range LO,HI for every
+    column, or --bounds FILE per column: a CSV column,low,high), then every row
+    clipped to ||x||_2 <= --clip; a warning names the columns whose raw values fall
+    far outside their bounds. Never scale by the data's own mean or spread: that is
+    not private (docs/learning.md). That bound makes the sensitivities hold
     whatever the data: one replaced sample moves a client's gradient by at most
     2*sqrt(2)*R/I in L2 and 4*R1/I in L1 (I = all training samples; add-remove
     neighbours: half).
@@ -63,7 +66,14 @@ LEARN_DESCRIPTION = textwrap.dedent(
                      with the refused assumption named (docs/amplification.md)
 
     The penalty is rho_t = min(1e9, c1*1.2^floor(t/Tc) + c2/eps) (000 eq. 73) for a
-    private run, a small constant for a non-private one (--rho-schedule, --rho).
+    private run, with the public step 300/R^2 and all --rounds (1000). A non-private
+    run adapts rho by residual balancing, backtracks a diagonal curvature metric on
+    each client's data, and stops when its relative residuals are below --tol (1e-5),
+    at most after 5000 rounds; a run that reaches the cap first says so.
+
+    --backend process or mpi runs the clients in worker processes or on MPI ranks
+    (mpiexec -n K python -m powerdp learn ... --backend mpi); a seeded run is
+    bit-identical on every backend.
 
     The run prints setup stages, one line per evaluation (or a progress bar) and a
     summary; --out DIR keeps the run's two views apart: DIR/coordinator_view/ (what a
