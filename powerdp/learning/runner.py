@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..admm.coordinator import Coordinator
+from ..admm.coordinator import Coordinator, Residuals
 from ..admm.messages import ZoneUpdate
 from ..admm.outdir import DirectoryLock, ensure_dir, prepare_run_dir
 from ..admm.results import (
@@ -44,13 +44,16 @@ from ..admm.results import (
     save_history_views,
     save_summary_views,
 )
+from ..admm.sharing_hosts import launch_sharing, make_sharing_backend
 from ..admm.stopping import deferred_stop, stop_requested
 from ..errors import ConfigError, Interrupted, PowerDPError
 from ..jsonutil import jsonable
 from .client import ClientAgent
-from .config import LearnConfig
+from .config import ADAPT_RHO_ROUNDS, LearnConfig
 from .data import Dataset, load_dataset, preprocess, split_clients
+from .hosts import client_specs
 from .model import SoftmaxLoss, centralized_fit, error_rate
+from .sensitivity import gradient_sensitivity
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +74,12 @@ COORDINATOR_KEYS = (
     "rounds", "local_updates", "stopped", "final_feasibility", "private", "noise_source", "seed", "sensitivity",
     "sensitivity_note", "adjacency", "epsilon_per_step_setting", "epsilon_total", "epsilon_per_step", "epsilon_basic",
     "target_epsilon", "target_delta", "rho_schedule", "rho_first", "wall_s", "round_ms", "setup_s", "backend",
-    "local_solver", "resumed_from",
+    "local_solver", "resumed_from", "eta_rule", "rho_final", "stopping_tolerance", "final_relative_residuals",
 )
 #: the mixed top-level files of learning runs written before the views were split
 LEGACY_FILES = ("history.csv", "summary.json", "model.npz", "privacy.json")
-RESUME_MAY_CHANGE = ("rounds", "checkpoint_every", "evaluate", "evaluate_every", "blas_threads")
+#: a seeded run is bit-identical on every backend, so a resume may also move it to another one
+RESUME_MAY_CHANGE = ("rounds", "checkpoint_every", "evaluate", "evaluate_every", "blas_threads", "backend", "workers", "rank_timeout")
 
 
 class LearnFailed(PowerDPError):
@@ -127,7 +131,7 @@ def prepare_data(config: LearnConfig, data: Dataset | None = None, parts: list[n
     """The run's data after public preprocessing, and each client's sample indices (``parts``, else the split)."""
     raw = data if data is not None else load_dataset(
         config.dataset, label=config.label, test_fraction=config.test_fraction, split_seed=config.split_seed,
-        feature_range=config.feature_range,
+        feature_range=config.feature_range, bounds=config.bounds,
     )
     pre = raw if raw.preprocessing else preprocess(raw, clip=config.clip, clip_l1=config.clip_l1)
     if parts is None:
@@ -138,12 +142,19 @@ def prepare_data(config: LearnConfig, data: Dataset | None = None, parts: list[n
 
 
 def build_clients(config: LearnConfig, prepared: PreparedData) -> list[ClientAgent]:
+    """Every client in this process (benchmarks; a run builds them on its backend's hosts from :func:`specs`)."""
     d = prepared.data
     R2, R1 = d.preprocessing["R2"], d.preprocessing["R1"]
     return [
         ClientAgent(p, d.X_train[idx], d.y_train[idx], d.n_classes, prepared.n_train, config, R2, R1)
         for p, idx in enumerate(prepared.parts)
     ]
+
+
+def specs(config: LearnConfig, prepared: PreparedData):
+    """The clients' specs for the backend's hosts: each holds that client's samples only."""
+    d = prepared.data
+    return client_specs(config, d.X_train, d.y_train, prepared.parts, d.n_classes, d.preprocessing["R2"], d.preprocessing["R1"])
 
 
 def centralized_reference(config: LearnConfig, prepared: PreparedData) -> dict[str, float]:
@@ -180,7 +191,8 @@ def run_federated(
     observe: Callable[[list[ZoneUpdate]], None] | None = None,
     parts: list[np.ndarray] | None = None,
 ) -> LearnResult:
-    """Run the (private) federated ADMM of docs/learning.md and return its :class:`LearnResult`.
+    """Run the (private) federated ADMM of docs/learning.md and return its :class:`LearnResult`. Under
+    ``backend="mpi"`` call it on every rank: rank 0 returns the result, the others host clients and return None.
 
     ``data``: a :class:`Dataset` (raw or already preprocessed) instead of ``config.dataset``. ``out``: the
     output directory (refused if it holds a run, unless ``resume`` or ``overwrite``). ``progress`` is called
@@ -188,11 +200,16 @@ def run_federated(
     ``reference``: also solve the centralized problem (needs ``config.evaluate``). ``parts``: each client's sample
     indices into ``data`` (default: ``config.split``).
     """
-    from threadpoolctl import threadpool_limits
-
     config.validate()
     if resume and out is None:
         raise ConfigError("resume needs the output directory of the run")
+    return launch_sharing(config, lambda: _run_here(config, data, out, resume, overwrite, progress, status, reference, observe, parts))
+
+
+def _run_here(config, data, out, resume, overwrite, progress, status, reference, observe, parts) -> LearnResult:
+    """The coordinator's side of :func:`run_federated` (the only side of a serial or process run)."""
+    from threadpoolctl import threadpool_limits
+
     # one BLAS thread: a client's products are small (400 × 784 × 10 on the MNIST subset: 0.57 ms on one
     # thread, 0.98 ms on two; benchmarks/learning.py), and clients are the unit of parallelism
     with threadpool_limits(limits=config.blas_threads):
@@ -216,14 +233,13 @@ def _load_state(out: Path) -> dict:
     return state
 
 
-def _save_checkpoint(out: Path, coordinator: Coordinator, clients: list[ClientAgent], history: list[dict]) -> None:
-    """Each client's state first (its own files), then the coordinator's state.json naming the round, then
-    older client files are pruned: a crash at any point leaves a complete earlier checkpoint."""
+def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list[dict]) -> None:
+    """Each client's state first (its own files, written on its host), then the coordinator's state.json naming
+    the round, then older files are pruned: a crash at any point leaves a complete earlier checkpoint."""
     d = out / "checkpoint"
     d.mkdir(parents=True, exist_ok=True)
     t = coordinator.round
-    for c in clients:
-        c.save(d, t)
+    backend.call("save", (str(d), t))
     np.savez(d / f"coordinator_round_{t}.npz", w=coordinator.w, lam=coordinator.lam, released=coordinator.released)
     coord_rows, eval_rows = _split_rows(history)  # the two views stay apart in the checkpoint too
     for name, doc in (("evaluation", {"round": t, "history": eval_rows}),  # before the state that names the round
@@ -231,8 +247,9 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, clients: list[ClientAg
         tmp = d / f"{name}.json.tmp"
         tmp.write_text(json.dumps(jsonable(doc)))
         tmp.replace(d / f"{name}.json")
-    for old in d.iterdir():
-        if old.suffix in (".npz", ".json") and "_round_" in old.name and not old.stem.endswith(f"_round_{t}"):
+    backend.call("prune", (str(d), t))
+    for old in d.glob("coordinator_round_*.npz"):
+        if old.stem != f"coordinator_round_{t}":
             old.unlink(missing_ok=True)
 
 
@@ -256,13 +273,12 @@ def _checkpoint_history(out: Path, state: dict) -> list[dict]:
     return [{**by_round.get(int(row["round"]), {}), **row} for row in state["history"]]
 
 
-def _load_checkpoint(out: Path, state: dict, coordinator: Coordinator, clients: list[ClientAgent]) -> None:
+def _load_checkpoint(out: Path, state: dict, coordinator: Coordinator, backend) -> None:
     d = out / "checkpoint"
     t = int(state["round"])
     with np.load(d / f"coordinator_round_{t}.npz", allow_pickle=False) as npz:
         coordinator.load_state_dict({"w": npz["w"], "lam": npz["lam"], "released": npz["released"], "rho": state["rho"], "round": t})
-    for c in clients:
-        c.load(d, t)
+    backend.call("restore", (str(d), t))
 
 
 def _append_history(out: Path, row: dict) -> None:
@@ -282,7 +298,6 @@ def _start_files(out: Path, config: LearnConfig, history: list[dict]) -> None:
 
 def _run(config, data, out_dir, resume, progress, status, reference, observe, parts=None) -> LearnResult:
     say = status or (lambda msg: None)
-    seen = observe or (lambda updates: None)
     t_setup = time.perf_counter()
     state = None
     if resume:
@@ -300,19 +315,31 @@ def _run(config, data, out_dir, resume, progress, status, reference, observe, pa
     if reference and config.evaluate:
         say("centralized reference solve (L-BFGS-B on the pooled data, same box and ℓ2 term)")
         central = centralized_reference(config, prepared)
-    clients = build_clients(config, prepared)
-    n = clients[0].n
-    coordinator = Coordinator(n, [np.arange(n)] * config.clients, config.penalty(1))
+    n = d.n_features * d.n_classes
+    coordinator = Coordinator(n, [np.arange(n)] * config.clients, config.penalty(1), config.coordinator_rho_schedule)
+    if config.backend != "serial":
+        say(f"starting the {config.backend} backend's hosts")
+    backend = make_sharing_backend(config.backend, specs(config, prepared), config)
+    try:
+        return _loop(config, prepared, central, coordinator, backend, out_dir, state, progress, observe, t_setup)
+    finally:
+        backend.close()
+
+
+def _loop(config, prepared, central, coordinator, backend, out_dir, state, progress, observe, t_setup) -> LearnResult:
+    """The rounds: broadcast, the clients' steps on their hosts, the coordinator's update, the evaluation."""
+    seen = observe or (lambda updates: None)
+    d = prepared.data
     pooled = SoftmaxLoss(d.X_train, d.y_train, d.n_classes, prepared.n_train, reg=config.reg) if config.evaluate else None
     history: list[dict[str, Any]] = []
     start = 1
-    if resume:
-        _load_checkpoint(out_dir, state, coordinator, clients)
+    if state is not None:
+        _load_checkpoint(out_dir, state, coordinator, backend)
         history = _checkpoint_history(out_dir, state)
         _start_files(out_dir, config, history)
         start = coordinator.round + 1
     else:
-        initial = [c.initialize() for c in clients]
+        initial = backend.call("init")
         seen(initial)
         coordinator.start(initial)
         if out_dir is not None:
@@ -320,50 +347,83 @@ def _run(config, data, out_dir, resume, progress, status, reference, observe, pa
     setup_s = time.perf_counter() - t_setup
     run_start = time.perf_counter()
     stopped = "rounds"
+    tol = config.stopping_tolerance
     with deferred_stop():
         for t in range(start, config.rounds + 1):
             t0 = time.perf_counter()
-            coordinator.rho = rho = config.penalty(t)  # ρ_t: data-independent schedule
+            if config.coordinator_rho_schedule == "adaptive":  # residual balancing, then ρ held (non-private runs)
+                coordinator.rho_schedule = "adaptive" if t <= ADAPT_RHO_ROUNDS else "constant"
+            else:
+                coordinator.rho = config.penalty(t)  # ρ_t: data-independent schedule
+            rho = coordinator.rho
             try:
                 msgs = coordinator.broadcast()
-                updates = [c.step(m) for c, m in zip(clients, msgs, strict=True)]
+                updates = backend.call("step_each", {m.zone: m for m in msgs})
                 seen(updates)
                 res = coordinator.receive(updates)
             except (PowerDPError, FloatingPointError) as exc:
-                partial = _result(config, prepared, coordinator, clients, history, central, setup_s, None, "failed")
+                partial = _result(config, prepared, coordinator, backend, history, central, setup_s, None, "failed")
                 if out_dir is not None:
                     partial.save(out_dir)
                     (out_dir / "failure.txt").write_text(f"round {t}: {exc}\n")
                 raise LearnFailed(f"run stopped in round {t}: {exc}", partial) from exc
             wall = time.perf_counter() - t0
-            spend = t % config.evaluate_every == 0 or t == config.rounds or not history
-            row = _row(t, config, coordinator, clients, pooled if spend else None, d, res, rho, wall, spend, history)
+            done = tol > 0 and max(relative_residuals(coordinator, res, rho)) <= tol
+            spend = t % config.evaluate_every == 0 or t == config.rounds or not history or done
+            diags = _diagnostics(backend, privacy=spend)
+            row = _row(t, coordinator, diags, pooled if spend else None, d, res, rho, wall, spend, history)
             history.append(row)
             if out_dir is not None:
                 _append_history(out_dir, row)
             if progress is not None:
                 progress(row)
-            if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds):
-                _save_checkpoint(out_dir, coordinator, clients, history)
+            if done:
+                stopped = "converged"
+            if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds or done):
+                _save_checkpoint(out_dir, coordinator, backend, history)
+            if done:
+                break
             if stop_requested() is not None and t < config.rounds:
                 if out_dir is not None and config.checkpoint_every:
-                    _save_checkpoint(out_dir, coordinator, clients, history)
-                partial = _result(config, prepared, coordinator, clients, history, central, setup_s, time.perf_counter() - run_start, "interrupted")
+                    _save_checkpoint(out_dir, coordinator, backend, history)
+                partial = _result(config, prepared, coordinator, backend, history, central, setup_s, time.perf_counter() - run_start, "interrupted")
                 if out_dir is not None:
                     partial.save(out_dir)
                 where = f"; history and checkpoint in {out_dir} (powerdp learn --resume {out_dir} continues)" if out_dir else ""
                 raise Interrupted(f"interrupted after round {t} of {config.rounds}{where}", partial)
-    result = _result(config, prepared, coordinator, clients, history, central, setup_s, time.perf_counter() - run_start, stopped)
-    result.summary["resumed_from"] = start - 1 if resume else None
+    result = _result(config, prepared, coordinator, backend, history, central, setup_s, time.perf_counter() - run_start, stopped)
+    result.summary["resumed_from"] = start - 1 if state is not None else None
+    if tol > 0 and stopped == "rounds":  # a run that should converge and did not: say so (its model is short of the optimum)
+        log.warning("%s stopped at the round cap (%d) before its residuals met the tolerance %g (relative primal %.2e, "
+                    "dual %.2e): the model may be short of the optimum; give more --rounds", config.algorithm, config.rounds,
+                    tol, *result.summary["final_relative_residuals"])
     if out_dir is not None:
         result.save(out_dir)
     return result
 
 
-def _row(t, config, coordinator, clients, pooled, d, res, rho, wall, spend=True, history=()) -> dict[str, Any]:
+def relative_residuals(coordinator: Coordinator, res, rho: float) -> tuple[float, float]:
+    """Boyd et al. §3.3.1's residuals relative to their scales: ‖w − z‖/max(‖w‖, ‖z‖) and
+    ρ‖w − w_prev‖/‖λ‖ over the stacked clients (every entry shared), ρ the round's penalty."""
+    stacked = coordinator.w[coordinator.gidx]
+    primal = res.primal / max(float(np.linalg.norm(stacked)), float(np.linalg.norm(coordinator.released)), 1e-300)
+    prev = getattr(coordinator, "w_prev", None)  # none in a coordinator restored from a checkpoint
+    if prev is None:
+        return primal, float("nan")
+    step = float(np.linalg.norm((coordinator.w - prev)[coordinator.gidx]))
+    dual = rho * step / max(float(np.linalg.norm(coordinator.lam)), 1e-300)
+    return primal, dual
+
+
+def _diagnostics(backend, evaluate: bool = False, privacy: bool = True) -> list:
+    """Every client's evaluation figures, in client order (asked of the hosts; they never cross in a deployment)."""
+    out = backend.call("diag", {"evaluate": evaluate, "privacy": privacy})
+    return [out[p] for p in sorted(out)]
+
+
+def _row(t, coordinator, diags, pooled, d, res, rho, wall, spend=True, history=()) -> dict[str, Any]:
     """One history row. The ledger's figure (an accountant call) and the model's evaluation are computed every
     ``evaluate_every`` rounds and at the last; in between the spend is carried forward and the rest is NaN."""
-    diags = [c.diagnostics(evaluate=False, privacy=spend) for c in clients]
     row: dict[str, Any] = {
         "round": t,
         "noise_magnitude": float(sum(x.noise_magnitude for x in diags)),  # evaluation only (000 eq. 29)
@@ -390,11 +450,16 @@ def global_model(coordinator: Coordinator) -> np.ndarray:
     return coordinator.average()
 
 
-def _result(config, prepared, coordinator, clients, history, central, setup_s, run_s, stopped) -> LearnResult:
+def _result(config, prepared, coordinator, backend, history, central, setup_s, run_s, stopped) -> LearnResult:
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     d = prepared.data
-    diags = [c.diagnostics(evaluate=False) for c in clients]
-    w = global_model(coordinator) if coordinator.round > 0 else np.zeros(clients[0].n)
+    try:
+        diags = _diagnostics(backend)
+    except PowerDPError:  # a host that failed the round cannot answer: the ledger is then unknown
+        if stopped != "failed":
+            raise
+        diags = []
+    w = global_model(coordinator) if coordinator.round > 0 else np.zeros(coordinator.n_shared)
     last = history[-1] if history else {}
     privacy = {x.zone: x.privacy for x in diags if x.privacy is not None}
     summary: dict[str, Any] = {
@@ -429,7 +494,8 @@ def _result(config, prepared, coordinator, clients, history, central, setup_s, r
         "sensitivity": config.sensitivity,
         "sensitivity_note": (
             "the papers' data-dependent sensitivity: NOT differentially private" if config.private and config.sensitivity == "paper"
-            else (clients[0].grad_sensitivity.note if clients[0].grad_sensitivity is not None else None)
+            else (gradient_sensitivity(d.preprocessing["R2"], d.preprocessing["R1"], prepared.n_train, config.adjacency).note
+                  if config.private else None)
         ),
         "adjacency": config.adjacency,
         "epsilon_per_step_setting": config.step_epsilon,
@@ -440,6 +506,11 @@ def _result(config, prepared, coordinator, clients, history, central, setup_s, r
         "target_delta": config.target_delta,
         "rho_schedule": config.rho_schedule,
         "rho_first": config.penalty(1),
+        "rho_final": coordinator.rho,
+        "eta_rule": config.eta_rule,
+        "stopping_tolerance": config.stopping_tolerance,
+        "final_relative_residuals": (list(relative_residuals(coordinator, Residuals(last["feasibility"], last["dual_residual"]), last["rho"]))
+                                     if history and coordinator.round > 1 else None),
         "wall_s": float(frame["wall_s"].sum()) if run_s is None else float(run_s),
         "round_ms": float(1e3 * frame["wall_s"].median()) if len(frame) else None,
         "setup_s": float(setup_s),
