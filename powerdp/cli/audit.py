@@ -191,7 +191,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(
             f"powerdp: audit FAILED: the empirical lower bound eps >= {res.epsilon_lower_bound:.3g} (worst channel "
             f"{max([res.epsilon_lower_bound] + [c['epsilon_lower_bound'] for n, c in res.channels.items() if n != 'replay']):.3g}) "
-            f"against the claimed eps = {res.epsilon_total:.3g} of zone {res.settings['zone']}"
+            f"against the claimed eps = {'none' if res.epsilon_total is None else format(res.epsilon_total, '.3g')} of zone "
+            f"{res.settings['zone']}"
             + (f"; fields outside the allow-list: {', '.join(res.settings['fields_outside_allow_list'])}"
                if res.settings.get("fields_outside_allow_list") else "")
             + (f"; deployment files: {res.files['problems'][0]}"
