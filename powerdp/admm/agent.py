@@ -370,10 +370,17 @@ class ZoneAgent:
         frame = pd.DataFrame({"variable": [k[0] for k in keys], "index": [k[1] for k in keys], "value": self.z_released})
         path = folders.write_csv(frame, folders.solution_path(self.zone))
         # the zone's own solver statistics and noise magnitude per round: zone-private, never handed over
-        rows = [{"round": r, "solves": st.solves, "solver_iterations": st.iterations, "solver_s": st.solver_s,
-                 "noise_magnitude": st.noise_magnitude} for r, st in self.stats_log]
-        folders.write_csv(pd.DataFrame(rows, columns=["round", "solves", "solver_iterations", "solver_s", "noise_magnitude"]),
-                          folders.stats_path(self.zone))
+        columns = ["round", "solves", "solver_iterations", "solver_s", "noise_magnitude"]
+        frame = pd.DataFrame([{"round": r, "solves": st.solves, "solver_iterations": st.iterations, "solver_s": st.solver_s,
+                               "noise_magnitude": st.noise_magnitude} for r, st in self.stats_log], columns=columns)
+        stats = folders.stats_path(self.zone)
+        if stats.is_file() and len(frame):  # a resumed run: the rounds before it, as the zone logged them then
+            try:
+                earlier = pd.read_csv(stats, float_precision="round_trip")
+                frame = pd.concat([earlier[earlier["round"] < frame["round"].min()][columns], frame], ignore_index=True)
+            except (ValueError, KeyError, OSError):  # a damaged log of the zone's own: rewritten from this run
+                pass
+        folders.write_csv(frame, stats)
         return path
 
     # ----------------------------------------------------------- checkpoint
