@@ -179,3 +179,66 @@ def test_audit_cli_fails_with_exit_3_on_the_old_layout(tmp_path, monkeypatch, ca
     assert main(argv) == 3
     assert "deployment files: a zone process wrote out/" in capsys.readouterr().err
 
+
+
+def _to_old_layout(out: Path, kind: str) -> None:
+    """Move every agent's checkpoint files where earlier versions kept them: checkpoint/{kind}_M_round_T.*"""
+    for f in (out / f"{kind}s.private").glob(f"{kind}_*/checkpoint/round_*"):
+        agent = f.parent.parent.name
+        target = f.rename(out / "checkpoint" / f"{agent}_{f.name}")
+        if kind == "client" and target.suffix == ".json":  # the old client file: its meta alone
+            target.write_text(json.dumps(json.loads(target.read_text())["meta"]))
+    import shutil
+
+    shutil.rmtree(out / f"{kind}s.private")
+
+
+def test_market_agents_keep_their_state_in_agent_private_files(tmp_path, open_umask):
+    from powerdp.admm.market import default_market_rho, run_market
+    from powerdp.admm.sharing_run import SharingSettings
+    from powerdp.grid.partition import partition
+    from powerdp.opf.dc import dc_model
+
+    net = load_case("case118")
+    zones = partition(net, "case118_3areas").zone_of_bus
+    rho = 0.3 * default_market_rho(dc_model(net))
+    settings = dict(rho=rho, noise_multiplier=5.0, delta=1e-5)
+    full, _, _ = run_market(net, zones, SharingSettings(rounds=8, **settings), seed=7)
+    out = tmp_path / "m"
+    run_market(net, zones, SharingSettings(rounds=4, checkpoint_every=2, **settings), seed=7, out=out)
+    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == ["state.json", "state.npz"]  # the coordinator's only
+    assert {f"agent_{m}" for m in range(3)} <= {p.name for p in (out / "agents.private").iterdir()}
+    assert (out / "agents.private" / "agent_0" / "checkpoint" / "round_4.npz").is_file()
+    assert private_tree_problems(out / "agents.private") == []
+    resumed, _, _ = run_market(net, zones, SharingSettings(rounds=8, **settings), seed=7, out=out, resume=True)
+    assert np.array_equal(resumed.y, full.y)
+    # an earlier version's run directory (agent files beside the coordinator's state) still resumes
+    old = tmp_path / "old"
+    run_market(net, zones, SharingSettings(rounds=4, **settings), seed=7, out=old)
+    _to_old_layout(old, "agent")
+    resumed, _, _ = run_market(net, zones, SharingSettings(rounds=8, **settings), seed=7, out=old, resume=True)
+    assert np.array_equal(resumed.y, full.y)
+    assert not [p for p in (old / "checkpoint").iterdir() if p.name.startswith("agent_")]
+
+
+def test_learning_clients_keep_their_state_in_client_private_files(tmp_path, open_umask):
+    from powerdp.learning import LearnConfig, run_federated
+
+    cfg = LearnConfig(dataset="digits", clients=3, algorithm="objg", epsilon=0.5, rounds=6, checkpoint_every=3, seed=2)
+    full = run_federated(cfg, reference=False)
+    out = tmp_path / "l"
+    run_federated(cfg.replace(rounds=3), out=out, reference=False)
+    assert not [p for p in (out / "checkpoint").iterdir() if p.name.startswith("client_")]
+    assert (out / "clients.private" / "client_2" / "checkpoint" / "round_3.npz").is_file()
+    assert private_tree_problems(out / "clients.private") == []
+    assert load_state(out / "clients.private" / "client_0" / "checkpoint" / "round_3")["meta"]["rng"] is not None  # seeded
+    resumed = run_federated(cfg, out=out, resume=True, reference=False)
+    np.testing.assert_array_equal(resumed.model, full.model)
+    old = tmp_path / "old"
+    run_federated(cfg.replace(rounds=3), out=old, reference=False)
+    _to_old_layout(old, "client")
+    resumed = run_federated(cfg, out=old, resume=True, reference=False)
+    np.testing.assert_array_equal(resumed.model, full.model)
+    # a secret-noise client keeps no generator state
+    run_federated(cfg.replace(seed=None, rounds=3), out=tmp_path / "s", reference=False)
+    assert load_state(tmp_path / "s" / "clients.private" / "client_0" / "checkpoint" / "round_3")["meta"]["rng"] is None

@@ -33,7 +33,7 @@ from typing import Any
 from .checkpoint import load_state, save_state, state_exists, zone_state_dir
 
 __all__ = ["ZoneFolders", "ZONES_PRIVATE", "simulation_folders", "deployment_folders", "new_run_id", "zone_log_path",
-           "LEGACY_TEST_ONLY"]
+           "LEGACY_TEST_ONLY", "agent_private_dir", "agent_checkpoint_stem", "prune_agent_checkpoints"]
 
 #: a simulation's folder of every zone's private files, inside its output directory
 ZONES_PRIVATE = "zones.private"
@@ -132,3 +132,23 @@ def deployment_folders(deployment: str | Path, run: str) -> ZoneFolders:
     if not run:
         raise ValueError("a deployment's zone folders need the run's id")
     return ZoneFolders(str(Path(deployment)), "deployment", run)
+
+
+def agent_private_dir(out: str | Path, kind: str, index: int) -> Path:
+    """The private folder of agent ``index`` of a run of another application: ``OUT/{kind}s.private/{kind}_{index}``
+    (``agent``: a market's or a vertical learning's agent; ``client``: a federated learning client). Its checkpoints
+    go to ``checkpoint/round_T`` inside it, 0700/0600, never beside the coordinator's state."""
+    return Path(out) / f"{kind}s.private" / f"{kind}_{int(index)}"
+
+
+def agent_checkpoint_stem(out: str | Path, kind: str, index: int, round: int) -> Path:
+    return agent_private_dir(out, kind, index) / "checkpoint" / f"round_{int(round)}"
+
+
+def prune_agent_checkpoints(out: str | Path, kind: str, index: int, keep_round: int) -> None:
+    """Delete agent ``index``'s checkpoint files of rounds other than ``keep_round``."""
+    d = agent_private_dir(out, kind, index) / "checkpoint"
+    if d.is_dir():
+        for old in d.glob("round_*"):
+            if old.name.split(".")[0] != f"round_{int(keep_round)}":
+                old.unlink(missing_ok=True)

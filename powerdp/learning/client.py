@@ -28,6 +28,7 @@ from .. import privacy
 from ..admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
 from ..admm.perturbations import PERTURBATIONS, Perturbation
 from ..admm.updates import UPDATES, LocalUpdate
+from ..admm.zone_folders import agent_checkpoint_stem
 from ..privacy import PrivacyLedger, Sensitivity
 from ..solver_base import BOX_SOLVERS, solver_class
 from .box import BoxProblem, IdentityReduction
@@ -177,7 +178,8 @@ class ClientAgent:
         meta = {
             "zone": self.zone,
             "round": self.round,
-            "rng": self.rng.bit_generator.state,
+            # the generator only when seeded (bit-identical resume); a secret run resumes with fresh entropy
+            "rng": self.rng.bit_generator.state if self.config.seed is not None else None,
             "ledger_steps": ledger.steps if ledger is not None else 0,
         }
         return arrays, meta
@@ -199,14 +201,23 @@ class ClientAgent:
             else:
                 self.ledger.record(int(meta["ledger_steps"]) - self.ledger.steps)
 
-    def save(self, directory: str | Path, round: int) -> None:
-        arrays, meta = self.state_dict()
-        d = Path(directory)
-        np.savez(d / f"client_{self.zone}_round_{round}.npz", **arrays)
-        (d / f"client_{self.zone}_round_{round}.json").write_text(json.dumps(meta))
+    def save(self, out: str | Path, round: int) -> None:
+        """This client's state after ``round`` into its own private folder ``OUT/clients.private/client_P/checkpoint``
+        (0700, files 0600), never beside the coordinator's state."""
+        from ..admm.checkpoint import save_state
 
-    def load(self, directory: str | Path, round: int) -> None:
-        d = Path(directory)
+        arrays, meta = self.state_dict()
+        save_state(agent_checkpoint_stem(out, "client", self.zone, round), {**arrays, "meta": meta}, private=True)
+
+    def load(self, out: str | Path, round: int) -> None:
+        from ..admm.checkpoint import load_state, state_exists
+
+        stem = agent_checkpoint_stem(out, "client", self.zone, round)
+        if state_exists(stem):
+            state = load_state(stem)
+            self.load_state_dict({k: v for k, v in state.items() if k != "meta"}, state["meta"])
+            return
+        d = Path(out) / "checkpoint"  # a run directory of an earlier version: the client's files beside the coordinator's
         with np.load(d / f"client_{self.zone}_round_{round}.npz", allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
         self.load_state_dict(arrays, json.loads((d / f"client_{self.zone}_round_{round}.json").read_text()))

@@ -45,6 +45,7 @@ from ..admm.results import (
     save_summary_views,
 )
 from ..admm.stopping import deferred_stop, stop_requested
+from ..admm.zone_folders import prune_agent_checkpoints
 from ..errors import ConfigError, Interrupted, PowerDPError
 from ..jsonutil import jsonable
 from .client import ClientAgent
@@ -223,7 +224,7 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, clients: list[ClientAg
     d.mkdir(parents=True, exist_ok=True)
     t = coordinator.round
     for c in clients:
-        c.save(d, t)
+        c.save(out, t)  # its own private folder, OUT/clients.private/client_P
     np.savez(d / f"coordinator_round_{t}.npz", w=coordinator.w, lam=coordinator.lam, released=coordinator.released)
     coord_rows, eval_rows = _split_rows(history)  # the two views stay apart in the checkpoint too
     for name, doc in (("evaluation", {"round": t, "history": eval_rows}),  # before the state that names the round
@@ -231,9 +232,12 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, clients: list[ClientAg
         tmp = d / f"{name}.json.tmp"
         tmp.write_text(json.dumps(jsonable(doc)))
         tmp.replace(d / f"{name}.json")
-    for old in d.iterdir():
-        if old.suffix in (".npz", ".json") and "_round_" in old.name and not old.stem.endswith(f"_round_{t}"):
+    for old in d.iterdir():  # the coordinator's older rounds (and an earlier version's client files, once resumed)
+        if old.suffix in (".npz", ".json") and "_round_" in old.name and not (
+                old.stem.endswith(f"_round_{t}") and old.name.startswith("coordinator_")):
             old.unlink(missing_ok=True)
+    for c in clients:
+        prune_agent_checkpoints(out, "client", c.zone, t)
 
 
 def _split_rows(history: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -262,7 +266,7 @@ def _load_checkpoint(out: Path, state: dict, coordinator: Coordinator, clients: 
     with np.load(d / f"coordinator_round_{t}.npz", allow_pickle=False) as npz:
         coordinator.load_state_dict({"w": npz["w"], "lam": npz["lam"], "released": npz["released"], "rho": state["rho"], "round": t})
     for c in clients:
-        c.load(d, t)
+        c.load(out, t)
 
 
 def _append_history(out: Path, row: dict) -> None:

@@ -68,8 +68,8 @@ def zone_failure(config: RunConfig, zones, exc: BaseException, detail: str) -> t
         return None
     import time
 
-    from ..zone_folders import zone_log_path
     from ...private_files import private_dir
+    from ..zone_folders import zone_log_path
 
     for z in zones:
         path = zone_log_path(config.deployment, z)
