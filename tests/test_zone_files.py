@@ -113,6 +113,9 @@ def test_deployment_zone_files_stay_with_the_zone_and_the_run_resumes(tmp_path, 
         resumed = run_distributed(cfg.replace(backend=backend), out=out, resume=True, reference=False)
         np.testing.assert_array_equal(resumed.history["feasibility"], full.history["feasibility"])
         np.testing.assert_array_equal(resumed.consensus, full.consensus)
+    os.chmod(dep / "zone_0.private", 0o755)  # a split made by an older version: closed before the zone writes into it
+    run_distributed(cfg.replace(rounds=1), out=tmp_path / "again", reference=False)
+    assert _mode(dep / "zone_0.private") == 0o700
 
 
 def test_deployment_failure_crosses_as_zone_failed_only(tmp_path, monkeypatch):

@@ -94,8 +94,22 @@ class ZoneFolders:
         return self.zone_dir(zone) / "stats.csv"
 
     # ------------------------------------------------------------------ writing
+    def _close_zone_folder(self, path: Path) -> None:
+        """In a deployment, the zone's ``zone_P.private`` folder of the split (perhaps made 0755 by an older
+        version) is narrowed to 0700 before anything is written below it."""
+        if self.layout != "deployment":
+            return
+        from ..private_files import private_dir
+
+        for p in path.parents:
+            if p.parent == Path(self.root) and p.name.endswith(".private"):
+                private_dir(p)
+                return
+
     def save_state(self, zone: int, round: int, state: dict[str, Any]) -> Path:
-        return save_state(self.checkpoint_stem(zone, round), state, private=self.private)
+        stem = self.checkpoint_stem(zone, round)
+        self._close_zone_folder(stem)
+        return save_state(stem, state, private=self.private)
 
     def load_state(self, zone: int, round: int) -> dict[str, Any]:
         return load_state(self.checkpoint_stem(zone, round))
@@ -116,6 +130,7 @@ class ZoneFolders:
         if self.private:
             from ..private_files import write_private_csv
 
+            self._close_zone_folder(path)
             return write_private_csv(frame, path, index=False)
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(path, index=False)
