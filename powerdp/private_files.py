@@ -20,8 +20,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import OutputError
-from .fileio import write_error
+from .fileio import atomic_write, write_error
 
 __all__ = ["DIR_MODE", "FILE_MODE", "private_dir", "write_private", "write_private_text", "write_private_csv",
            "private_tree_problems", "mode_of"]
@@ -59,35 +58,31 @@ def private_dir(path: str | Path) -> Path:
     return path
 
 
+def _private_opener(path: str, flags: int) -> int:
+    """``open``'s opener for a private temporary: created anew (``O_EXCL``, a stale one of a killed writer removed
+    first) with mode 0600, never through a symbolic link."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, flags | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    if stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
+        os.fchmod(fd, FILE_MODE)  # a umask that strips the owner's bits (never wider than 0600 before)
+    return fd
+
+
 def write_private(path: str | Path, write: Callable[[object], None], binary: bool = False) -> Path:
     """Call ``write(fh)`` on a new 0600 temporary beside ``path`` (in a 0700 folder), then rename it to ``path``.
 
     On failure the temporary is removed, ``path`` stays as it was, and an :class:`~powerdp.errors.OutputError`
-    names ``path``.
+    names ``path`` (:func:`powerdp.fileio.atomic_write`).
     """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     try:
         private_dir(path.parent)
-        try:
-            tmp.unlink()  # a temporary left by a killed writer
-        except FileNotFoundError:
-            pass
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
-        if stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
-            os.fchmod(fd, FILE_MODE)  # a umask that strips the owner's bits (never wider than 0600 before)
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": "", "encoding": "utf-8"})) as fh:
-            write(fh)
-        os.replace(tmp, path)
     except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        if isinstance(exc, OutputError):
-            raise
         raise write_error(path, exc) from None
-    return path
+    return atomic_write(path, write, binary=binary, opener=_private_opener)
 
 
 def write_private_text(path: str | Path, text: str) -> Path:
