@@ -339,6 +339,8 @@ class AuditResult:
     # per channel the coordinator holds beyond the release (message fields outside the allow-list, the
     # coordinator's view files, its timings; "replay" for seeded runs): the attack's rates and ε bound
     channels: dict[str, Any] = field(default_factory=dict)
+    # deployment mode: what every zone process wrote, where, with which permissions (powerdp.file_audit)
+    files: dict[str, Any] | None = None
 
     @property
     def failed(self) -> bool:
@@ -405,6 +407,7 @@ def run_audit(
     network: Network | None = None,
     progress: Callable[[int, int], None] | None = None,
     status: Callable[[str], None] | None = None,
+    deployment: bool = False,
 ) -> AuditResult:
     """Audit ``config`` empirically: ``runs`` seeded runs on each of two neighbouring datasets.
 
@@ -425,6 +428,9 @@ def run_audit(
     network: an already-loaded network (else ``config.case`` is loaded).
     progress: called with (runs done, runs in total) after every run.
     status: called with a short message as each stage starts.
+    deployment: also audit a deployment's files (:func:`powerdp.file_audit.audit_deployment_files`): the run made
+        once as a deployment, every zone in its own process; a zone file in the wrong place or with the wrong
+        permissions fails the audit.
     """
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < MIN_RUNS:
         raise ConfigError(f"runs = {runs!r}: give at least {MIN_RUNS} runs per dataset (half train, half test)")
@@ -489,6 +495,13 @@ def run_audit(
         verdict = "no guarantee"  # a reproduction switch (--sensitivity paper): never called passed
     else:
         verdict = "passed"
+    files = None
+    if deployment:  # powerdp.file_audit: where the zone processes write, and with which permissions
+        from . import file_audit
+
+        say("deployment files: one run as a deployment, every zone in its own process, every file operation traced")
+        files = file_audit.audit_deployment_files(config, net, part).to_dict()
+        verdict = "failed" if files["failed"] else verdict
     settings = {
         "case": net.name,
         "algorithm": config.algorithm,
@@ -526,6 +539,7 @@ def run_audit(
         probe=probe,
         wall_s=time.perf_counter() - t0,
         channels=channels,
+        files=files,
     )
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from powerdp.admm.agent import ZoneDiagnostics
-from powerdp.admm.checkpoint import load_state, prune_zone_states, save_state, zone_checkpoint_path
 from powerdp.admm.messages import ConsensusMessage, ZoneUpdate
 from powerdp.privacy import noise_rng
 
@@ -47,20 +46,19 @@ class FakeAgent:
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
         return ZoneDiagnostics(self.zone, float(np.sum((self.released - self.target) ** 2)), 0.0, 0.0, {"pid": self.pid, "seen_load": self.seen_load})
 
-    def save_checkpoint(self, directory) -> Path:
+    def save_checkpoint(self, folders) -> Path:
         state = {"round": self.round, "released": self.released, "rng": self.rng.bit_generator.state}
-        return save_state(zone_checkpoint_path(directory, self.zone, self.round), state)
+        return folders.save_state(self.zone, self.round, state)
 
-    def load_checkpoint(self, directory, round: int) -> None:
-        state = load_state(zone_checkpoint_path(directory, self.zone, round))
+    def load_checkpoint(self, folders, round: int) -> None:
+        state = folders.load_state(self.zone, round)
         self.round, self.released = int(state["round"]), state["released"]
         self.rng.bit_generator.state = state["rng"]
 
-    def prune_checkpoints(self, directory, keep_round: int) -> None:
-        prune_zone_states(directory, self.zone, keep_round)
+    def prune_checkpoints(self, folders, keep_round: int) -> None:
+        folders.prune(self.zone, keep_round)
 
-    def save_solution(self, directory) -> Path:
-        path = Path(directory) / f"zone_{self.zone}.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(map(repr, self.released)))
-        return path
+    def save_solution(self, folders) -> Path:
+        import pandas as pd
+
+        return folders.write_csv(pd.DataFrame({"value": self.released}), folders.solution_path(self.zone))

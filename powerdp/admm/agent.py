@@ -34,11 +34,12 @@ from ..opf.reduction import eliminate, sparse_elimination
 from ..opf.solver_base import LocalSolver, solver_class
 from ..privacy import PrivacyLedger, noise_rng
 from ..privacy.mechanisms import mechanism_from_dict, mechanism_to_dict
-from .checkpoint import load_state, prune_zone_states, save_state, state_exists, zone_checkpoint_path
+from .checkpoint import zone_checkpoint_path
 from .config import RunConfig
 from .messages import ConsensusMessage, SolverStats, ZoneUpdate
 from .perturbations import PERTURBATIONS, Perturbation
 from .updates import UPDATES, LocalUpdate, step_size
+from .zone_folders import ZoneFolders
 
 __all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
 
@@ -368,25 +369,35 @@ class ZoneAgent:
             stats=self.last_stats if evaluate else None,
         )
 
-    def save_solution(self, directory: str | Path) -> Path:
-        """Write the zone's released solution z_p to ``directory/zone_P.csv`` on its own host."""
+    def save_solution(self, folders: ZoneFolders) -> Path:
+        """Write the zone's released solution z_p and its own per-round statistics into its private folder
+        (:mod:`powerdp.admm.zone_folders`), on its own host."""
         import pandas as pd
 
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
         keys = self.problem.var_keys
         frame = pd.DataFrame({"variable": [k[0] for k in keys], "index": [k[1] for k in keys], "value": self.z_released})
-        path = directory / f"zone_{self.zone}.csv"
-        frame.to_csv(path, index=False)
+        path = folders.write_csv(frame, folders.solution_path(self.zone))
         # the zone's own solver statistics and noise magnitude per round: zone-private, never handed over
-        rows = [{"round": r, "solves": st.solves, "solver_iterations": st.iterations, "solver_s": st.solver_s,
-                 "noise_magnitude": st.noise_magnitude} for r, st in self.stats_log]
-        pd.DataFrame(rows).to_csv(directory / f"private_stats_zone_{self.zone}.csv", index=False)
+        columns = ["round", "solves", "solver_iterations", "solver_s", "noise_magnitude"]
+        frame = pd.DataFrame([{"round": r, "solves": st.solves, "solver_iterations": st.iterations, "solver_s": st.solver_s,
+                               "noise_magnitude": st.noise_magnitude} for r, st in self.stats_log], columns=columns)
+        stats = folders.stats_path(self.zone)
+        if stats.is_file() and len(frame):  # a resumed run: the rounds before it, as the zone logged them then
+            try:
+                earlier = pd.read_csv(stats, float_precision="round_trip")
+                frame = pd.concat([earlier[earlier["round"] < frame["round"].min()][columns], frame], ignore_index=True)
+            except (ValueError, KeyError, OSError):  # a damaged log of the zone's own: rewritten from this run
+                pass
+        folders.write_csv(frame, stats)
         return path
 
     # ----------------------------------------------------------- checkpoint
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume this agent (kept on the zone's side): arrays and JSON values only."""
+        """Everything needed to resume this agent (kept on the zone's side): arrays and JSON values only.
+
+        The noise generator's state only when the run is seeded (a seeded run resumes bit-identically); a
+        secret-noise run keeps no generator state anywhere: a resumed zone draws from fresh OS entropy, as good.
+        """
         state: dict[str, Any] = {
             "zone": self.zone,
             "round": self.round,
@@ -394,32 +405,30 @@ class ZoneAgent:
             "z_last": self.z_last,
             "z_released": self.z_released,
             "lam": self.lam,
-            "rng": self.rng.bit_generator.state,
             "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
             "ledger_history": [[mechanism_to_dict(m), int(n)] for m, n in self.ledger.history] if self.ledger is not None else [],
             "warm": self._warm,
         }
+        if self.config.noise_source == "seeded":
+            state["rng"] = self.rng.bit_generator.state
         state.update(self.perturbation.state_arrays())
         return state
 
-    def save_checkpoint(self, directory: str | Path) -> Path:
-        """Write this zone's state after its current round to its own zone-private files in ``directory``.
+    def save_checkpoint(self, folders: ZoneFolders) -> Path:
+        """Write this zone's state after its current round to its own private folder (``checkpoint/round_T.npz`` +
+        ``.json``, no pickle, 0600 in a 0700 folder): its iterate, duals and noise never pass through the coordinator."""
+        return folders.save_state(self.zone, self.round, self.state_dict())
 
-        The zone's host writes them itself (``zone_P.private/round_T.npz`` + ``.json``, no pickle): its
-        iterate, duals and noise generator never pass through the coordinator.
-        """
-        return save_state(zone_checkpoint_path(directory, self.zone, self.round), self.state_dict())
-
-    def load_checkpoint(self, directory: str | Path, round: int) -> None:
+    def load_checkpoint(self, folders: ZoneFolders, round: int) -> None:
         """Restore the state this zone saved after round ``round`` (see :meth:`save_checkpoint`)."""
-        path = zone_checkpoint_path(directory, self.zone, round)
-        if not state_exists(path):
+        if not folders.has_state(self.zone, round):
+            path = folders.checkpoint_stem(self.zone, round)
             raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path}.json/.npz is missing)")
-        self.load_state_dict(load_state(path))
+        self.load_state_dict(folders.load_state(self.zone, round))
 
-    def prune_checkpoints(self, directory: str | Path, keep_round: int) -> None:
+    def prune_checkpoints(self, folders: ZoneFolders, keep_round: int) -> None:
         """Delete this zone's checkpoint files of rounds other than ``keep_round``."""
-        prune_zone_states(directory, self.zone, keep_round)
+        folders.prune(self.zone, keep_round)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["zone"]) != self.zone:
@@ -428,7 +437,8 @@ class ZoneAgent:
         self.z_last = np.asarray(state["z_last"], dtype=float)
         self.z_released = np.asarray(state["z_released"], dtype=float)
         self.lam = np.asarray(state["lam"], dtype=float)
-        self.rng.bit_generator.state = state["rng"]
+        if "rng" in state and self.config.noise_source == "seeded":  # a secret run goes on with fresh entropy
+            self.rng.bit_generator.state = state["rng"]
         if self.ledger is not None:
             if self.ledger.steps == 0 and state.get("ledger_history"):
                 for mechanism, steps in state["ledger_history"]:

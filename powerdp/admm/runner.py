@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +46,7 @@ from .results import (
     remove_legacy_files,
 )
 from .stopping import deferred_stop, stop_requested
+from .zone_folders import LEGACY_TEST_ONLY, ZoneFolders, deployment_folders, new_run_id, simulation_folders
 
 log = logging.getLogger(__name__)
 
@@ -230,11 +233,11 @@ def _checkpoint_dir(out: Path) -> Path:
     return out / "checkpoint"
 
 
-def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list[dict]) -> None:
+def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list[dict], folders: ZoneFolders) -> None:
     """Crash-consistent checkpoint after the coordinator's current round (no pickle: .npz + JSON).
 
-    Each zone first writes its own ``zone_Z.private/round_T`` files on its host (its state
-    never reaches the coordinator); then the evaluation's history rows (``evaluation``: objective,
+    Each zone first writes its own ``checkpoint/round_T`` files into its private folder on its host
+    (``folders``, :mod:`powerdp.admm.zone_folders`: never under the coordinator's views); then the evaluation's history rows (``evaluation``: objective,
     Σ|ξ|, zone solver work) and the coordinator's ``state`` (.npz + .json, naming round T, with the
     coordinator's history rows) replace the previous ones, the JSON last; only then are older zone
     files pruned. A crash at any point leaves a complete earlier checkpoint.
@@ -243,13 +246,14 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
     d = _checkpoint_dir(out)
     try:
         d.mkdir(parents=True, exist_ok=True)
-        backend.save_checkpoint(str(d))
+        backend.save_checkpoint(folders)
         coord_rows, eval_rows = _split_rows(history)  # the two views stay apart in the checkpoint too
         save_state(d / "evaluation", {"history": eval_rows})  # before the state that names the round (crash-consistent)
-        save_state(d / "state", {**coordinator.state_dict(), "history": coord_rows})
+        # the deployment's run id names each zone's folder on its host: a resumed run finds them again
+        save_state(d / "state", {**coordinator.state_dict(), "history": coord_rows, "zone_run": folders.run})
     except OSError as exc:  # a full disk, a file-size limit: the previous checkpoint stays complete
         raise _checkpoint_write_error(out, d, coordinator.round, exc) from None
-    backend.prune_checkpoints(str(d), coordinator.round)
+    backend.prune_checkpoints(folders, coordinator.round)
 
 
 def _split_rows(history: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -328,7 +332,53 @@ def _load_checkpoint(out: Path) -> dict:
         history = _join_rows(list(state["history"]), list(evaluation["history"]))
     except Exception as exc:  # noqa: BLE001 - another program's files
         raise ConfigError(f"{d / 'state.json'} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
-    return {"coordinator": {k: v for k, v in state.items() if k != "history"}, "meta": {"history": history}}
+    return {"coordinator": {k: v for k, v in state.items() if k not in ("history", "zone_run")},
+            "meta": {"history": history, "zone_run": state.get("zone_run")}}
+
+
+def zone_folders_of(config: RunConfig, out_dir: Path | None, resume: bool, layout: str | None = None) -> ZoneFolders | None:
+    """Where the run's zones keep their private files (:mod:`powerdp.admm.zone_folders`); None without an output
+    directory (nothing is written). A simulation's are ``OUT/zones.private/zone_P``; a deployment's are in each zone's
+    own ``DEP/zone_P.private/runs/RUN``, RUN a fresh id (resumed: the one in the checkpoint). ``layout`` (tests only)
+    selects the layout of earlier versions, which the file audit must catch."""
+    if out_dir is None:
+        return None
+    if layout == LEGACY_TEST_ONLY:
+        return ZoneFolders(str(out_dir), LEGACY_TEST_ONLY)
+    if layout is not None:
+        raise ValueError(f"unknown zone layout {layout!r}")
+    old = sorted((out_dir / "checkpoint").glob("zone_*.private")) if resume else []
+    if config.deployment is None:
+        if old:
+            _move_old_zone_states(out_dir, old)
+        return simulation_folders(out_dir)
+    run = _load_checkpoint(out_dir)["meta"]["zone_run"] if resume else new_run_id()
+    if resume and (old or not run):
+        raise ConfigError(
+            f"{out_dir} was written by an earlier powerdp whose zone processes kept their state in the coordinator's "
+            f"directory ({old[0] if old else out_dir / 'checkpoint'}); it is not resumed from there: remove "
+            "that folder and start the run again"
+        )
+    return deployment_folders(config.deployment, run)
+
+
+def _move_old_zone_states(out_dir: Path, old: list[Path]) -> None:
+    """A simulation run directory of an earlier version (zone states in ``checkpoint/zone_P.private``): its zones'
+    states move into ``zones.private/zone_P/checkpoint``, closed to 0700/0600, before the run resumes."""
+    from ..private_files import DIR_MODE, FILE_MODE, private_dir
+
+    folders = simulation_folders(out_dir)
+    for d in old:
+        zone = int(d.name.removeprefix("zone_").removesuffix(".private"))
+        target = folders.checkpoint_dir(zone)
+        private_dir(target.parent)
+        if target.exists():
+            shutil.rmtree(target)
+        os.chmod(d, DIR_MODE)
+        for f in d.iterdir():
+            os.chmod(f, FILE_MODE)
+        d.rename(target)
+    shutil.rmtree(out_dir / "zones", ignore_errors=True)  # the old zones/ (solutions, statistics): written anew
 
 
 def _has_checkpoint(out: Path | None) -> bool:
@@ -347,6 +397,7 @@ def run_distributed(
     status: Callable[[str], None] | None = None,
     ac_check: bool = False,
     observe: Callable[[list[ZoneUpdate]], None] | None = None,
+    _zone_layout: str | None = None,
 ) -> RunResult | None:
     """Run the (private) distributed ADMM of docs/algorithm.md and return its :class:`RunResult`.
 
@@ -370,6 +421,12 @@ def run_distributed(
         ``summary["ac_check"]``; docs/operating_point.md). Needs ``config.evaluate``.
     observe: called with the zones' :class:`ZoneUpdate` messages of every round, round 0 (the initial
         projection) included: exactly what the coordinator receives (``powerdp audit`` records them).
+    _zone_layout: TEST-ONLY: ``"legacy-test-only"`` writes the zones' files where earlier versions did (under
+        ``out``, default permissions), for the tests that show the file audit catching it. Never in a real run.
+
+    Each zone keeps its checkpoints, solution and statistics in a private folder of its own (0700, files 0600;
+    :mod:`powerdp.admm.zone_folders`): ``out/zones.private/zone_P`` in a simulation, ``DEP/zone_P.private/runs/RUN``
+    on the zone's own host in a deployment (nothing of a zone under ``out``).
 
     With ``config.evaluate`` the result holds the final point in physical units
     (``result.generators``, ``.buses``, ``.branches``, ``.zones``), saved as CSVs in ``out``;
@@ -384,12 +441,14 @@ def run_distributed(
         )
     # the backend decides how the run starts (under MPI only rank 0 coordinates; docs/contributing.md)
     return launch(
-        config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check, observe)
+        config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check,
+                                    observe, _zone_layout)
     )
 
 
 def _locked_run(
     config, network, partition, out, resume, progress, reference, overwrite, status, ac_check=False, observe=None,
+    zone_layout=None,
 ) -> RunResult:
     if out is None:
         if resume:
@@ -403,10 +462,11 @@ def _locked_run(
     ensure_dir(out_dir)
     with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check, observe)
+        return _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check, observe, zone_layout)
 
 
-def _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check=False, observe=None) -> RunResult:
+def _run(config, network, partition, out_dir, resume, progress, reference, status, ac_check=False, observe=None,
+         zone_layout=None) -> RunResult:
     say = status or (lambda msg: None)
     seen = observe or (lambda updates: None)
     if config.deployment is not None:  # a deployment's coordinator takes nothing outside the allow-list
@@ -447,6 +507,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
     config = resolve_config(config, net)
     if resume:
         check_resume_config(resolve_config(saved, net), config, out_dir)
+    folders = zone_folders_of(config, out_dir, resume, zone_layout)
     _check_costs(net, config)
     _warn_large_step(config)
     if partition is None and resume and (out_dir / "partition.csv").is_file():  # the zones the run was made with
@@ -481,7 +542,7 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
         if resume:
             main = _load_checkpoint(out_dir)
             coordinator.load_state_dict(main["coordinator"])
-            backend.load_checkpoint(str(_checkpoint_dir(out_dir)), coordinator.round)
+            backend.load_checkpoint(folders, coordinator.round)
             history = [_renamed(row) for row in main["meta"]["history"]]  # checkpoints of older versions
             _start_files(out_dir, config, part, history)  # drop rounds logged after the checkpoint, and a stale failure
             start_round = coordinator.round + 1
@@ -537,16 +598,16 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
                 if progress is not None:
                     progress(row)
                 if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds):
-                    _save_checkpoint(out_dir, coordinator, backend, history)
+                    _save_checkpoint(out_dir, coordinator, backend, history, folders)
                     last_checkpoint = t
                 if (config.tol_primal > 0 or config.tol_dual > 0) and res.primal <= config.tol_primal and res.dual <= config.tol_dual:
                     stopped = "tolerance"
                     if out_dir is not None and config.checkpoint_every and last_checkpoint != t:
-                        _save_checkpoint(out_dir, coordinator, backend, history)
+                        _save_checkpoint(out_dir, coordinator, backend, history, folders)
                     break
                 if stop_requested() is not None and t < config.rounds:
                     if out_dir is not None and config.checkpoint_every and last_checkpoint != t:
-                        _save_checkpoint(out_dir, coordinator, backend, history)
+                        _save_checkpoint(out_dir, coordinator, backend, history, folders)
                     partial = _result(
                         config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, True,
                         run_s=time.perf_counter() - run_start, stopped="interrupted", init_s=init_s, last_diags=last_diags, zone_times=zone_times,
@@ -559,9 +620,11 @@ def _run(config, network, partition, out_dir, resume, progress, reference, statu
             run_s=time.perf_counter() - run_start, stopped=stopped, init_s=init_s, last_diags=last_diags, zone_times=zone_times,
         )
         result.summary["resumed_from"] = start_round - 1 if resume else None
+        if folders is not None and folders.run:  # names each zone's folder DEP/zone_P.private/runs/RUN on its host
+            result.summary["zone_run"] = folders.run
         result.summary["reference_s"] = reference_s
         if out_dir is not None and not config.evaluate:
-            backend.save_solutions(str(out_dir / "zones"))  # each zone's host writes its own solution
+            backend.save_solutions(folders)  # each zone's host writes its own solution into its private folder
     finally:
         backend.close()
     _final_point(result, net, part, out_dir, ac_check, say)

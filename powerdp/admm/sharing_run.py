@@ -17,7 +17,8 @@ deployment publishes"; powerdp/admm/results.py)::
     DIR/simulation_evaluation/     what only a simulation holding every agent's data can compute (never published):
         history.csv                per round: the agents' solver work, the evaluation's columns (prefixed ``eval_``)
         summary.json               ``evaluation``: the application's final figures (cost, test log-loss, ...)
-    DIR/checkpoint/                state.npz/json (coordinator) + agent_M_round_T.npz/json (the history is in the views)
+    DIR/checkpoint/                state.npz/json (the coordinator's; the history is in the views)
+    DIR/agents.private/agent_M/    agent M's own checkpoint/round_T.npz/json (0700, files 0600), never beside the coordinator's
 
 A result's ``history`` and ``summary`` in memory hold both views (``summary["coordinator_view"]``,
 ``summary["evaluation"]``), as ``--json`` writes them.
@@ -211,9 +212,9 @@ def _locked(problem, settings, out, resume, overwrite, progress, observe):
 def _save_checkpoint(out: Path, coordinator: SharingCoordinator, backend, history: list[dict]) -> None:
     d = out / "checkpoint"
     d.mkdir(parents=True, exist_ok=True)
-    backend.call("save", (str(d), coordinator.round))
+    backend.call("save", (str(out), coordinator.round))  # each agent into OUT/agents.private/agent_M (0700/0600)
     save_state(d / "state", coordinator.state_dict())  # the history is in history.csv, one line per round
-    backend.call("prune", (str(d), coordinator.round))
+    backend.call("prune", (str(out), coordinator.round))
 
 
 def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, resume: bool, progress, observe) -> SharingResult:
@@ -239,7 +240,7 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
                 raise ConfigError(f"cannot resume {out}: {COORDINATOR_VIEW}/history.csv has {len(saved)} of the "
                                   f"{coordinator.round} checkpointed rounds")
             history = saved.to_dict("records")
-            backend.call("restore", (str(out / "checkpoint"), coordinator.round))
+            backend.call("restore", (str(out), coordinator.round))
             if coordinator.round > settings.rounds:
                 raise ConfigError(f"{out}: the run already has {coordinator.round} rounds; rounds = {settings.rounds} cannot shorten it")
         else:

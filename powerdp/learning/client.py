@@ -180,7 +180,8 @@ class ClientAgent:
         meta = {
             "zone": self.zone,
             "round": self.round,
-            "rng": self.rng.bit_generator.state,
+            # the generator only when seeded (bit-identical resume); a secret run resumes with fresh entropy
+            "rng": self.rng.bit_generator.state if self.config.seed is not None else None,
             "ledger_steps": ledger.steps if ledger is not None else 0,
         }
         if isinstance(self.update, BacktrackingLinearizedUpdate):

@@ -239,7 +239,7 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
     d = out / "checkpoint"
     d.mkdir(parents=True, exist_ok=True)
     t = coordinator.round
-    backend.call("save", (str(d), t))
+    backend.call("save", (str(out), t))  # each client into its own private folder, OUT/clients.private/client_P
     np.savez(d / f"coordinator_round_{t}.npz", w=coordinator.w, lam=coordinator.lam, released=coordinator.released)
     coord_rows, eval_rows = _split_rows(history)  # the two views stay apart in the checkpoint too
     for name, doc in (("evaluation", {"round": t, "history": eval_rows}),  # before the state that names the round
@@ -247,9 +247,10 @@ def _save_checkpoint(out: Path, coordinator: Coordinator, backend, history: list
         tmp = d / f"{name}.json.tmp"
         tmp.write_text(json.dumps(jsonable(doc)))
         tmp.replace(d / f"{name}.json")
-    backend.call("prune", (str(d), t))
-    for old in d.glob("coordinator_round_*.npz"):
-        if old.stem != f"coordinator_round_{t}":
+    backend.call("prune", (str(out), t))
+    for old in d.iterdir():  # the coordinator's older rounds (and an earlier version's client files, once resumed)
+        if old.suffix in (".npz", ".json") and "_round_" in old.name and not (
+                old.stem.endswith(f"_round_{t}") and old.name.startswith("coordinator_")):
             old.unlink(missing_ok=True)
 
 
@@ -278,7 +279,7 @@ def _load_checkpoint(out: Path, state: dict, coordinator: Coordinator, backend) 
     t = int(state["round"])
     with np.load(d / f"coordinator_round_{t}.npz", allow_pickle=False) as npz:
         coordinator.load_state_dict({"w": npz["w"], "lam": npz["lam"], "released": npz["released"], "rho": state["rho"], "round": t})
-    backend.call("restore", (str(d), t))
+    backend.call("restore", (str(out), t))
 
 
 def _append_history(out: Path, row: dict) -> None:
