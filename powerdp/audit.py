@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from .admm.agent import _TEST_LEAK_ENV
 from .admm.algorithms import compose
 from .admm.config import RunConfig
 from .admm.messages import MESSAGE_FIELDS
@@ -38,7 +37,6 @@ from .admm.runner import RunFailed, resolve_config, resolve_partition, run_distr
 from .errors import ConfigError, Interrupted, PowerDPError
 from .grid.network import Network, load_case
 from .grid.partition import Partition
-from .privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
 
 log = logging.getLogger(__name__)
 
@@ -452,10 +450,8 @@ def run_audit(
     else:
         b, z, probe = _probe(config, net, part, zone, jobs, say)
     net1 = neighbouring_network(net, b, config.beta, config.adjacency)
-    if os.environ.get(_TEST_DISABLE_NOISE_ENV) == "1":
-        log.warning("%s=1: noise is switched off behind the ledger's back (a test-only broken run)", _TEST_DISABLE_NOISE_ENV)
-    if os.environ.get(_TEST_LEAK_ENV):
-        log.warning("%s=%s: messages carry a test-only side channel", _TEST_LEAK_ENV, os.environ[_TEST_LEAK_ENV])
+    if config.faults is not None:
+        log.warning("%s", config.faults.describe())
     state = {"config": config, "nets": {"D": net, "D'": net1}, "parts": {"D": part, "D'": part.with_network(net1)}}
     seeded = config.seed is not None
     seeds: list[int | None] = [config.seed + k for k in range(runs)] if seeded else [None] * runs

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
-import os
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -42,12 +41,6 @@ from .updates import UPDATES, LocalUpdate, step_size
 
 __all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
 
-#: TEST-ONLY side channel: "noise_magnitude" makes every ZoneUpdate carry the round's Σ|ξ| in an extra
-#: field outside the allow-list (what the code before the privacy review did); ``powerdp audit`` must
-#: fail on it (tests/test_audit.py). Never set it outside tests.
-_TEST_LEAK_ENV = "POWERDP_TEST_LEAK"
-
-
 @dataclasses.dataclass(frozen=True)
 class _LeakyZoneUpdate(ZoneUpdate):
     """A ZoneUpdate with a field the allow-list forbids (the test-only leak switch)."""
@@ -55,8 +48,10 @@ class _LeakyZoneUpdate(ZoneUpdate):
     noise_magnitude: float = 0.0
 
 
-def _maybe_leak(update: ZoneUpdate, noise: float) -> ZoneUpdate:
-    if os.environ.get(_TEST_LEAK_ENV) == "noise_magnitude":
+def _maybe_leak(update: ZoneUpdate, noise: float, faults) -> ZoneUpdate:
+    """The test-only side channel (``RunConfig.faults.leak == "noise_magnitude"``): every ZoneUpdate carries the
+    round's Σ|ξ| in a field outside the allow-list, as before the privacy review; ``powerdp audit`` must fail on it."""
+    if faults is not None and faults.leak == "noise_magnitude":
         return _LeakyZoneUpdate(update.round, update.zone, update.released, float(noise))
     return update
 
@@ -192,7 +187,7 @@ class ZoneAgent:
         self._warm_start = bool(config.warm_start and solver_cls.supports_warm_start)
         self._z_flat = prob.x0.copy()  # data-independent flat start (docs/algorithm.md)
         self._r_flat = red.reduced.x0.copy()
-        self.rng = noise_rng(config.seed, self.zone)  # secret unless the run is seeded; never leaves the zone
+        self.rng = noise_rng(config.seed, self.zone, faults=config.faults)  # secret unless seeded; never leaves the zone
         self.grad_sensitivity = None
         # where ObjPert's noise goes: the balance variables y, the only entries of ∇f_p that hold
         # loads (noise_on "data"), or every entry of z as the paper draws it ("all")
@@ -335,7 +330,7 @@ class ZoneAgent:
             statuses=tuple(outcome.statuses),
             noise_magnitude=outcome.noise,
         ))
-        return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise)
+        return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise, cfg.faults)
 
     # ----------------------------------------------------------- evaluation
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
@@ -386,7 +381,7 @@ class ZoneAgent:
             "z_last": self.z_last,
             "z_released": self.z_released,
             "lam": self.lam,
-            "rng": self.rng.bit_generator.state,
+            "rng": self.rng.state,  # seeded: the stream's state; secret: None (nothing to keep)
             "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
             "ledger_history": [[mechanism_to_dict(m), int(n)] for m, n in self.ledger.history] if self.ledger is not None else [],
             "warm": self._warm,
@@ -420,7 +415,7 @@ class ZoneAgent:
         self.z_last = np.asarray(state["z_last"], dtype=float)
         self.z_released = np.asarray(state["z_released"], dtype=float)
         self.lam = np.asarray(state["lam"], dtype=float)
-        self.rng.bit_generator.state = state["rng"]
+        self.rng.state = state["rng"]
         if self.ledger is not None:
             if self.ledger.steps == 0 and state.get("ledger_history"):
                 for mechanism, steps in state["ledger_history"]:

@@ -11,7 +11,6 @@ other half; its error rates give a lower bound on ε, which must not exceed the 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
 from .config import LearnConfig
 from .data import Dataset
 from .runner import prepare_data, run_federated
@@ -92,7 +90,7 @@ def run_learning_audit(
     verdict = "not private" if claim is None else ("failed" if lb > claim else "passed")
     return {
         "epsilon_lower_bound": lb, "epsilon_total": claim, "delta_total": delta, "verdict": verdict,
-        "noise_switched_off": os.environ.get(_TEST_DISABLE_NOISE_ENV) == "1",
+        "faults": config.faults.describe() if config.faults is not None else None,
         "settings": {"dataset": config.dataset, "algorithm": config.algorithm, "client": client, "runs": runs,
                      "rounds": config.rounds, "adjacency": config.adjacency, "canary": "sample 0 of the client replaced"},
         "attack": result, "wall_s": time.perf_counter() - t0,

@@ -38,10 +38,10 @@ from .sensitivity import gradient_sensitivity, paper_sensitivity
 __all__ = ["ClientAgent", "ClientDiagnostics", "client_rng"]
 
 
-def client_rng(config: LearnConfig, client: int) -> np.random.Generator:
+def client_rng(config: LearnConfig, client: int) -> privacy.NoiseSource:
     """The client's noise generator: :func:`powerdp.privacy.noise_rng`, where every agent gets its generator
     (secret OS entropy for ``seed`` None, else the reproducible seeded one)."""
-    return privacy.noise_rng(config.seed, client)
+    return privacy.noise_rng(config.seed, client, faults=config.faults)
 
 
 def _message(t: int, client: int, released: np.ndarray) -> ZoneUpdate:
@@ -177,7 +177,7 @@ class ClientAgent:
         meta = {
             "zone": self.zone,
             "round": self.round,
-            "rng": self.rng.bit_generator.state,
+            "rng": self.rng.state,  # seeded: the stream's state; secret: None (nothing to keep)
             "ledger_steps": ledger.steps if ledger is not None else 0,
         }
         return arrays, meta
@@ -190,7 +190,7 @@ class ClientAgent:
         self.z_released = np.asarray(arrays["z_released"], dtype=float)
         self.lam = np.asarray(arrays["lam"], dtype=float)
         if meta.get("rng") is not None:
-            self.rng.bit_generator.state = meta["rng"]
+            self.rng.state = meta["rng"]
         if self.ledger is not None and int(meta["ledger_steps"]) > self.ledger.steps:
             if self.config.spec.perturbation == "output":  # the mechanism of each past round, as it was recorded
                 for t in range(1, self.round + 1):

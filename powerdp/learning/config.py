@@ -18,6 +18,7 @@ from ..admm.algorithms import Algorithm, AlgorithmChoices, resolve
 from ..admm.updates import ETA_SCHEDULES
 from ..admm.updates.trust_region import TRUST_SCHEDULES
 from ..errors import ConfigError
+from ..privacy.faults import InjectedFaults, check_faults
 from ..solver_base import BOX_SOLVERS, solver_class
 from .data import parse_split
 from .sensitivity import ADJACENCIES
@@ -112,6 +113,9 @@ class LearnConfig(AlgorithmChoices):
     backend: str = "serial"
     blas_threads: int | None = 1  # BLAS threads during the run (None: the library's default)
     extra: dict[str, Any] = field(default_factory=dict)
+    # TEST-ONLY (powerdp.privacy.faults): set in Python by the test suite or the audit's self-test, never from a
+    # file or a flag (from_dict refuses it, to_dict leaves it out)
+    faults: InjectedFaults | None = field(default=None, repr=False)
 
     application = "learning"  # what BoxProjection.check_config looks for (a class attribute, not a field)
 
@@ -195,6 +199,7 @@ class LearnConfig(AlgorithmChoices):
             raise bad("seed", "must be a non-negative integer, or unset for secret noise")
         if self.backend != "serial":
             raise bad("backend", "learning runs on the serial backend only (for now)")
+        check_faults(self.faults)
         solver_class(self.local_solver, "local_solver", BOX_SOLVERS).check_config(self)
         if isinstance(self.evaluate_every, bool) or int(self.evaluate_every) != self.evaluate_every or self.evaluate_every < 1:
             raise bad("evaluate_every", "must be a positive integer")
@@ -287,20 +292,23 @@ class LearnConfig(AlgorithmChoices):
     # ------------------------------------------------------------ conversion
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        d.pop("faults")  # test-only: never written, so never read back
         if d["feature_range"] is not None:
             d["feature_range"] = list(d["feature_range"])
         return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "configuration") -> LearnConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = {f.name for f in dataclasses.fields(cls)} - {"faults"}  # test-only: set in Python, never from a file
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
         return cls(**data)
 
     def replace(self, **changes: Any) -> LearnConfig:
-        return LearnConfig.from_dict({**self.to_dict(), **changes})
+        faults = changes.pop("faults", self.faults)
+        new = LearnConfig.from_dict({**self.to_dict(), **changes})
+        return new if faults is None else dataclasses.replace(new, faults=faults)
 
 
 class EngineView:
@@ -327,6 +335,7 @@ class EngineView:
         self.mechanism = config.mechanism
         self.spec = config.spec
         self.seed = config.seed
+        self.faults = config.faults
         self.application = "learning"
 
     @property
