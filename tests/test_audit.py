@@ -23,7 +23,8 @@ from powerdp.audit import (
 )
 from powerdp.cli import main
 from powerdp.errors import ConfigError
-from powerdp.privacy.mechanisms import _TEST_DISABLE_NOISE_ENV, LaplaceMechanism
+from powerdp.privacy.faults import InjectedFaults
+from powerdp.privacy.mechanisms import LaplaceMechanism
 
 # ----------------------------------------------------------------------------- statistics
 
@@ -123,16 +124,15 @@ def test_nonprivate_is_detected(case14):
 
 
 @pytest.mark.parametrize("algorithm", ["objl", "inpl"])
-def test_private_run_stays_within_its_budget_and_broken_noise_fails(case14, monkeypatch, algorithm):
+def test_private_run_stays_within_its_budget_and_broken_noise_fails(case14, algorithm):
     cfg = _cfg(algorithm=algorithm, target_epsilon=0.5)  # below PERFECT: a leak would show
     res = run_audit(cfg, runs=RUNS, bus=4, jobs=1, network=case14)
     assert res.epsilon_total == pytest.approx(0.5) and res.epsilon_per_step == pytest.approx(0.5)
     assert res.epsilon_lower_bound <= res.epsilon_total
     assert res.verdict == "passed" and not res.failed
-    # the same run with the noise switched off behind the ledger's back, on a process pool (the switch is an
-    # environment variable, so it reaches the workers): same claim, caught
-    monkeypatch.setenv(_TEST_DISABLE_NOISE_ENV, "1")
-    broken = run_audit(cfg, runs=RUNS, bus=4, jobs=2, network=case14)
+    # the same run with the noise switched off behind the ledger's back, on a process pool (the test-only
+    # faults travel with the configuration to the workers): same claim, caught
+    broken = run_audit(cfg.replace(faults=InjectedFaults(disable_noise=True)), runs=RUNS, bus=4, jobs=2, network=case14)
     assert broken.epsilon_total == pytest.approx(0.5)  # the ledger still records the spend
     assert (broken.attack["tpr"], broken.attack["fpr"]) == (1.0, 0.0)
     assert broken.epsilon_lower_bound == pytest.approx(PERFECT, rel=1e-9)
@@ -186,14 +186,14 @@ def test_run_audit_refuses_bad_input(case14):
 # ----------------------------------------------------------------------------- command line
 
 
-def test_cli_audit_fails_with_its_own_exit_status_and_writes_json(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(_TEST_DISABLE_NOISE_ENV, "1")  # a broken run: a perfect attack on 10 + 10 test runs, ε ≥ 0.81
+def test_cli_audit_fails_with_its_own_exit_status_and_writes_json(tmp_path, capsys):
     out = tmp_path / "audit.json"
     args = ["audit", "case14", "--algorithm", "objl", "--target-epsilon", "0.5", "--rounds", "1", "--runs", "20",
             "--bus", "4", "--jobs", "1", "--json", str(out)]
-    assert main(args) == 3
+    # a broken run (the test-only faults argument): a perfect attack on 10 + 10 test runs, ε ≥ 0.81
+    assert main(args, faults=InjectedFaults(disable_noise=True)) == 3
     captured = capsys.readouterr()
-    assert "audit FAILED" in captured.err and _TEST_DISABLE_NOISE_ENV in captured.err
+    assert "audit FAILED" in captured.err and "noise switched off" in captured.err
     assert "lower bound" in captured.out and "claimed" in captured.out and "FAILED" in captured.out
     data = json.loads(out.read_text())
     for key in ("epsilon_lower_bound", "epsilon_total", "tpr", "fpr", "tpr_interval", "fpr_interval", "settings", "verdict", "wall_s"):
@@ -281,14 +281,12 @@ def test_secret_noise_audit_has_no_replay_channel(case14):
     assert "replay" not in res.channels and res.verdict == "passed"
 
 
-def test_leak_switch_fails_the_audit_with_exit_status_3(monkeypatch, capsys, tmp_path):
-    from powerdp.admm.agent import _TEST_LEAK_ENV
-
-    monkeypatch.setenv(_TEST_LEAK_ENV, "noise_magnitude")  # Σ|ξ| back in every ZoneUpdate, as before the review
+def test_leak_switch_fails_the_audit_with_exit_status_3(capsys, tmp_path):
     out = tmp_path / "leak.json"
     args = ["audit", "case14", "--zones", "2", "--algorithm", "inpl", "--target-epsilon", "0.5", "--rounds", "2",
             "--runs", "20", "--bus", "4", "--jobs", "1", "--json", str(out)]
-    assert main(args) == 3
+    # Σ|ξ| back in every ZoneUpdate, as before the review (the test-only faults argument)
+    assert main(args, faults=InjectedFaults(leak="noise_magnitude")) == 3
     err = capsys.readouterr().err
     assert "audit FAILED" in err and "noise_magnitude" in err and "allow-list" in err
     data = json.loads(out.read_text())

@@ -371,18 +371,17 @@ def test_dataset_object_can_be_passed(digits):
 
 
 # ---------------------------------------------------------------- the audit (one sample moved)
-def test_audit_passes_an_honest_run_and_fails_a_broken_one(monkeypatch, tmp_path, capsys):
+def test_audit_passes_an_honest_run_and_fails_a_broken_one(tmp_path, capsys):
     from powerdp.cli import main
     from powerdp.learning.audit import run_learning_audit
-    from powerdp.privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
+    from powerdp.privacy.faults import InjectedFaults
 
     cfg = LearnConfig(dataset="digits", algorithm="objg", epsilon=0.5, rounds=2, clients=3)
     honest = run_learning_audit(cfg, runs=20)
     assert honest["verdict"] == "passed" and honest["epsilon_lower_bound"] <= honest["epsilon_total"]
-    monkeypatch.setenv(_TEST_DISABLE_NOISE_ENV, "1")  # noise off behind the ledger's back: a perfect attack
     argv = ["learn", "digits", "--clients", "3", "--algorithm", "objg", "--epsilon", "0.5", "--rounds", "2", "--audit", "20",
             "--json", str(tmp_path / "a.json")]
-    assert main(argv) == 3
+    assert main(argv, faults=InjectedFaults(disable_noise=True)) == 3  # noise off behind the ledger's back
     res = json.loads((tmp_path / "a.json").read_text())
     assert res["verdict"] == "failed" and res["epsilon_lower_bound"] > res["epsilon_total"] == pytest.approx(honest["epsilon_total"])
     assert "audit FAILED" in capsys.readouterr().err

@@ -143,6 +143,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..audit import run_audit
 
     cfg = _audit_config(args)
+    if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)
+        cfg = cfg.replace(faults=args._faults)
     if args.json is not None:
         _check_output_file(args.json, "--json")
         if str(args.json) != "-" and args.json.exists() and not args.force:

@@ -258,6 +258,8 @@ def cmd_learn(args: argparse.Namespace) -> int:
     quiet = getattr(args, "quiet", False)
     status = None if quiet else (lambda msg: print(f"powerdp: {msg}...", file=sys.stderr, flush=True))
     if args.audit is not None:
+        if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)
+            cfg = cfg.replace(faults=args._faults)
         return _audit(args, cfg, quiet)
     if not quiet:
         print(f"columns: objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} rounds); "
