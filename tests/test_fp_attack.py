@@ -1,0 +1,46 @@
+"""The floating-point attack (powerdp/fp_attack.py) finds the old sampler's leak and nothing on the product's:
+learn outl, one round, ε 1 (benchmarks/fp_attack.py is the full form, with power flow)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from powerdp.fp_attack import attack, learning_target, reachable_grid, reachable_numpy_laplace
+from powerdp.learning import LearnConfig
+from powerdp.privacy.faults import InjectedFaults
+
+TRIALS = 40  # 20 + 20 perfect guesses prove ε ≥ 1.6 at 95 %
+
+
+def test_reachability_is_exact_on_numpy_draws():
+    rng = np.random.default_rng(1)
+    v1 = rng.normal(size=640) * 0.01
+    v0 = v1.copy()
+    v0[:300] += 1e-4
+    r = v1 + rng.laplace(0, 0.0032, 640)
+    assert reachable_numpy_laplace(r, v1, 0.0032).all()  # every true draw is found
+    assert not reachable_numpy_laplace(r, v0, 0.0032).all()  # the other hypothesis is ruled out
+    assert reachable_grid(np.array([3 * 2.0**-40]), 2.0**-40).all() and not reachable_grid(np.array([0.1]), 2.0**-40).any()
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    warnings.filterwarnings("ignore")
+    return LearnConfig(dataset="digits", algorithm="outl", target_epsilon=1.0, clients=3)
+
+
+def test_the_attack_breaks_the_old_sampler(cfg):
+    release, replay = learning_target(cfg.replace(faults=InjectedFaults(sampler="numpy")))
+    res = attack(release, replay, TRIALS, "numpy")
+    assert res["fp"] == 0 and res["tp"] == res["positives"]
+    assert res["epsilon_lower_bound"] > 1.0  # above the claim
+
+
+def test_the_attack_finds_nothing_on_the_product_sampler(cfg):
+    release, replay = learning_target(cfg)
+    for model in ("grid", "numpy"):
+        res = attack(release, replay, TRIALS // 2, model)
+        assert res["tp"] == 0 and res["fp"] == 0 and res["epsilon_lower_bound"] <= 1.0
