@@ -279,6 +279,10 @@ def test_secret_noise_audit_has_no_replay_channel(case14):
     res = run_audit(_cfg(algorithm="objl", target_epsilon=0.5), runs=20, bus=4, jobs=1, network=case14)
     assert res.settings["noise_source"] == "secret" and res.settings["seeds"] is None
     assert "replay" not in res.channels and res.verdict == "passed"
+    # one family-wise error of 5 % over the release and every other channel (Bonferroni), release included
+    family = 1 + len(res.channels)
+    assert res.attack["confidence"] == pytest.approx(1 - 0.05 / family)
+    assert all(c["confidence"] == pytest.approx(1 - 0.05 / family) for c in res.channels.values())
 
 
 def test_leak_switch_fails_the_audit_with_exit_status_3(capsys, tmp_path):

@@ -42,7 +42,8 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     active load moved by beta, and the bus whose move changes its zone's
     released values the most. --bus names it instead.
 
-    Every other channel is attacked the same way (Bonferroni-corrected), and
+    Every other channel is attacked the same way; the release and the other
+    channels form one Bonferroni-corrected family (5 % family-wise error), and
     a message field outside the protocol's allow-list fails the audit by itself.
     A run whose claim rests on an unsound sensitivity rule (--sensitivity paper
     with output perturbation) is never called passed ("no guarantee").
