@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The floating-point attack of issue 26 (powerdp/fp_attack.py) against output perturbation, through the public
+"""The floating-point attack of issue 26 (powerdp/fp_attack.py) against output and objective perturbation, through the public
 API: one-round runs on D or D' picked by a secret bit, the adversary's noise-free replay of both hypotheses, and
 an exact reachability test of every released double. Against the product's sampler (values on a grid, integer
 noise) and against the old numpy sampler (a test-only fault).
 
-    python benchmarks/fp_attack.py                 # learn outl (digits, ε 1) and run outl (case14, 2 zones, ε 0.5)
+    python benchmarks/fp_attack.py                 # learn objl objt outl objg outg (digits, ε 1), run outl (ε 0.5) outg (ε 1)
     python benchmarks/fp_attack.py --trials 400 --json out.json
 """
 
@@ -20,9 +20,17 @@ from powerdp.fp_attack import attack, learning_target, power_flow_target
 from powerdp.learning import LearnConfig
 from powerdp.privacy.faults import InjectedFaults
 
+
+def _learn(alg: str, **kw):
+    return lambda: LearnConfig(dataset="digits", algorithm=alg, target_epsilon=1.0, **kw)
+
+
 TARGETS = {
-    "learn outl": (lambda: LearnConfig(dataset="digits", algorithm="outl", target_epsilon=1.0), learning_target, 1.0),
+    **{f"learn {a}": (_learn(a), learning_target, 1.0) for a in ("objl", "objt", "outl")},
+    **{f"learn {a}": (_learn(a, target_delta=1e-5), learning_target, 1.0) for a in ("objg", "outg")},
     "run outl": (lambda: RunConfig(case="case14", zones=2, algorithm="outl", target_epsilon=0.5), power_flow_target, 0.5),
+    "run outg": (lambda: RunConfig(case="case14", zones=2, algorithm="outg", target_epsilon=1.0, target_delta=1e-5),
+                 power_flow_target, 1.0),
 }
 
 

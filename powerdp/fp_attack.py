@@ -24,7 +24,8 @@ import numpy as np
 
 from .admm.perturbations import OutputPerturbation
 
-__all__ = ["reachable_numpy_laplace", "reachable_grid", "record_outputs", "guess", "bound"]
+__all__ = ["reachable", "reachable_numpy_laplace", "reachable_grid", "preimage", "record_outputs", "guess", "bound", "attack",
+           "learning_target", "power_flow_target", "ziggurat_widths"]
 
 _SIGN = np.int64(-(2**63))
 _MAG = np.int64(2**63 - 1)
@@ -61,25 +62,84 @@ def numpy_laplace(k: np.ndarray, scale: float) -> np.ndarray:
         return np.where(u >= 0.5, 0.0 - scale * np.log(2.0 - u - u), 0.0 + scale * np.log(u + u))
 
 
+_WI: np.ndarray | None = None
+
+
+def ziggurat_widths() -> np.ndarray:
+    """numpy's ziggurat table ``wi_double`` (its normal is ±rabs·wi[idx] on the fast path, rabs < 2⁵², idx < 256),
+    read off numpy itself: the first word of a seeded stream against the normal it gives (cached)."""
+    global _WI
+    if _WI is None:
+        pairs: dict[int, list[tuple[int, float]]] = {}
+        for seed in range(20000):
+            w = int(np.random.PCG64(seed).random_raw())
+            x = abs(float(np.random.Generator(np.random.PCG64(seed)).standard_normal()))
+            rabs = (w >> 9) & ((1 << 52) - 1)
+            if rabs > 2**44:
+                pairs.setdefault(w & 0xFF, []).append((rabs, x))
+        wi = np.zeros(256)
+        for i, ps in pairs.items():
+            cands = {float(np.nextafter(x / ra, d)) for ra, x in ps[:10] for d in (-np.inf, np.inf)} | {x / ra for ra, x in ps[:10]}
+            wi[i] = max(cands, key=lambda c: sum(float(np.float64(ra) * c) == x for ra, x in ps))
+        _WI = wi
+    return _WI
+
+
+def _noise_interval(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The doubles x with lo ≤ fl(v + x) ≤ hi: an interval [x_lo, x_hi] of keys (empty when x_lo > x_hi)."""
+    big = np.full(v.shape, _key(np.array(np.finfo(float).max)))
+    return _first_key(lambda x: v + x >= lo, -big, big), _first_key(lambda x: v + x > hi, -big, big) - 1
+
+
+def _hits(value_of: Callable[[np.ndarray], np.ndarray], k_lo: int, k_hi: int, x_lo: np.ndarray, x_hi: np.ndarray) -> np.ndarray:
+    """Per entry: does a value of the nondecreasing ``value_of(k)``, k in [k_lo, k_hi], lie in [x_lo, x_hi]?"""
+    lo = np.full(x_lo.shape, k_lo, dtype=np.int64)
+    hi = np.full(x_lo.shape, k_hi, dtype=np.int64)
+    for _ in range(56):
+        mid = lo + (hi - lo) // 2
+        ge = value_of(mid) >= x_lo
+        hi = np.where(ge, mid, hi)
+        lo = np.where(ge, lo, mid + 1)
+    val = value_of(hi)
+    return (val >= x_lo) & (val <= x_hi)
+
+
+def reachable(lo: np.ndarray, hi: np.ndarray, v: np.ndarray, mechanism, sampler: str) -> np.ndarray:
+    """Per entry: can ``sampler`` turn the value v into a noisy value in [lo, hi] (the doubles the release came from)?
+
+    ``"numpy"``: fl(v + ξ) with ξ numpy's Laplace or normal (the old sampler); ``"grid"``: the product's
+    γ(round(v/γ) + Z), reachable iff [lo, hi] holds a point of γℤ (whatever v is)."""
+    lo, hi, v = (np.asarray(a, dtype=np.float64) for a in (lo, hi, v))
+    if sampler == "grid":
+        g = mechanism.grid
+        with np.errstate(invalid="ignore"):
+            return np.ceil(lo / g) <= np.floor(hi / g)
+    if sampler != "numpy":
+        raise ValueError(f"unknown sampler model {sampler!r}")
+    x_lo, x_hi = _noise_interval(v, lo, hi)
+    a, b = _double(x_lo), _double(x_hi)
+    empty = x_lo > x_hi
+    if mechanism.kind == "laplace":
+        scale = mechanism.scale
+        return ~empty & _hits(lambda k: numpy_laplace(k, scale), 1, 2**53 - 1, a, b)
+    sigma, wi = mechanism.sigma, ziggurat_widths()
+    out = np.zeros(v.shape, dtype=bool)
+    for lo_, hi_ in ((np.maximum(a, 0.0), b), (np.maximum(-b, 0.0), -a)):  # +fl(σ·fl(k·w)), −fl(σ·fl(k·w)) in [a, b]
+        # fl(σ·fl(k·w)) is nondecreasing in k and within an ulp or two of σkw: the first k reaching lo_ is one of
+        # five around lo_/(σw), for every row w of the table at once
+        k0 = np.floor(lo_[:, None] / (sigma * wi[None, :])) - 2
+        k = np.clip(k0[:, :, None] + np.arange(5), 0, 2.0**52 - 1)
+        val = sigma * (k * wi[None, :, None])
+        out |= ((val >= lo_[:, None, None]) & (val <= hi_[:, None, None])).any(axis=(1, 2))
+    tail = np.minimum(np.abs(a), np.abs(b)) > 3.6 * sigma  # the ziggurat's tail: not modelled, never ruled out
+    return ~empty & (out | tail)
+
+
 def reachable_numpy_laplace(r: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
     """Per entry: is there a numpy Laplace draw ξ with fl(v + ξ) == r exactly?"""
-    r, v = np.asarray(r, dtype=np.float64), np.asarray(v, dtype=np.float64)
-    big = np.full(r.shape, _key(np.array(np.finfo(float).max)))
-    # the interval of doubles x with fl(v + x) == r: from the first x with v + x ≥ r to the first with v + x > r
-    x_lo = _first_key(lambda x: v + x >= r, -big, big)
-    x_hi = _first_key(lambda x: v + x > r, -big, big) - 1
-    hit = _double(x_lo)
-    ok = (v + hit) == r
-    # the first k whose noise value is ≥ the interval's lower end; reachable iff that value is ≤ its upper end
-    klo = np.ones(r.shape, dtype=np.int64)
-    khi = np.full(r.shape, 2**53 - 1, dtype=np.int64)
-    lo_x = _double(x_lo)
-    for _ in range(56):
-        mid = klo + (khi - klo) // 2
-        ge = numpy_laplace(mid, scale) >= lo_x
-        khi = np.where(ge, mid, khi)
-        klo = np.where(ge, klo, mid + 1)
-    return ok & (numpy_laplace(khi, scale) <= _double(x_hi))
+    from .privacy import LaplaceMechanism
+
+    return reachable(r, r, v, LaplaceMechanism(1.0, 1.0 / scale), "numpy")
 
 
 def reachable_grid(r: np.ndarray, gamma: float) -> np.ndarray:
@@ -88,33 +148,59 @@ def reachable_grid(r: np.ndarray, gamma: float) -> np.ndarray:
     return q == np.round(q)
 
 
+def preimage(release_of: Callable[[np.ndarray], np.ndarray], r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The noisy values c whose post-processing ``release_of`` (elementwise, nonincreasing, e.g. the box step
+    clip(−c/d, lb, ub)) gives exactly r: per entry an interval [lo, hi] of doubles."""
+    r = np.asarray(r, dtype=np.float64)
+    big = np.full(r.shape, _key(np.array(np.finfo(float).max)))
+    lo = _first_key(lambda c: release_of(c) <= r, -big, big)
+    hi = _first_key(lambda c: release_of(c) < r, -big, big) - 1
+    return _double(lo), _double(np.maximum(hi, lo))
+
+
 @contextmanager
 def record_outputs():
-    """The adversary's noise-free replay: every (zone, mechanism, value before noise) handed to output perturbation."""
+    """The adversary's noise-free replay: every (zone, mechanism, value before noise) a perturbation is handed
+    (output perturbation: the local solution; objective perturbation: the linear term on its noise support),
+    and every (zone, solve) of a learning client (the post-processing of objective perturbation)."""
+    from .admm.perturbations import ObjectivePerturbation
+    from .learning.client import ClientAgent
+
     seen: list[tuple[int, Any, np.ndarray]] = []
-    real = OutputPerturbation.perturb_output
+    solves: list[tuple[int, Callable]] = []
+    real_out, real_obj, real_solve = OutputPerturbation.perturb_output, ObjectivePerturbation.perturb_objective, ClientAgent.solve
 
-    def spy(self, z):
+    def spy_out(self, z):
         seen.append((self.ledger.zone, self.mechanism, np.array(z, dtype=float)))
-        return real(self, z)
+        return real_out(self, z)
 
-    OutputPerturbation.perturb_output = spy
+    def spy_obj(self, c):
+        seen.append((self.ledger.zone, self.mechanism, np.array(c[self.noise_cols], dtype=float)))
+        return real_obj(self, c)
+
+    def spy_solve(self, c, diag, step, exact=False, bounds=None):
+        out = real_solve(self, c, diag, step, exact, bounds)
+        # the box step the client just took (its solver's bounds now hold the round's box): clip(−c/d, lb, ub)
+        d, lb, ub = (np.array(x, dtype=float) for x in (diag, self.solver.lb, self.solver.ub))
+        solves.append((self.zone, lambda cp, d=d, lb=lb, ub=ub: np.clip(-cp / d, lb, ub)))
+        return out
+
+    OutputPerturbation.perturb_output, ObjectivePerturbation.perturb_objective, ClientAgent.solve = spy_out, spy_obj, spy_solve
     try:
-        yield seen
+        yield seen, solves
     finally:
-        OutputPerturbation.perturb_output = real
+        OutputPerturbation.perturb_output, ObjectivePerturbation.perturb_objective, ClientAgent.solve = real_out, real_obj, real_solve
 
 
-def guess(r: np.ndarray, v0: np.ndarray, v1: np.ndarray, mechanism, model: str) -> int:
-    """1 (say D') when every released double is reachable from D''s value and some is not from D's, else 0."""
-    if model == "numpy":
-        reach0 = bool(reachable_numpy_laplace(r, v0, mechanism.scale).all())
-        reach1 = bool(reachable_numpy_laplace(r, v1, mechanism.scale).all())
-    elif model == "grid":
-        reach0 = reach1 = bool(reachable_grid(r, mechanism.grid).all())
-    else:
-        raise ValueError(f"unknown sampler model {model!r}")
-    return int(reach1 and not reach0)
+def guess(r: np.ndarray, replays: list, sampler: str) -> int:
+    """1 (say D') when every released double is reachable under D' and some is not under D, else 0.
+
+    ``replays[h]`` = (value before noise, mechanism, post-processing or None) of hypothesis h."""
+    reach = []
+    for v, mech, post in replays:
+        lo, hi = (r, r) if post is None else preimage(post, r)
+        reach.append(bool(reachable(lo, hi, v, mech, sampler).all()))
+    return int(reach[1] and not reach[0])
 
 
 def bound(tp: int, pos: int, fp: int, neg: int, confidence: float = 0.95) -> dict[str, Any]:
@@ -135,7 +221,7 @@ def attack(release: Callable[[int], np.ndarray], replay: Callable[[int], tuple[n
     tp = fp = pos = neg = 0
     for _ in range(trials):
         h = secrets.randbits(1)
-        g = guess(release(h), v[0][0], v[1][0], v[0][1], model)
+        g = guess(release(h), v, model)
         pos, neg = pos + h, neg + 1 - h
         tp, fp = tp + (g and h), fp + (g and not h)
     return bound(tp, pos, fp, neg)
@@ -145,15 +231,20 @@ def _round_one(updates: list, zone: int) -> np.ndarray:
     return next(np.asarray(u.released, dtype=float) for u in updates if u.zone == zone and u.round == 1)
 
 
-def _replay(run: Callable[[Any, Callable], None], config, zone: int) -> tuple[np.ndarray, Any]:
-    """The noise-free round-1 release of ``zone`` (= its values before noise) and its round-1 mechanism."""
+def _replay(run: Callable[[Any, Callable], None], config, zone: int) -> tuple[np.ndarray, Any, Callable | None]:
+    """The adversary's noise-free run: ``zone``'s round-1 value before noise, its mechanism, and the post-processing
+    from the noisy value to the release (None for output perturbation: the release is the noisy value)."""
     from .privacy.faults import InjectedFaults
 
     got: list = []
-    with record_outputs() as seen:
+    with record_outputs() as (seen, solves):
         run(config.replace(faults=InjectedFaults(disable_noise=True), seed=0), got.extend)
-    mech = next(m for z, m, _ in seen if z == zone)
-    return _round_one(got, zone), mech
+    _, mech, value = next(x for x in seen if x[0] == zone)
+    if config.spec.perturbation == "output":
+        return _round_one(got, zone), mech, None
+    if config.spec.perturbation != "objective" or not solves:
+        raise ValueError("the floating-point attack covers output perturbation, and objective perturbation of learning")
+    return value, mech, next(f for z, f in solves if z == zone)
 
 
 def learning_target(config, client: int = 0):

@@ -1,5 +1,6 @@
 """The floating-point attack (powerdp/fp_attack.py) finds the old sampler's leak and nothing on the product's:
-learn outl, one round, ε 1 (benchmarks/fp_attack.py is the full form, with power flow)."""
+learn objl (Laplace, objective perturbation) and outg (Gaussian, output perturbation), one round, ε 1
+(benchmarks/fp_attack.py is the full form: objl, objt, outl, objg, outg and power flow's outl, outg)."""
 
 from __future__ import annotations
 
@@ -26,21 +27,31 @@ def test_reachability_is_exact_on_numpy_draws():
     assert reachable_grid(np.array([3 * 2.0**-40]), 2.0**-40).all() and not reachable_grid(np.array([0.1]), 2.0**-40).any()
 
 
-@pytest.fixture(scope="module")
-def cfg():
+CONFIGS = {
+    "objl": dict(algorithm="objl"),
+    "outg": dict(algorithm="outg", target_delta=1e-5),
+}
+
+
+def _cfg(name: str) -> LearnConfig:
     warnings.filterwarnings("ignore")
-    return LearnConfig(dataset="digits", algorithm="outl", target_epsilon=1.0, clients=3)
+    return LearnConfig(dataset="digits", target_epsilon=1.0, clients=3, **CONFIGS[name])
 
 
-def test_the_attack_breaks_the_old_sampler(cfg):
-    release, replay = learning_target(cfg.replace(faults=InjectedFaults(sampler="numpy")))
+NAMES = ["objl", pytest.param("outg", marks=pytest.mark.slow)]  # the Gaussian checks 256 ziggurat rows: slow
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_attack_breaks_the_old_sampler(name):
+    release, replay = learning_target(_cfg(name).replace(faults=InjectedFaults(sampler="numpy")))
     res = attack(release, replay, TRIALS, "numpy")
     assert res["fp"] == 0 and res["tp"] == res["positives"]
     assert res["epsilon_lower_bound"] > 1.0  # above the claim
 
 
-def test_the_attack_finds_nothing_on_the_product_sampler(cfg):
-    release, replay = learning_target(cfg)
+@pytest.mark.parametrize("name", NAMES)
+def test_the_attack_finds_nothing_on_the_product_sampler(name):
+    release, replay = learning_target(_cfg(name))
     for model in ("grid", "numpy"):
         res = attack(release, replay, TRIALS // 2, model)
         assert res["tp"] == 0 and res["fp"] == 0 and res["epsilon_lower_bound"] <= 1.0
