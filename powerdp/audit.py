@@ -46,6 +46,16 @@ __all__ = [
 ]
 
 DEFAULT_CONFIDENCE = 0.95
+
+
+def _channel_checks() -> list:
+    """Checks beyond the linear attack on message channels, each one test of the Bonferroni family: an object with
+    ``name``, ``applies(config)`` and ``run(config, runners, zone, x0, x1, confidence)`` → a channel result (its
+    ``epsilon_lower_bound``, and ``failed`` True to fail the audit by itself). Extend the list to add one."""
+    from .fp_attack import FloatingPointCheck
+
+    return [FloatingPointCheck]
+
 MIN_RUNS = 20  # runs per dataset: half train the distinguisher, half test it (10 + 10 can show ε ≥ 0.81 at most)
 
 
@@ -473,17 +483,24 @@ def run_audit(
     delta = float(claim["delta_total"] or 0.0)
     # one family: the release and every other channel the verdict reads, Bonferroni-corrected together, so the
     # audit calls a correct run "failed" with probability ≤ 1 − confidence (the replay channel is reported only)
-    family = 1 + len(set(runs0[0]) - {"released"})
+    checks = [c for c in _channel_checks() if c.applies(config)]
+    family = 1 + len(set(runs0[0]) - {"released"}) + len(checks)
     family_conf = 1.0 - (1.0 - confidence) / family
     res = attack(x0, x1, delta=delta, confidence=family_conf)
     eps_lb = res["epsilon_lower_bound"]
     claimed = claim["epsilon_total"]
     channels, off_list = _channel_bounds(runs0, runs1, delta, confidence, seeded, family_conf)
+    runners = [lambda cfg, observe, h=h: run_distributed(cfg, network=state["nets"][h], partition=state["parts"][h], reference=False,
+                                                         observe=observe) for h in ("D", "D'")]
+    for check in checks:
+        say(f"{check.name} channel")
+        channels[check.name] = check.run(config, runners, z, x0, x1, family_conf)
+    failed_checks = [c.name for c in checks if channels[c.name].get("failed")]
     threat_model = [c for name, c in channels.items() if name != "replay"]  # replay: only who knows the seed
     worst = max([eps_lb] + [c["epsilon_lower_bound"] for c in threat_model])
     if claimed is None:
         verdict = "not private"
-    elif worst > claimed or off_list:
+    elif worst > claimed or off_list or failed_checks:
         verdict = "failed"
     elif not claim.get("private", True):
         verdict = "no guarantee"  # a reproduction switch (--sensitivity paper): never called passed
@@ -504,6 +521,7 @@ def run_audit(
         "seeds": [seeds[0], seeds[-1]] if seeded else None,
         "noise_source": config.noise_source,
         "fields_outside_allow_list": off_list,
+        "failed_checks": failed_checks,  # e.g. floating_point: released doubles the sampler cannot produce
         "rounds": config.rounds,
         "local_updates": config.local_updates,
         "epsilon": config.epsilon if config.private and config.target_epsilon is None else None,

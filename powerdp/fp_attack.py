@@ -291,3 +291,44 @@ def power_flow_target(config, bus: int = 4):
         return _round_one(got, zone)
 
     return release, lambda h: _replay(runner(h), config, zone)
+
+
+class FloatingPointCheck:
+    """The audits' floating-point channel (``powerdp audit``, ``learn --audit``): the reachability test above on the
+    audited zone's round-1 release of every run, with the sampler the audited run uses (the product's grid; the old
+    numpy sampler when a test fault selects it). A release no hypothesis can explain (doubles the sampler cannot
+    produce) fails the audit by itself; the guesses' rates give an ε bound like every other channel's."""
+
+    name = "floating_point"
+
+    @staticmethod
+    def applies(config) -> bool:
+        """Output perturbation, or objective perturbation with a learning client's box step; one local step a round."""
+        if not config.private or config.local_updates != 1:
+            return False
+        return config.spec.perturbation == "output" or (
+            config.spec.perturbation == "objective" and getattr(config, "local_solver", None) == "box")
+
+    @staticmethod
+    def run(config, runners: list[Callable], zone: int, x0: np.ndarray, x1: np.ndarray, confidence: float) -> dict[str, Any]:
+        """``runners[h](config, observe)`` runs ``config`` on data set h; ``x0``/``x1`` the zone's releases (every round,
+        round 0 first) of the runs on D and D'."""
+        sampler = config.faults.sampler if config.faults is not None else "grid"
+        replays = [_replay(runners[h], config, zone) for h in (0, 1)]
+        n = x0.shape[1] // (config.rounds + 1)
+        says, lost = [], 0
+        for x in (x0, x1):
+            row = []
+            for r in x[:, n:2 * n]:
+                reach = []
+                for v, mech, post in replays:
+                    lo, hi = (r, r) if post is None else preimage(post, r)
+                    reach.append(bool(reachable(lo, hi, v, mech, sampler).all()))
+                row.append(reach[1] and not reach[0])
+                lost += not (reach[0] or reach[1])
+            says.append(np.array(row))
+        res = bound(int(says[1].sum()), len(x1), int(says[0].sum()), len(x0), confidence)
+        res.update(tpr=res["tp"] / max(len(x1), 1), fpr=res["fp"] / max(len(x0), 1), confidence=confidence, sampler=sampler,
+                   unreachable_runs=lost, failed=lost > 0,
+                   method="exact reachability of the round-1 released doubles from both hypotheses' noise-free replays")
+        return res

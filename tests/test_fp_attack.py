@@ -55,3 +55,37 @@ def test_the_attack_finds_nothing_on_the_product_sampler(name):
     for model in ("grid", "numpy"):
         res = attack(release, replay, TRIALS // 2, model)
         assert res["tp"] == 0 and res["fp"] == 0 and res["epsilon_lower_bound"] <= 1.0
+
+
+# ----------------------------------------------------------------------------- the audits' floating-point channel
+
+
+def test_power_flow_audit_catches_the_old_sampler_and_passes_the_product(tmp_path, capsys):
+    from powerdp.cli import main
+
+    args = ["audit", "case14", "--zones", "2", "--algorithm", "outl", "--target-epsilon", "1", "--rounds", "1", "--runs", "20",
+            "--bus", "4", "--jobs", "1", "-q", "--json"]
+    assert main(args + [str(tmp_path / "old.json")], faults=InjectedFaults(sampler="numpy")) == 3
+    assert "audit FAILED" in capsys.readouterr().err
+    import json
+
+    old = json.loads((tmp_path / "old.json").read_text())
+    fp = old["channels"]["floating_point"]
+    assert fp["tp"] == fp["positives"] and fp["fp"] == 0 and fp["epsilon_lower_bound"] > 1.0
+    assert main(args + [str(tmp_path / "new.json")]) == 0
+    new = json.loads((tmp_path / "new.json").read_text())["channels"]["floating_point"]
+    assert new["tp"] == new["fp"] == new["unreachable_runs"] == 0 and new["sampler"] == "grid"
+
+
+def test_learning_audit_catches_the_old_sampler(tmp_path, capsys):
+    from powerdp.cli import main
+
+    argv = ["learn", "digits", "--clients", "3", "--algorithm", "objl", "--target-epsilon", "1", "--rounds", "1", "--audit", "20",
+            "--json", str(tmp_path / "a.json")]
+    assert main(argv, faults=InjectedFaults(sampler="numpy")) == 3
+    assert "audit FAILED" in capsys.readouterr().err
+    import json
+
+    res = json.loads((tmp_path / "a.json").read_text())
+    assert res["channels"]["floating_point"]["epsilon_lower_bound"] > 1.0
+    assert main(argv[:-1] + [str(tmp_path / "b.json")]) == 0

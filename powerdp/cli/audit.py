@@ -42,8 +42,11 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     active load moved by beta, and the bus whose move changes its zone's
     released values the most. --bus names it instead.
 
-    Every other channel is attacked the same way; the release and the other
-    channels form one Bonferroni-corrected family (5 % family-wise error), and
+    Every other channel is attacked the same way, and the round-1 release of
+    output perturbation also by an exact floating-point reachability test
+    (could the sampler have produced these doubles from either dataset's
+    noise-free value?); the release and the other channels form one
+    Bonferroni-corrected family (5 % family-wise error), and
     a message field outside the protocol's allow-list fails the audit by itself.
     A run whose claim rests on an unsound sensitivity rule (--sensitivity paper
     with output perturbation) is never called passed ("no guarantee").
@@ -185,7 +188,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             f"{max([res.epsilon_lower_bound] + [c['epsilon_lower_bound'] for n, c in res.channels.items() if n != 'replay']):.3g}) "
             f"against the claimed eps = {res.epsilon_total:.3g} of zone {res.settings['zone']}"
             + (f"; fields outside the allow-list: {', '.join(res.settings['fields_outside_allow_list'])}"
-               if res.settings.get("fields_outside_allow_list") else ""),
+               if res.settings.get("fields_outside_allow_list") else "")
+            + (f"; failed checks: {', '.join(res.settings['failed_checks'])} (released doubles the sampler cannot produce)"
+               if res.settings.get("failed_checks") else ""),
             file=sys.stderr,
         )
         return EXIT_AUDIT_FAILED
