@@ -73,12 +73,17 @@ def _one_round(agent, w, lam=None):
 
 def test_remark_3_1_outpert_is_objpert_with_scaled_noise():
     """W = Rⁿ: OutPert's output noise ξ equals ObjPert's objective noise −(1/η + ρ)ξ (000 Remark 3.1): with the same
-    Gaussian draws, the two releases sit exactly symmetric around the noise-free one."""
+    Gaussian draws, the two releases sit exactly symmetric around the noise-free one. A statement about real-valued
+    noise: the continuous (old numpy) sampler shows it draw for draw; the product's grid sampler draws integers whose
+    law, not each draw, scales with σ (tests/test_sampler.py)."""
+    from powerdp.privacy.faults import InjectedFaults
+
+    continuous = InjectedFaults(sampler="numpy")
     w = np.linspace(0.2, -0.1, 18)
     lam = np.linspace(-0.05, 0.05, 18)
     base = _one_round(_client("nonprivate"), w, lam)
-    obj = _one_round(_client("objg", epsilon=0.5), w, lam)
-    out = _one_round(_client("outg", epsilon=0.5), w, lam)
+    obj = _one_round(_client("objg", epsilon=0.5, faults=continuous), w, lam)
+    out = _one_round(_client("outg", epsilon=0.5, faults=continuous), w, lam)
     assert np.abs(out - base).max() > 1e-4  # the noise is there
     np.testing.assert_allclose(obj - base, -(out - base), rtol=0, atol=1e-13)
 
