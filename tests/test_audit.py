@@ -199,7 +199,7 @@ def test_cli_audit_fails_with_its_own_exit_status_and_writes_json(tmp_path, caps
     data = json.loads(out.read_text())
     for key in ("epsilon_lower_bound", "epsilon_total", "tpr", "fpr", "tpr_interval", "fpr_interval", "settings", "verdict", "wall_s"):
         assert key in data, key
-    assert data["epsilon_total"] == pytest.approx(0.5) and data["epsilon_lower_bound"] == pytest.approx(0.8071548652, rel=1e-6)
+    assert data["epsilon_total"] == pytest.approx(0.5) and data["epsilon_lower_bound"] == pytest.approx(PERFECT, rel=1e-9)
     assert (data["tpr"], data["fpr"]) == (1.0, 0.0) and data["verdict"] == "failed"
     assert data["settings"]["target_epsilon"] == 0.5 and data["settings"]["runs"] == 20 and data["settings"]["bus"] == 4
     assert main(args) == 2  # the file exists: refused without --force, before any run
