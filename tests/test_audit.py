@@ -201,7 +201,7 @@ def test_cli_audit_fails_with_its_own_exit_status_and_writes_json(tmp_path, caps
         assert key in data, key
     assert data["epsilon_total"] == pytest.approx(0.5) and data["epsilon_lower_bound"] == pytest.approx(PERFECT, rel=1e-9)
     assert (data["tpr"], data["fpr"]) == (1.0, 0.0) and data["verdict"] == "failed"
-    assert data["settings"]["target_epsilon"] == 0.5 and data["settings"]["runs"] == 20 and data["settings"]["bus"] == 4
+    assert data["settings"]["target_epsilon"] == 0.5 and data["settings"]["runs"] == 30 and data["settings"]["bus"] == 4
     assert main(args) == 2  # the file exists: refused without --force, before any run
     assert "--force" in capsys.readouterr().err
 
