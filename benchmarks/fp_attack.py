@@ -16,7 +16,7 @@ import time
 import warnings
 
 from powerdp.admm.config import RunConfig
-from powerdp.fp_attack import attack, learning_target, power_flow_target
+from powerdp.fp_attack_targets import attack, learning_target, power_flow_target
 from powerdp.learning import LearnConfig
 from powerdp.privacy.faults import InjectedFaults
 

@@ -50,8 +50,9 @@ DEFAULT_CONFIDENCE = 0.95
 
 def _channel_checks() -> list:
     """Checks beyond the linear attack on message channels, each one test of the Bonferroni family: an object with
-    ``name``, ``applies(config)`` and ``run(config, runners, zone, x0, x1, confidence)`` → a channel result (its
-    ``epsilon_lower_bound``, and ``failed`` True to fail the audit by itself). Extend the list to add one."""
+    ``name``, ``applies(config)`` and ``run(config, runners, zone, x0, x1, confidence)`` → a channel result: counts
+    ``tp``/``positives``/``fp``/``negatives`` of its guesses (the audit adds their ε bound, :func:`check_bound`)
+    and ``failed`` True to fail the audit by itself. Extend the list to add one."""
     from .fp_attack import FloatingPointCheck
 
     return [FloatingPointCheck]
@@ -60,6 +61,16 @@ MIN_RUNS = 20  # runs per dataset: half train the distinguisher, half test it (1
 
 
 # --------------------------------------------------------------------------- statistics
+
+
+def check_bound(res: dict[str, Any], delta: float, confidence: float) -> dict[str, Any]:
+    """``res`` (a channel check's counts) with the ε lower bound its guesses prove at ``confidence``."""
+    if "tp" in res:
+        _, fpr_hi = clopper_pearson(res["fp"], res["negatives"], confidence)
+        tpr_lo, _ = clopper_pearson(res["tp"], res["positives"], confidence)
+        res["epsilon_lower_bound"] = float(epsilon_lower_bound(fpr_hi, 1 - tpr_lo, delta))
+    res.setdefault("epsilon_lower_bound", 0.0)
+    return res
 
 
 def clopper_pearson(k, n, confidence: float = DEFAULT_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
@@ -494,7 +505,7 @@ def run_audit(
                                                          observe=observe) for h in ("D", "D'")]
     for check in checks:
         say(f"{check.name} channel")
-        channels[check.name] = check.run(config, runners, z, x0, x1, family_conf)
+        channels[check.name] = check_bound(check.run(config, runners, z, x0, x1, family_conf), delta, family_conf)
     failed_checks = [c.name for c in checks if channels[c.name].get("failed")]
     threat_model = [c for name, c in channels.items() if name != "replay"]  # replay: only who knows the seed
     worst = max([eps_lb] + [c["epsilon_lower_bound"] for c in threat_model])

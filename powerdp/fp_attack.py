@@ -15,7 +15,6 @@ released double is unreachable is ruled out; the adversary says D' when only D' 
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
@@ -24,8 +23,8 @@ import numpy as np
 
 from .admm.perturbations import OutputPerturbation
 
-__all__ = ["reachable", "reachable_numpy_laplace", "reachable_grid", "preimage", "record_outputs", "guess", "bound", "attack",
-           "learning_target", "power_flow_target", "ziggurat_widths"]
+__all__ = ["reachable", "reachable_numpy_laplace", "reachable_grid", "preimage", "record_outputs", "guess",
+           "ziggurat_widths", "FloatingPointCheck"]
 
 _SIGN = np.int64(-(2**63))
 _MAG = np.int64(2**63 - 1)
@@ -203,30 +202,6 @@ def guess(r: np.ndarray, replays: list, sampler: str) -> int:
     return int(reach[1] and not reach[0])
 
 
-def bound(tp: int, pos: int, fp: int, neg: int, confidence: float = 0.95) -> dict[str, Any]:
-    """Rates and the ε lower bound (95 % Clopper–Pearson) of ``tp``/``pos`` true and ``fp``/``neg`` false positives."""
-    from .audit import clopper_pearson, epsilon_lower_bound
-
-    _, fpr_hi = clopper_pearson(fp, neg, confidence)
-    tpr_lo, _ = clopper_pearson(tp, pos, confidence)
-    return {"tp": tp, "positives": pos, "fp": fp, "negatives": neg,
-            "epsilon_lower_bound": float(epsilon_lower_bound(fpr_hi, 1 - tpr_lo))}
-
-
-def attack(release: Callable[[int], np.ndarray], replay: Callable[[int], tuple[np.ndarray, Any]], trials: int,
-           model: str) -> dict[str, Any]:
-    """``trials`` secret bits h: ``release(h)`` is the target run's released doubles on data set h, ``replay(h)``
-    the adversary's noise-free (value, mechanism) of the same coordinates; returns the rates and the ε bound."""
-    v = [replay(0), replay(1)]
-    tp = fp = pos = neg = 0
-    for _ in range(trials):
-        h = secrets.randbits(1)
-        g = guess(release(h), v, model)
-        pos, neg = pos + h, neg + 1 - h
-        tp, fp = tp + (g and h), fp + (g and not h)
-    return bound(tp, pos, fp, neg)
-
-
 def _round_one(updates: list, zone: int) -> np.ndarray:
     return next(np.asarray(u.released, dtype=float) for u in updates if u.zone == zone and u.round == 1)
 
@@ -245,52 +220,6 @@ def _replay(run: Callable[[Any, Callable], None], config, zone: int) -> tuple[np
     if config.spec.perturbation != "objective" or not solves:
         raise ValueError("the floating-point attack covers output perturbation, and objective perturbation of learning")
     return value, mech, next(f for z, f in solves if z == zone)
-
-
-def learning_target(config, client: int = 0):
-    """(release, replay) for a one-round learning run: client ``client``'s first sample replaced (D')."""
-    from .learning.audit import neighbouring_dataset
-    from .learning.runner import prepare_data, run_federated
-
-    config = config.replace(rounds=1, evaluate=False, checkpoint_every=0)
-    prepared = prepare_data(config)
-    d1, parts1 = neighbouring_dataset(prepared.data, prepared.parts, client, config.adjacency, prepared.data.preprocessing["R2"])
-    data = [(prepared.data, prepared.parts), (d1, parts1)]
-
-    def runner(h):
-        return lambda cfg, observe: run_federated(cfg, data=data[h][0], parts=data[h][1], reference=False, observe=observe)
-
-    def release(h):
-        got: list = []
-        runner(h)(config, got.extend)
-        return _round_one(got, client)
-
-    return release, lambda h: _replay(runner(h), config, client)
-
-
-def power_flow_target(config, bus: int = 4):
-    """(release, replay) for a one-round power-flow run: the load of bus ``bus`` (MATPOWER id) moved by β (D')."""
-    from .admm.runner import resolve_config, resolve_partition, run_distributed
-    from .audit import neighbouring_network
-    from .grid.network import load_case
-
-    net = load_case(config.case)
-    config = resolve_config(config.replace(rounds=1, evaluate=False, checkpoint_every=0), net)
-    part = resolve_partition(net, config)
-    b = net.bus_index(bus)
-    net1 = neighbouring_network(net, b, config.beta, config.adjacency)
-    data = [(net, part), (net1, part.with_network(net1))]
-    zone = int(part.zone_of_bus[b])
-
-    def runner(h):
-        return lambda cfg, observe: run_distributed(cfg, network=data[h][0], partition=data[h][1], reference=False, observe=observe)
-
-    def release(h):
-        got: list = []
-        runner(h)(config, got.extend)
-        return _round_one(got, zone)
-
-    return release, lambda h: _replay(runner(h), config, zone)
 
 
 class FloatingPointCheck:
@@ -327,7 +256,7 @@ class FloatingPointCheck:
                 row.append(reach[1] and not reach[0])
                 lost += not (reach[0] or reach[1])
             says.append(np.array(row))
-        res = bound(int(says[1].sum()), len(x1), int(says[0].sum()), len(x0), confidence)
+        res = {"tp": int(says[1].sum()), "positives": len(x1), "fp": int(says[0].sum()), "negatives": len(x0)}
         res.update(tpr=res["tp"] / max(len(x1), 1), fpr=res["fp"] / max(len(x0), 1), confidence=confidence, sampler=sampler,
                    unreachable_runs=lost, failed=lost > 0,
                    method="exact reachability of the round-1 released doubles from both hypotheses' noise-free replays")

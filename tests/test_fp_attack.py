@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from powerdp.fp_attack import attack, learning_target, reachable_grid, reachable_numpy_laplace
+from powerdp.fp_attack import reachable_grid, reachable_numpy_laplace
+from powerdp.fp_attack_targets import attack, learning_target
 from powerdp.learning import LearnConfig
 from powerdp.privacy.faults import InjectedFaults
 

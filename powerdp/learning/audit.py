@@ -49,7 +49,7 @@ def run_learning_audit(
 ) -> dict[str, Any]:
     """Audit ``config`` with ``runs`` seeded runs on each of two neighbouring data sets; returns the attack's result,
     the claim, and the verdict ("passed", "failed": the lower bound exceeds the claim, or "not private")."""
-    from ..audit import MIN_RUNS, _channel_checks, attack
+    from ..audit import MIN_RUNS, _channel_checks, attack, check_bound
 
     if runs < MIN_RUNS:
         raise ConfigError(f"runs = {runs!r}: give at least {MIN_RUNS} runs per data set (half train, half test)")
@@ -92,7 +92,7 @@ def run_learning_audit(
     result = attack(x0, x1, delta=delta, confidence=family_conf)
     runners = [lambda cfg, observe, d=d, p=p: run_federated(cfg, data=d, parts=p, reference=False, observe=observe)
                for d, p in ((d0, parts), (d1, parts1))]
-    channels = {c.name: c.run(config, runners, client, x0, x1, family_conf) for c in checks}
+    channels = {c.name: check_bound(c.run(config, runners, client, x0, x1, family_conf), delta, family_conf) for c in checks}
     lb = max([result["epsilon_lower_bound"]] + [c["epsilon_lower_bound"] for c in channels.values()])
     failed = claim is not None and (lb > claim or any(c.get("failed") for c in channels.values()))
     verdict = "not private" if claim is None else ("failed" if failed else "passed")
