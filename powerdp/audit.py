@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from .admm.agent import _TEST_LEAK_ENV
 from .admm.algorithms import compose
 from .admm.config import RunConfig
 from .admm.messages import MESSAGE_FIELDS
@@ -38,7 +37,6 @@ from .admm.runner import RunFailed, resolve_config, resolve_partition, run_distr
 from .errors import ConfigError, Interrupted, PowerDPError
 from .grid.network import Network, load_case
 from .grid.partition import Partition
-from .privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +46,31 @@ __all__ = [
 ]
 
 DEFAULT_CONFIDENCE = 0.95
+
+
+def _channel_checks() -> list:
+    """Checks beyond the linear attack on message channels, each one test of the Bonferroni family: an object with
+    ``name``, ``applies(config)`` and ``run(config, runners, zone, x0, x1, confidence)`` → a channel result: counts
+    ``tp``/``positives``/``fp``/``negatives`` of its guesses (the audit adds their ε bound, :func:`check_bound`)
+    and ``failed`` True to fail the audit by itself. Extend the list to add one."""
+    from .fp_attack import FloatingPointCheck
+
+    return [FloatingPointCheck]
+
 MIN_RUNS = 20  # runs per dataset: half train the distinguisher, half test it (10 + 10 can show ε ≥ 0.81 at most)
 
 
 # --------------------------------------------------------------------------- statistics
+
+
+def check_bound(res: dict[str, Any], delta: float, confidence: float) -> dict[str, Any]:
+    """``res`` (a channel check's counts) with the ε lower bound its guesses prove at ``confidence``."""
+    if "tp" in res:
+        _, fpr_hi = clopper_pearson(res["fp"], res["negatives"], confidence)
+        tpr_lo, _ = clopper_pearson(res["tp"], res["positives"], confidence)
+        res["epsilon_lower_bound"] = float(epsilon_lower_bound(fpr_hi, 1 - tpr_lo, delta))
+    res.setdefault("epsilon_lower_bound", 0.0)
+    return res
 
 
 def clopper_pearson(k, n, confidence: float = DEFAULT_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
@@ -458,10 +477,8 @@ def run_audit(
     else:
         b, z, probe = _probe(config, net, part, zone, jobs, say)
     net1 = neighbouring_network(net, b, config.beta, config.adjacency)
-    if os.environ.get(_TEST_DISABLE_NOISE_ENV) == "1":
-        log.warning("%s=1: noise is switched off behind the ledger's back (a test-only broken run)", _TEST_DISABLE_NOISE_ENV)
-    if os.environ.get(_TEST_LEAK_ENV):
-        log.warning("%s=%s: messages carry a test-only side channel", _TEST_LEAK_ENV, os.environ[_TEST_LEAK_ENV])
+    if config.faults is not None:
+        log.warning("%s", config.faults.describe())
     state = {"config": config, "nets": {"D": net, "D'": net1}, "parts": {"D": part, "D'": part.with_network(net1)}}
     seeded = config.seed is not None
     seeds: list[int | None] = [config.seed + k for k in range(runs)] if seeded else [None] * runs
@@ -481,15 +498,26 @@ def run_audit(
     if any(c["epsilon_total"] != claim["epsilon_total"] for c in claims):  # the ledger is data-independent
         raise RuntimeError("the ledger's claim differs between runs of the audit")
     delta = float(claim["delta_total"] or 0.0)
-    res = attack(x0, x1, delta=delta, confidence=confidence)
+    # one family: the release and every other channel the verdict reads, Bonferroni-corrected together, so the
+    # audit calls a correct run "failed" with probability ≤ 1 − confidence (the replay channel is reported only)
+    checks = [c for c in _channel_checks() if c.applies(config)]
+    family = 1 + len(set(runs0[0]) - {"released"}) + len(checks)
+    family_conf = 1.0 - (1.0 - confidence) / family
+    res = attack(x0, x1, delta=delta, confidence=family_conf)
     eps_lb = res["epsilon_lower_bound"]
     claimed = claim["epsilon_total"]
-    channels, off_list = _channel_bounds(runs0, runs1, delta, confidence, seeded)
+    channels, off_list = _channel_bounds(runs0, runs1, delta, confidence, seeded, family_conf)
+    runners = [lambda cfg, observe, h=h: run_distributed(cfg, network=state["nets"][h], partition=state["parts"][h], reference=False,
+                                                         observe=observe) for h in ("D", "D'")]
+    for check in checks:
+        say(f"{check.name} channel")
+        channels[check.name] = check_bound(check.run(config, runners, z, x0, x1, family_conf), delta, family_conf)
+    failed_checks = [c.name for c in checks if channels[c.name].get("failed")]
     threat_model = [c for name, c in channels.items() if name != "replay"]  # replay: only who knows the seed
     worst = max([eps_lb] + [c["epsilon_lower_bound"] for c in threat_model])
     if claimed is None:
         verdict = "not private"
-    elif worst > claimed or off_list:
+    elif worst > claimed or off_list or failed_checks:
         verdict = "failed"
     elif not claim.get("private", True):
         verdict = "no guarantee"  # a reproduction switch (--sensitivity paper): never called passed
@@ -517,6 +545,7 @@ def run_audit(
         "seeds": [seeds[0], seeds[-1]] if seeded else None,
         "noise_source": config.noise_source,
         "fields_outside_allow_list": off_list,
+        "failed_checks": failed_checks,  # e.g. floating_point: released doubles the sampler cannot produce
         "rounds": config.rounds,
         "local_updates": config.local_updates,
         "epsilon": config.epsilon if config.private and config.target_epsilon is None else None,
@@ -562,15 +591,14 @@ def replay_attack(x0: np.ndarray, x1: np.ndarray, replay0: np.ndarray, replay1: 
     }
 
 
-def _channel_bounds(runs0: list[dict], runs1: list[dict], delta: float, confidence: float, seeded: bool):
+def _channel_bounds(runs0: list[dict], runs1: list[dict], delta: float, confidence: float, seeded: bool, conf: float):
     """Per channel the coordinator holds (besides the allow-listed release, attacked by :func:`attack`): the
-    linear attack's ε bound, at a Bonferroni-corrected confidence so that the channels together keep ``confidence``;
-    for a seeded run also the replay adversary, which knows the seed (on the test half). Returns (channels, the
-    names of message fields outside the allow-list)."""
+    linear attack's ε bound at ``conf``, the Bonferroni-corrected confidence of the whole family (release
+    included) that keeps ``confidence``; for a seeded run also the replay adversary, which knows the seed (on
+    the test half, at ``confidence``: it is reported, not part of the verdict). Returns (channels, the names of
+    message fields outside the allow-list)."""
     names = sorted(set(runs0[0]) - {"released"})
     off_list = sorted(n.removeprefix("field:") for n in names if n.startswith("field:"))
-    n_tests = max(len(names), 1)
-    conf = 1.0 - (1.0 - confidence) / n_tests
     out: dict[str, Any] = {}
     for name in names:
         a = np.stack([r[name] for r in runs0])

@@ -16,6 +16,7 @@ import numpy as np
 from powerdp.admm.agent import ZoneDiagnostics
 from powerdp.admm.messages import ConsensusMessage, ZoneUpdate
 from powerdp.privacy import noise_rng
+from powerdp.privacy.sampler import gaussian_release
 
 
 class FakeAgent:
@@ -40,20 +41,20 @@ class FakeAgent:
 
     def step(self, msg: ConsensusMessage) -> ZoneUpdate:
         self.round = msg.round
-        self.released = 0.5 * (msg.w + self.target) + 0.01 * self.rng.standard_normal(self.n_shared)
+        self.released = gaussian_release(0.5 * (msg.w + self.target), 0.01, None, self.rng)[0]
         return self._update(msg.round)
 
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
         return ZoneDiagnostics(self.zone, float(np.sum((self.released - self.target) ** 2)), 0.0, 0.0, {"pid": self.pid, "seen_load": self.seen_load})
 
     def save_checkpoint(self, folders) -> Path:
-        state = {"round": self.round, "released": self.released, "rng": self.rng.bit_generator.state}
+        state = {"round": self.round, "released": self.released, "rng": self.rng.state}
         return folders.save_state(self.zone, self.round, state)
 
     def load_checkpoint(self, folders, round: int) -> None:
         state = folders.load_state(self.zone, round)
         self.round, self.released = int(state["round"]), state["released"]
-        self.rng.bit_generator.state = state["rng"]
+        self.rng.state = state["rng"]
 
     def prune_checkpoints(self, folders, keep_round: int) -> None:
         folders.prune(self.zone, keep_round)

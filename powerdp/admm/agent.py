@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
-import os
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -43,12 +42,6 @@ from .zone_folders import ZoneFolders
 
 __all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
 
-#: TEST-ONLY side channel: "noise_magnitude" makes every ZoneUpdate carry the round's Σ|ξ| in an extra
-#: field outside the allow-list (what the code before the privacy review did); ``powerdp audit`` must
-#: fail on it (tests/test_audit.py). Never set it outside tests.
-_TEST_LEAK_ENV = "POWERDP_TEST_LEAK"
-
-
 @dataclasses.dataclass(frozen=True)
 class _LeakyZoneUpdate(ZoneUpdate):
     """A ZoneUpdate with a field the allow-list forbids (the test-only leak switch)."""
@@ -56,8 +49,10 @@ class _LeakyZoneUpdate(ZoneUpdate):
     noise_magnitude: float = 0.0
 
 
-def _maybe_leak(update: ZoneUpdate, noise: float) -> ZoneUpdate:
-    if os.environ.get(_TEST_LEAK_ENV) == "noise_magnitude":
+def _maybe_leak(update: ZoneUpdate, noise: float, faults) -> ZoneUpdate:
+    """The test-only side channel (``RunConfig.faults.leak == "noise_magnitude"``): every ZoneUpdate carries the
+    round's Σ|ξ| in a field outside the allow-list, as before the privacy review; ``powerdp audit`` must fail on it."""
+    if faults is not None and faults.leak == "noise_magnitude":
         return _LeakyZoneUpdate(update.round, update.zone, update.released, float(noise))
     return update
 
@@ -201,7 +196,7 @@ class ZoneAgent:
         self._warm_start = bool(config.warm_start and solver_cls.supports_warm_start)
         self._z_flat = prob.x0.copy()  # data-independent flat start (docs/algorithm.md)
         self._r_flat = red.reduced.x0.copy()
-        self.rng = noise_rng(config.seed, self.zone)  # secret unless the run is seeded; never leaves the zone
+        self.rng = noise_rng(config.seed, self.zone, faults=config.faults)  # secret unless seeded; never leaves the zone
         self.grad_sensitivity = None
         # where ObjPert's noise goes: the balance variables y, the only entries of ∇f_p that hold
         # loads (noise_on "data"), or every entry of z as the paper draws it ("all")
@@ -344,7 +339,7 @@ class ZoneAgent:
             statuses=tuple(outcome.statuses),
             noise_magnitude=outcome.noise,
         ))
-        return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise)
+        return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise, cfg.faults)
 
     # ----------------------------------------------------------- evaluation
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
@@ -410,7 +405,7 @@ class ZoneAgent:
             "warm": self._warm,
         }
         if self.config.noise_source == "seeded":
-            state["rng"] = self.rng.bit_generator.state
+            state["rng"] = self.rng.state  # the seeded stream's state; a secret source keeps nothing
         state.update(self.perturbation.state_arrays())
         return state
 
@@ -438,7 +433,7 @@ class ZoneAgent:
         self.z_released = np.asarray(state["z_released"], dtype=float)
         self.lam = np.asarray(state["lam"], dtype=float)
         if "rng" in state and self.config.noise_source == "seeded":  # a secret run goes on with fresh entropy
-            self.rng.bit_generator.state = state["rng"]
+            self.rng.state = state["rng"]
         if self.ledger is not None:
             if self.ledger.steps == 0 and state.get("ledger_history"):
                 for mechanism, steps in state["ledger_history"]:

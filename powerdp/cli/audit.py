@@ -42,7 +42,11 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     active load moved by beta, and the bus whose move changes its zone's
     released values the most. --bus names it instead.
 
-    Every other channel is attacked the same way (Bonferroni-corrected), and
+    Every other channel is attacked the same way, and the round-1 release of
+    output perturbation also by an exact floating-point reachability test
+    (could the sampler have produced these doubles from either dataset's
+    noise-free value?); the release and the other channels form one
+    Bonferroni-corrected family (5 % family-wise error), and
     a message field outside the protocol's allow-list fails the audit by itself.
     A run whose claim rests on an unsound sensitivity rule (--sensitivity paper
     with output perturbation) is never called passed ("no guarantee").
@@ -156,6 +160,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..audit import run_audit
 
     cfg = _audit_config(args)
+    if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)
+        cfg = cfg.replace(faults=args._faults)
     if args.json is not None:
         _check_output_file(args.json, "--json")
         if str(args.json) != "-" and args.json.exists() and not args.force:
@@ -199,7 +205,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
                if res.settings.get("fields_outside_allow_list") else "")
             + (f"; deployment files: {res.files['problems'][0]}"
                + (f" (and {len(res.files['problems']) - 1} more)" if len(res.files["problems"]) > 1 else "")
-               if res.files and res.files["failed"] else ""),
+               if res.files and res.files["failed"] else "")
+            + (f"; failed checks: {', '.join(res.settings['failed_checks'])} (released doubles the sampler cannot produce)"
+               if res.settings.get("failed_checks") else ""),
             file=sys.stderr,
         )
         return EXIT_AUDIT_FAILED
