@@ -19,7 +19,9 @@ import sys
 import textwrap
 
 from .._version import __version__
+from ..cli_args import Parser
 from ..cli_io import STDOUT_NAME, NamedStdout, json_on_stdout, route_python_warnings
+from ..cli_output import protect_streams
 from ..errors import Interrupted, PowerDPError
 from ..provenance import forget_noted
 from .audit import AUDIT_DESCRIPTION, MIN_RUNS, add_audit_parser, cmd_audit
@@ -71,7 +73,7 @@ EPILOG = textwrap.dedent(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="powerdp",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -161,6 +163,7 @@ def _os_error(exc: OSError) -> str:
 def main(argv: list[str] | None = None) -> int:
     from ..admm.stopping import stop_signals
 
+    protect_streams()  # a character the terminal cannot encode is spelled in ASCII, never a traceback
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -169,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("-q/--quiet and -v/--verbose exclude each other")
     setup_logging(args.quiet, args.verbose)
     forget_noted()
+    if sys.stdout is None:  # started with standard output closed (`>&-`): what it prints would vanish without a word
+        print(f"powerdp: error: {STDOUT_NAME} is closed; redirect it (e.g. > FILE or > /dev/null)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if sys.stdout is not None and not isinstance(sys.stdout, NamedStdout):
         sys.stdout = NamedStdout(sys.stdout)
     try:
