@@ -581,11 +581,11 @@ def test_a_skip_for_missing_data_names_the_file_and_what_it_would_check():
 @pytest.mark.parametrize(
     "args, needle",
     [
-        (["run", "case14", "--rounds", "1", "--partition", "BIN"], "not a text file"),
-        (["partition", "case14", "--from", "BIN"], "not a text file"),
-        (["run", "--config", "BIN"], "not a text file"),
-        (["sweep", "BIN", "--out", "OUT"], "not a text file"),
-        (["solve", "case14", "--profile", "BIN"], "not a text file"),
+        (["run", "case14", "--rounds", "1", "--partition", "BIN"], "not UTF-8 text: byte 0xff at line 1, column 1"),
+        (["partition", "case14", "--from", "BIN"], "not UTF-8 text: byte 0xff at line 1, column 1"),
+        (["run", "--config", "BIN"], "not UTF-8 text: byte 0xff at line 1, column 1"),
+        (["sweep", "BIN", "--out", "OUT"], "not UTF-8 text: byte 0xff at line 1, column 1"),
+        (["solve", "case14", "--profile", "BIN"], "not UTF-8 text: byte 0xff at line 1, column 1"),
         (["run", "case14", "--rounds", "1", "--ipopt-option", "=3"], "expected NAME=VALUE"),
     ],
 )

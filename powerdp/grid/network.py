@@ -375,6 +375,13 @@ def _pandapower_to_matpower(net, name: str | None = None) -> MatpowerData:
     """Convert a pandapower network through its MATPOWER export (``pandapower.converter.to_mpc``)."""
     from pandapower.converter.matpower.to_mpc import to_mpc
 
+    xward = getattr(net, "xward", None)
+    if xward is not None and len(xward) and bool(xward["in_service"].any()):
+        first = xward.index[xward["in_service"].to_numpy(bool)][0]
+        raise CaseDataError(
+            f"pandapower network: xward {first} (an extended ward) is not supported: pandapower turns its internal "
+            "voltage source into a generator without a cost; model it as a ward, or a load and an sgen"
+        )
     try:
         mpc = to_mpc(net, init="flat")
         mpc = mpc.get("mpc", mpc)
