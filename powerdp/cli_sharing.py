@@ -51,7 +51,7 @@ def _flags(dests) -> str:
 
 def refuse_unread_flags(command: str, args) -> None:
     """One line naming the flags given on the command line that the chosen model would ignore."""
-    explicit = getattr(args, "_explicit", set())
+    explicit = getattr(args, "_explicit", set()) - {"func"}
     if getattr(args, "model", "soc") == "dc":
         unread = explicit - DC_READS[command]
         if unread:
@@ -136,6 +136,7 @@ def _host_vertical(learn: argparse.ArgumentParser) -> None:
         return federated(args, namespace)
 
     learn.parse_known_args = parse_known_args
+    learn.vertical_parser = vertical  # the parser a --vertical command line goes to (help, tests)
 
 
 # --------------------------------------------------------------------------- DC solve
