@@ -124,6 +124,16 @@ class _Formatter(logging.Formatter):
         return f"powerdp: {level.get(record.levelno, record.levelname.lower())}: {record.getMessage()}"
 
 
+def _not_an_interruption(record: logging.LogRecord) -> bool:
+    """A library's own report of a Ctrl-C it was interrupted by (Pyomo logs "Constructing component ... failed:
+    KeyboardInterrupt") is dropped: powerdp says "interrupted" once, exit status 130."""
+    if record.name.startswith("powerdp"):
+        return True
+    if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
+        return False
+    return "KeyboardInterrupt" not in record.getMessage()
+
+
 def setup_logging(quiet: bool, verbose: bool) -> None:
     """powerdp's messages at the asked level; other libraries' (cyipopt, pyomo, pandapower...) only when they are errors."""
     handler = logging.StreamHandler(sys.stderr)
@@ -133,6 +143,7 @@ def setup_logging(quiet: bool, verbose: bool) -> None:
         if getattr(h, "_powerdp", False):
             root.removeHandler(h)
     handler._powerdp = True
+    handler.addFilter(_not_an_interruption)
     root.addHandler(handler)
     root.setLevel(logging.ERROR)
     own = logging.ERROR if quiet else (logging.INFO if verbose else logging.WARNING)
