@@ -67,7 +67,11 @@ EPILOG = textwrap.dedent(
       powerdp privacy amplification --smooth 0.18 --strong 0.18 --strong-g 0.2 --penalty 0.5
 
     exit status: 0 success; 1 a solve or run failed; 2 bad input (arguments, files,
-    output paths); 3 a privacy audit failed (powerdp audit); 130 interrupted (Ctrl-C or SIGTERM).
+    output paths, an existing output file without --force, a closed standard output);
+    3 a privacy audit failed (powerdp audit); 130 interrupted (Ctrl-C or SIGTERM).
+
+    output files: an existing output file or run directory is never replaced unless
+    --force (or --overwrite) is given; signs a terminal cannot encode are spelled in ASCII.
     """
 )
 
