@@ -142,9 +142,9 @@ def public(directory):
     seen["public_loads_nan"] = bool(np.isnan(net.pd).all() and np.isnan(net.qd).all())
     return net
 
-def zone(directory, z, public=None):
+def zone(directory, z, *rest):
     seen["zones"].append(int(z))
-    return real_zone(directory, z, public)
+    return real_zone(directory, z, *rest)
 
 zone_data.load_public_network, zone_data.zone_network = public, zone
 status = main(sys.argv[2:])
