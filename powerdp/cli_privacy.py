@@ -211,9 +211,7 @@ def cmd_privacy_amplification(args: argparse.Namespace) -> int:
         lines.append(f"  Cor. 7.3 (strongly convex)   {_fmt(z['cor_7_3'])}" + (f"   refused: {z['cor_7_3_refused']}" if z["cor_7_3_refused"] else ""))
         lines.append(f"  best: {z['source']}, rho = {z['best']:.6g} -> epsilon = {z['epsilon']:.4g} at delta = {z['delta']:g}")
     u = rep.get("all_users")
-    if u is not None and u["refused"]:
-        lines.append(f"every user of {u['users']} (Cor. 8.3): refused: {u['refused']}")
-    elif u is not None:
+    if u is not None:  # a refused Cor. 8.3 is an error (amplification_report)
         lines.append(f"every user of {u['users']} (random permutation, Cor. 8.3): C = {u['C']:.6g}, "
                      f"RDP_{u['alpha']:g} = {u['rdp']:.6g} -> epsilon = {u['epsilon']:.4g} at delta = {u['delta']:g}")
     if not getattr(args, "quiet", False):
