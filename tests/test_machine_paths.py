@@ -35,7 +35,8 @@ def test_no_tracked_file_names_a_machine_path():
 
 
 def test_the_pattern_finds_machine_paths_and_nothing_else():
-    for bad in ('PGLIB = "/work/wt/shared/data/pglib"', "/home/alice/data.m", "# /root/x", r'"C:\Users\bob\case.m"'):
+    root = "/"  # the examples are spelled in pieces, so that this file holds no machine path itself
+    for bad in (f'PGLIB = "{root}work/wt/shared/data/pglib"', f"{root}home/alice/data.m", f"# {root}root/x", "C:" + r'\Users\bob\case.m'):
         assert MACHINE_PATH.search(bad), bad
     for fine in ('"../work/r"', "~/work/x", "tests/work/x", "/tmp/x", "https://example.org/home/page"):
         assert not MACHINE_PATH.search(fine), fine
