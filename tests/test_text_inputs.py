@@ -84,7 +84,7 @@ def test_a_pandapower_xward_is_named():
 
     net = pn.case9()
     pp.create_xward(net, bus=4, ps_mw=1, qs_mvar=0.5, pz_mw=0, qz_mvar=0, r_ohm=0.1, x_ohm=1.0, vm_pu=1.0)
-    with pytest.raises(CaseDataError, match=r"xward 0 \(an extended ward\) is not supported") as info:
+    with pytest.raises(CaseDataError, match=r"xward 0 \(an extended ward\) has no cost") as info:
         load_case(net)
     assert "NCOST" not in str(info.value) and "mpc" not in str(info.value)
 
