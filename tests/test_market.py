@@ -16,12 +16,12 @@ from powerdp.grid.network import load_case
 from powerdp.grid.partition import partition
 from powerdp.opf.dc import dc_model
 
-PGLIB = "/work/wt/shared/data/pglib"
+from .shared_data import shared_case
 
 
 @pytest.fixture(scope="module")
 def case30():
-    net = load_case(f"{PGLIB}/pglib_opf_case30_ieee.m")
+    net = load_case(shared_case("pglib", "pglib_opf_case30_ieee.m", checks="the zonal DC market on PGLib case30"))
     return net, partition(net, zones=3, method="modularity").zone_of_bus
 
 

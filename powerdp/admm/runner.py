@@ -666,9 +666,9 @@ def _write_pandapower_copy(result: RunResult, net: Network, out_dir: Path) -> No
 
 def _save_partial(partial: RunResult, out_dir: Path, failure: str) -> None:
     """A failed run's files; a write failure here must not hide the failure being reported."""
-    try:
-        partial.save(out_dir)
+    try:  # the failure first: under MPI the job is aborted soon after, and failure.txt is what says why
         atomic_write_text(out_dir / "failure.txt", failure)
+        partial.save(out_dir)
     except OSError as exc:
         log.warning("could not write the failed run's files: %s", exc)
 

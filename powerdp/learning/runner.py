@@ -395,9 +395,10 @@ def _loop(config, prepared, central, coordinator, backend, out_dir, state, progr
     result = _result(config, prepared, coordinator, backend, history, central, setup_s, time.perf_counter() - run_start, stopped)
     result.summary["resumed_from"] = start - 1 if state is not None else None
     if tol > 0 and stopped == "rounds":  # a run that should converge and did not: say so (its model is short of the optimum)
+        primal, dual = result.summary["final_relative_residuals"] or (float("nan"), float("nan"))  # None after one round
         log.warning("%s stopped at the round cap (%d) before its residuals met the tolerance %g (relative primal %.2e, "
                     "dual %.2e): the model may be short of the optimum; give more --rounds", config.algorithm, config.rounds,
-                    tol, *result.summary["final_relative_residuals"])
+                    tol, primal, dual)
     if out_dir is not None:
         result.save(out_dir)
     return result

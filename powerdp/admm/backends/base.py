@@ -118,7 +118,7 @@ def build_agents(net: Network, specs: Sequence[AgentSpec], config: RunConfig):
     if config.deployment is not None:  # a deployment: each zone reads its own load file on its own host, and no other
         from ..zone_data import zone_network
 
-        return {s.zone: agent_class(s.agent)(zone_network(config.deployment, s.zone, net), s.zone, s.own_buses, s.shared_keys, config)
+        return {s.zone: agent_class(s.agent)(zone_network(config.deployment, s.zone, net, s.own_buses), s.zone, s.own_buses, s.shared_keys, config)
                 for s in specs}
     return {s.zone: agent_class(s.agent)(net, s.zone, s.own_buses, s.shared_keys, config) for s in specs}
 
