@@ -24,8 +24,8 @@ import logging
 import time
 from pathlib import Path
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.grid.network import load_case
 from powerdp.opf.centralized import solve_opf
 

@@ -4,7 +4,7 @@ Both attack what the coordinator holds: the zones' messages, seen through ``run_
 ``observe`` hook, and the run's public configuration (what ``config.json`` records). A secret bit
 picks the dataset of every target run: D, or D' with one load of zone 0 moved by β. The adversary
 guesses the bit; its true and false positive rates, with 95 % Clopper–Pearson intervals, give a
-lower bound on ε (powerdp.audit), to compare with the run's claim.
+lower bound on ε (powerdp.studies.audit), to compare with the run's claim.
 
 1. **Replay** (finding 1): the adversary re-runs both hypotheses with the run's public configuration
    (its seed, if it has one) and picks the one whose transcript lies closer. Against a seeded run the
@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from powerdp.admm.agent import _TEST_LEAK_ENV, ZoneAgent
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import resolve_config, resolve_partition, run_distributed
-from powerdp.audit import clopper_pearson, epsilon_lower_bound, neighbouring_network
+from powerdp.apps.power_flow.agent import _TEST_LEAK_ENV, ZoneAgent
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import resolve_config, resolve_partition, run_distributed
 from powerdp.grid.network import load_case
+from powerdp.studies.audit import clopper_pearson, epsilon_lower_bound, neighbouring_network
 
 BUS = 4  # external id of the moved load (zone 0 of case14's 2-zone partition)
 

@@ -27,10 +27,10 @@ import logging
 import statistics
 import sys
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
-from powerdp.plots import utility_floor
-from powerdp.sweep import SweepSpec, run_sweep
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
+from powerdp.studies.plots import utility_floor
+from powerdp.studies.sweep import SweepSpec, run_sweep
 
 BUDGET_ALGORITHMS = ["objl", "objg", "outl", "outg", "inpl", "inpg"]
 PURE = ["objl", "outl", "inpl"]  # Laplace at δ = 0

@@ -39,7 +39,7 @@ def case118():
 def fail_local_solve(monkeypatch, zone: int, round: int):
     """Make zone ``zone``'s local solves report infeasibility in round ``round`` (serial backend);
     ``monkeypatch.undo()`` restores them."""
-    from powerdp.admm import agent as agent_mod
+    from powerdp.apps.power_flow import agent as agent_mod
     from powerdp.errors import InfeasibleError
 
     real = agent_mod.ZoneAgent._solve

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from powerdp.admm.agent import ZoneDiagnostics
-from powerdp.admm.checkpoint import load_state, prune_zone_states, save_state, zone_checkpoint_path
-from powerdp.admm.messages import ConsensusMessage, ZoneUpdate
+from powerdp.apps.power_flow.agent import ZoneDiagnostics
+from powerdp.engine.consensus.messages import ConsensusMessage, ZoneUpdate
+from powerdp.files.checkpoint import load_state, prune_zone_states, save_state, zone_checkpoint_path
 from powerdp.privacy import noise_rng
 
 

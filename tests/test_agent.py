@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from powerdp.admm.agent import ZoneAgent, step_size
-from powerdp.admm.backends import private_view
-from powerdp.admm.config import RunConfig
-from powerdp.admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
+from powerdp.apps.power_flow.agent import ZoneAgent, step_size
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.engine.backends import private_view
+from powerdp.engine.consensus.messages import ConsensusMessage, SolverStats, ZoneUpdate
 from powerdp.errors import ConfigError
 from powerdp.grid.partition import bundled_partition
 
@@ -197,9 +197,9 @@ def test_agent_state_round_trip_reproduces_next_step(zone_setup):
 _ZONE_RUN = """
 import hashlib, logging, numpy as np
 logging.getLogger("pyomo").setLevel(logging.ERROR)
-from powerdp.admm.agent import ZoneAgent
-from powerdp.admm.config import RunConfig
-from powerdp.admm.messages import ConsensusMessage
+from powerdp.apps.power_flow.agent import ZoneAgent
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.engine.consensus.messages import ConsensusMessage
 from powerdp.grid.network import load_case
 from powerdp.grid.partition import partition
 net = load_case("case118")

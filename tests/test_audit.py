@@ -1,4 +1,4 @@
-"""The empirical privacy audit (powerdp.audit, ``powerdp audit``): its statistics against known values and
+"""The empirical privacy audit (powerdp.studies.audit, ``powerdp audit``): its statistics against known values and
 real mechanisms, and end to end on case14: a non-private run is detected, a private one stays within its
 claim, and a run whose noise is switched off behind the ledger's back fails."""
 
@@ -10,8 +10,11 @@ import math
 import numpy as np
 import pytest
 
-from powerdp.admm.config import RunConfig
-from powerdp.audit import (
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.cli import main
+from powerdp.errors import ConfigError
+from powerdp.privacy.mechanisms import _TEST_DISABLE_NOISE_ENV, LaplaceMechanism
+from powerdp.studies.audit import (
     AuditRunFailed,
     attack,
     best_threshold,
@@ -21,9 +24,6 @@ from powerdp.audit import (
     neighbouring_network,
     run_audit,
 )
-from powerdp.cli import main
-from powerdp.errors import ConfigError
-from powerdp.privacy.mechanisms import _TEST_DISABLE_NOISE_ENV, LaplaceMechanism
 
 # ----------------------------------------------------------------------------- statistics
 
@@ -157,7 +157,7 @@ def test_probe_picks_the_most_influential_load(case14):
 
 
 def test_a_failed_run_is_reported(case14, monkeypatch):
-    from .conftest import fail_local_solve
+    from conftest import fail_local_solve
 
     fail_local_solve(monkeypatch, zone=0, round=1)
     with pytest.raises(AuditRunFailed, match="dataset D with seed 0 failed: run stopped in round 1: zone 0") as exc:
@@ -206,7 +206,8 @@ def test_cli_audit_fails_with_its_own_exit_status_and_writes_json(tmp_path, monk
 
 
 def test_cli_min_runs_matches_the_audit():
-    from powerdp import audit, cli
+    from powerdp import cli
+    from powerdp.studies import audit
 
     assert cli.MIN_RUNS == audit.MIN_RUNS
 
@@ -282,7 +283,7 @@ def test_secret_noise_audit_has_no_replay_channel(case14):
 
 
 def test_leak_switch_fails_the_audit_with_exit_status_3(monkeypatch, capsys, tmp_path):
-    from powerdp.admm.agent import _TEST_LEAK_ENV
+    from powerdp.apps.power_flow.agent import _TEST_LEAK_ENV
 
     monkeypatch.setenv(_TEST_LEAK_ENV, "noise_magnitude")  # Σ|ξ| back in every ZoneUpdate, as before the review
     out = tmp_path / "leak.json"

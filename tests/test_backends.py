@@ -6,10 +6,10 @@ import os
 import numpy as np
 import pytest
 
-from powerdp.admm.backends import BACKENDS, AgentSpec, backend_class, make_backend
-from powerdp.admm.backends.serial import SerialBackend
-from powerdp.admm.config import RunConfig
-from powerdp.admm.coordinator import Coordinator
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.engine.backends import BACKENDS, AgentSpec, backend_class, make_backend
+from powerdp.engine.backends.serial import SerialBackend
+from powerdp.engine.consensus.coordinator import Coordinator
 from powerdp.errors import ConfigError
 from powerdp.grid.partition import bundled_partition
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from powerdp.admm.results import read_history, read_summary
+from powerdp.apps.power_flow.result import read_history, read_summary
 from powerdp.cli import build_parser, main
 
 CASE14_SOC = 8075.12

@@ -75,12 +75,12 @@ def test_layers_point_one_way():
 
 
 def test_learning_uses_the_engine_not_power_flow():
-    """powerdp.learning sits beside opf/: it imports admm/ and privacy/ (and the neutral solver registry), never
+    """powerdp.apps.learning sits beside opf/: it imports admm/ and privacy/ (and the neutral solver registry), never
     grid/ or opf/; and nothing below it (grid, opf, privacy, admm) imports it."""
     g = _graph()
     for a, b in g.edges:
-        if a.startswith("powerdp.learning"):
+        if a.startswith("powerdp.apps.learning"):
             assert not b.startswith(("powerdp.grid", "powerdp.opf")), f"{a} imports {b}"
-        if b.startswith("powerdp.learning"):
+        if b.startswith("powerdp.apps.learning"):
             assert (a.split(".") + [""])[1] not in ("grid", "opf", "privacy", "admm"), f"{a} imports {b}"
-    assert any(a.startswith("powerdp.learning") and b.startswith("powerdp.admm") for a, b in g.edges)
+    assert any(a.startswith("powerdp.apps.learning") and b.startswith("powerdp.admm") for a, b in g.edges)

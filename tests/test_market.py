@@ -1,4 +1,4 @@
-"""The zonal DC market by ADMM sharing (powerdp.admm.market): the centralized optimum and prices, a sound
+"""The zonal DC market by ADMM sharing (powerdp.apps.market.dc_market): the centralized optimum and prices, a sound
 release sensitivity, resume and backends bit for bit, nothing but the releases crossing."""
 
 import json
@@ -7,14 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerdp.admm.market import MarketZone, default_market_rho, market_problem, market_sensitivity, run_market
-from powerdp.admm.results import read_history, read_summary
-from powerdp.admm.sharing import Contribution, SharingMessage
-from powerdp.admm.sharing_hosts import build
-from powerdp.admm.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER, SharingSettings
+from powerdp.apps.market.dc_market import MarketZone, default_market_rho, market_problem, market_sensitivity, run_market
+from powerdp.apps.power_flow.result import read_history, read_summary
+from powerdp.engine.sharing.coordinator import Contribution, SharingMessage
+from powerdp.engine.sharing.hosts import build
 from powerdp.grid.network import load_case
 from powerdp.grid.partition import partition
 from powerdp.opf.dc import dc_model
+from powerdp.runs.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER, SharingSettings
 
 PGLIB = "/work/wt/shared/data/pglib"
 
@@ -177,7 +177,7 @@ def test_noise_comes_from_os_entropy_unless_seeded(case30):
 
 def test_cost_sensitivity_is_sound(case30):
     """Moving one generator's linear cost by γ moves the zone's release by at most √(γ·max range/κ)."""
-    from powerdp.admm.market import cost_sensitivity
+    from powerdp.apps.market.dc_market import cost_sensitivity
 
     net, zones = case30
     problem, model, _ = market_problem(net, zones, model=dc_model(net))
@@ -203,7 +203,7 @@ def test_cost_sensitivity_is_sound(case30):
 
 
 def test_a_failed_round_stops_with_its_history_and_exit_status_1(tmp_path, case30, monkeypatch):
-    from powerdp.admm.sharing_run import RunStopped
+    from powerdp.runs.sharing_run import RunStopped
 
     net, zones = case30
     original = MarketZone.local_step

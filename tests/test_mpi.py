@@ -14,9 +14,9 @@ import time
 import pandas as pd
 import pytest
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.results import read_history
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.result import read_history
+from powerdp.apps.power_flow.runner import run_distributed
 
 pytestmark = pytest.mark.mpi
 
@@ -59,7 +59,7 @@ def test_mpi_backend_needs_two_ranks():
 DYING_RANK = """
 import os, sys
 from mpi4py import MPI
-from powerdp.admm import agent
+from powerdp.apps.power_flow import agent
 from powerdp.cli import main
 
 real = agent.ZoneAgent.step
@@ -124,12 +124,12 @@ def test_setup_error_on_rank_zero_releases_the_agent_ranks(tmp_path):
     assert time.monotonic() - t0 < 45
 
 
-# Every rank records which load files it opens (powerdp.admm.zone_data), then runs the deployment.
+# Every rank records which load files it opens (powerdp.apps.power_flow.zone_data), then runs the deployment.
 DEPLOYMENT_RANK = """
 import json, sys
 import numpy as np
 from mpi4py import MPI
-from powerdp.admm import zone_data
+from powerdp.apps.power_flow import zone_data
 from powerdp.cli import main
 
 rank = MPI.COMM_WORLD.Get_rank()

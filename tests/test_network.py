@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
+from conftest import shared_case
+from test_matpower import MINI
 
 from powerdp.errors import CaseDataError
 from powerdp.grid.network import PM_ANGLE_PAD, bundled_cases, load_case, voltage_product_bounds
-
-from .conftest import shared_case
-from .test_matpower import MINI
 
 
 def write(tmp_path, text, name="case.m"):
@@ -184,7 +183,7 @@ def test_dcline_end_limits_follow_powermodels():
 
 
 def test_dcline_out_of_service_dropped_and_zero_costs(tmp_path):
-    from .conftest import HVDC_CASE
+    from conftest import HVDC_CASE
 
     off = HVDC_CASE.replace("\t1\t4\t1\t0\t0", "\t1\t4\t0\t0\t0")
     assert off != HVDC_CASE
@@ -196,7 +195,7 @@ def test_dcline_out_of_service_dropped_and_zero_costs(tmp_path):
 
 
 def test_dcline_loss_corrections_as_powermodels(tmp_path, caplog):
-    from .conftest import HVDC_CASE
+    from conftest import HVDC_CASE
 
     text = HVDC_CASE.replace("-20\t25\t1\t0.02;", "-20\t25\t-3\t1.5;")
     with caplog.at_level("WARNING", logger="powerdp.grid.network"):
@@ -221,7 +220,7 @@ def test_dcline_loss_corrections_as_powermodels(tmp_path, caplog):
     ],
 )
 def test_bad_dcline_data_names_line_and_field(tmp_path, old, new, match):
-    from .conftest import HVDC_CASE
+    from conftest import HVDC_CASE
 
     assert old in HVDC_CASE
     path = write(tmp_path, HVDC_CASE.replace(old, new, 1), "broken.m")

@@ -18,10 +18,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import HVDC_CASE, shared_case
 
 from powerdp.opf.centralized import OPFResult, solve_opf
-
-from .conftest import HVDC_CASE, shared_case
 
 CASE14_SOC = 8075.12
 

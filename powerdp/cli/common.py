@@ -47,8 +47,8 @@ def _check_output_file(path: Path | None, flag: str) -> None:
     """An output file's directory is created (and the path checked) before any work is done ("-": standard output)."""
     if path is None or str(path) == "-":
         return
-    from ..admm.outdir import ensure_dir
     from ..errors import ConfigError
+    from ..runs.directory import ensure_dir
 
     if path.is_dir():
         raise ConfigError(f"{flag} {path} is a directory; it names a file")

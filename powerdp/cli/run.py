@@ -8,16 +8,16 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..admm.algorithms import compose
-from ..admm.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
-from ..admm.perturbations import PERTURBATIONS
-from ..admm.updates import UPDATES
-from ..cli_io import write_json
+from ..apps.power_flow.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
+from ..engine.consensus.algorithms import compose
+from ..engine.consensus.perturbations import PERTURBATIONS
+from ..engine.consensus.updates import UPDATES
 from ..errors import ConfigError
+from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
-from ..opf.solver_base import SOLVERS
 from ..privacy import MECHANISMS
 from .common import _check_output_file, _status_printer, _weight, add_verbosity
+from .output import write_json
 
 RUN_DESCRIPTION = textwrap.dedent(
     """\
@@ -310,9 +310,9 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
     if args.resume is not None:
         return _resume_config(args, explicit)
     if getattr(args, "config", None) is not None:
-        from ..admm.configfile import check_types
-        from ..provenance import note_input
-        from ..sweep import load_toml
+        from ..apps.power_flow.config_file import check_types
+        from ..runs.inputs import note_input
+        from ..studies.sweep import load_toml
 
         data = load_toml(args.config)
         unknown = sorted(set(data) - {"run"})
@@ -380,7 +380,7 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
 
 def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
     """The saved run's configuration; only flags that cannot change its results may be given."""
-    from ..admm.runner import load_config
+    from ..apps.power_flow.runner import load_config
 
     cfg = load_config(args.resume)
     saved = cfg.to_dict()
@@ -500,11 +500,11 @@ def _check_json_path(args) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..admm.runner import run_distributed
+    from ..apps.power_flow.runner import run_distributed
 
     cfg = _config(args)
     if cfg.backend == "mpi":
-        from ..admm.backends.mpi import rank
+        from ..engine.backends.mpi import rank
 
         if rank() != 0:
             run_distributed(cfg)  # serve this rank's agents until rank 0 closes the run

@@ -10,11 +10,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..cli_io import write_json
 from ..errors import ConfigError
+from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
-from ..opf.solver_base import SOLVERS
 from .common import EXIT_FAILED, EXIT_OK, _add_case_args, _check_output_file, _weight, add_verbosity
+from .output import write_json
 
 log = logging.getLogger("powerdp")
 
@@ -151,8 +151,8 @@ def add_solve_parsers(sub) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from ..admm.outdir import ensure_dir
     from ..opf.centralized import solve_opf
+    from ..runs.directory import ensure_dir
 
     _check_output_file(args.json, "--json")
     for flag, path in (("--solution", args.solution), ("--out", args.out)):
@@ -199,7 +199,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         ensure_dir(args.solution, "--solution directory")
         res.save_tables(args.solution)
     if args.out:
-        from ..provenance import case_entry, record_inputs
+        from ..runs.inputs import case_entry, record_inputs
 
         ensure_dir(args.out, "--out directory")
         res.save(args.out)
@@ -213,7 +213,7 @@ def _check_solve_out(out: Path | None, overwrite: bool) -> None:
     """``solve --out`` never replaces a result, a run or a sweep silently (as ``run --out``)."""
     if out is None or not out.is_dir():
         return
-    from ..admm.outdir import holds_run
+    from ..runs.directory import holds_run
 
     if holds_run(out) or (out / "sweep.json").is_file():
         raise ConfigError(f"--out {out} holds a run or a sweep; give the solve a directory of its own")
@@ -223,7 +223,7 @@ def _check_solve_out(out: Path | None, overwrite: bool) -> None:
 
 def _export_case(d: Path, fallback: str) -> str:
     """The case a run or solve directory was made from: its recorded file, checked unchanged (provenance.py)."""
-    from ..provenance import case_source, verify_inputs
+    from ..runs.inputs import case_source, verify_inputs
 
     source = case_source(verify_inputs(d, "export"), fallback)
     text = str(source)
@@ -250,7 +250,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ConfigError(f"--pandapower {target} exists; give --force to replace it")
     _check_output_file(target, "--pandapower")
     if (d / "config.json").is_file():  # a run
-        from ..admm.results import RunResult
+        from ..apps.power_flow.result import RunResult
 
         run = RunResult.load(d)
         net = load_case(_export_case(d, run.config.case), convention=run.config.convention)
@@ -302,7 +302,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
-    from ..admm.runner import bundled_partition_name
+    from ..apps.power_flow.runner import bundled_partition_name
     from ..grid.network import load_case
     from ..grid.partition import partition
 
@@ -324,8 +324,8 @@ def cmd_partition(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"wrote {args.out}")
     if args.split:
-        from ..admm.outdir import ensure_dir
-        from ..admm.zone_data import split_case
+        from ..apps.power_flow.zone_data import split_case
+        from ..runs.directory import ensure_dir
 
         split_case(net, part, ensure_dir(args.split, "--split directory"))
         if not args.quiet:

@@ -557,7 +557,7 @@ class Partition:
         labels = self.labels
         for b, z in zip(self.network.bus_ids.tolist(), self.zone_of_bus.tolist()):
             writer.writerow([b, labels[z]])
-        from ..fileio import atomic_write_text
+        from ..files.atomic import atomic_write_text
 
         return atomic_write_text(path, buf.getvalue())
 

@@ -20,8 +20,8 @@ import pandas as pd
 from ..grid.network import Network, load_case
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
+from .local_solver import SUCCESS_OUTCOMES, solver_class
 from .objectives import generation_cost, total_shedding_mw
-from .solver_base import SUCCESS_OUTCOMES, solver_class
 from .tables import DC_KINDS, Dispatch, ResultTables, dispatch_from_solution, physical_tables
 
 __all__ = ["OPFResult", "solve_opf", "solution_tables", "dcline_table"]
@@ -63,7 +63,7 @@ class OPFResult:
     shedding_weight: float | None
     generation_cost: float
     total_shedding_mw: float
-    solver: str  # the registered solver name (powerdp.opf.solver_base.SOLVERS)
+    solver: str  # the registered solver name (powerdp.opf.local_solver.SOLVERS)
     outcome: str  # powerdp's status of the solve (solver_base.OUTCOMES)
     x: np.ndarray = field(repr=False)
     buses: pd.DataFrame = field(repr=False)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ConfigError, ModelError
 from .compiled import CompiledProblem, QuadraticObjective
-from .solver_base import SolveResult
+from .local_solver import SolveResult
 
 log = logging.getLogger(__name__)
 
@@ -280,7 +280,7 @@ class IpoptSolver:
         Ipopt then factors a sparser KKT system.
     warm_options: options switched on by :meth:`enable_warm_start` (the ``warm`` profile in runs).
 
-    One implementation of :class:`~powerdp.opf.solver_base.LocalSolver`.
+    One implementation of :class:`~powerdp.opf.local_solver.LocalSolver`.
     """
 
     name: ClassVar[str] = "ipopt"
