@@ -12,11 +12,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..apps.learning.config import ALGORITHM_NAMES, DEFAULT_ETA, RUNNERS, LearnConfig, runner_part
+from ..apps.learning.config import ALGORITHM_NAMES, DEFAULT_ETA, RUNNERS, LearnConfig
 from ..apps.learning.data import BUNDLED
 from ..errors import ConfigError
 
 __all__ = ["add_learn_parser", "add_learn_arguments", "config_from_args", "cmd_learn"]
+
+#: the command of each algorithm with its own runner (learning's config.RUNNERS), as "module:function" of this package
+RUNNER_COMMANDS = {"noisy-admm": "noisy_admm:cmd_noisy_admm"}
 
 LEARN_DESCRIPTION = textwrap.dedent(
     """\
@@ -139,7 +142,7 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
         "exceeds the ledger's claim (--json: the audit's result)",
     )
     p.add_argument("--audit-client", type=int, default=0, metavar="P", help="the audited client (default: 0)")
-    from ..apps.learning.amplified import add_arguments as add_noisy_admm_arguments
+    from .noisy_admm import add_arguments as add_noisy_admm_arguments
 
     add_noisy_admm_arguments(p)
 
@@ -238,10 +241,13 @@ def _printer(args, cfg: LearnConfig):
 def cmd_learn(args: argparse.Namespace) -> int:
     from ..apps.learning.runner import run_federated
 
-    if args.algorithm in RUNNERS:  # its own runner (not a per-round consensus): config.RUNNERS
-        return runner_part(args.algorithm, 2)(args)
+    if args.algorithm in RUNNERS:  # its own runner (not a per-round consensus): config.RUNNERS, its own command
+        from importlib import import_module
+
+        module, name = RUNNER_COMMANDS[args.algorithm].split(":")
+        return getattr(import_module(f"{__package__}.{module}"), name)(args)
     if getattr(args, "_explicit", None):
-        from ..apps.learning.amplified import refuse_foreign_flags
+        from .noisy_admm import refuse_foreign_flags
 
         refuse_foreign_flags(args, noisy=False)
 

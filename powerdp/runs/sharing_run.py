@@ -8,7 +8,7 @@ and an ``evaluate`` callable — the simulation's evaluation, which sees every
 agent's diagnostics and is kept apart from the coordinator's view.
 
 An output directory holds the run's two views apart, as a power-flow run's does (docs/privacy.md, "What a
-deployment publishes"; powerdp/apps/power_flow/result.py)::
+deployment publishes"; powerdp/runs/views.py)::
 
     DIR/config.json                the problem's public configuration and the settings
     DIR/coordinator_view/          what the coordinator holds and a deployment would publish:
@@ -36,7 +36,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..apps.power_flow.result import (
+from ..engine.sharing.coordinator import SharingCoordinator
+from ..engine.sharing.hosts import SHARING_BACKENDS, launch_sharing, load_state, make_sharing_backend, save_state
+from ..errors import ConfigError, PowerDPError, SolverError
+from ..files.jsonable import jsonable
+from .directory import DirectoryLock, ensure_dir, prepare_run_dir
+from .stopping import deferred_stop, stop_requested
+from .views import (
     COORDINATOR_VIEW,
     EVALUATION_VIEW,
     append_history_views,
@@ -44,12 +50,6 @@ from ..apps.power_flow.result import (
     save_history_views,
     save_summary_views,
 )
-from ..engine.sharing.coordinator import SharingCoordinator
-from ..engine.sharing.hosts import SHARING_BACKENDS, launch_sharing, load_state, make_sharing_backend, save_state
-from ..errors import ConfigError, PowerDPError, SolverError
-from ..files.jsonable import jsonable
-from .directory import DirectoryLock, ensure_dir, prepare_run_dir
-from .stopping import deferred_stop, stop_requested
 
 __all__ = ["SharingSettings", "SharingProblem", "SharingResult", "run_sharing", "gaussian_ledger", "RESUME_MAY_CHANGE_SHARING",
            "COORDINATOR_COLUMNS", "COORDINATOR_KEYS", "HISTORY_ORDER"]

@@ -30,8 +30,8 @@ from typing import Any
 import pandas as pd
 
 from ..apps.learning.config import LearnConfig
-from ..apps.power_flow.result import read_history, read_summary, summary_path
 from ..errors import ConfigError
+from ..runs.views import read_history, read_summary, summary_path
 
 __all__ = ["is_learning_sweep", "run_learning_sweep", "learning_tables", "plot_learning", "is_learning_dir"]
 

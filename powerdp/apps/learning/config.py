@@ -38,14 +38,14 @@ ALGORITHMS: dict[str, tuple[str, dict[str, Any]]] = {
 #: algorithms that are not a per-round consensus of P clients and so have their own runner (docs/learning.md):
 #: name → (config class, run function) as "module:attribute" of this package, imported when used.
 #: noisy-admm: 001's Algorithm 1, one user's gradient per iteration, only the final (x, λ) released.
-RUNNERS: dict[str, tuple[str, str, str]] = {
-    "noisy-admm": ("amplified:NoisyADMMConfig", "amplified:run_noisy_admm", "amplified:cmd_noisy_admm"),
+RUNNERS: dict[str, tuple[str, str]] = {
+    "noisy-admm": ("amplified:NoisyADMMConfig", "amplified:run_noisy_admm"),
 }
 ALGORITHM_NAMES = (*ALGORITHMS, *RUNNERS)
 
 
 def runner_part(algorithm: str, which: int):
-    """The config class (0), run function (1) or command (2) of an algorithm of :data:`RUNNERS`."""
+    """The config class (0) or run function (1) of an algorithm of :data:`RUNNERS`."""
     from importlib import import_module
 
     module, attr = RUNNERS[algorithm][which].split(":")

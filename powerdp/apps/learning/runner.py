@@ -3,7 +3,7 @@
 :func:`run_federated` is the one entry point of the CLI (``powerdp learn``), sweeps and notebooks. It uses
 the engine's :class:`~powerdp.engine.consensus.coordinator.Coordinator` as it is (every client shares every entry of
 the global model), writes an output directory with the two views of a run apart, as ``powerdp run`` does
-(docs/privacy.md, "What a deployment publishes"; powerdp/apps/power_flow/result.py), and can continue an interrupted run
+(docs/privacy.md, "What a deployment publishes"; powerdp/runs/views.py), and can continue an interrupted run
 (``resume=True``)::
 
     DIR/config.json                the resolved LearnConfig (public settings)
@@ -40,7 +40,7 @@ from ...errors import ConfigError, Interrupted, PowerDPError
 from ...files.jsonable import jsonable
 from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
 from ...runs.stopping import deferred_stop, stop_requested
-from ..power_flow.result import (
+from ...runs.views import (
     COORDINATOR_VIEW,
     EVALUATION_VIEW,
     append_history_views,
@@ -100,7 +100,7 @@ class LearnResult:
 
     def views(self) -> dict[str, dict[str, Any]]:
         """The summary split into the coordinator's view and the simulation's evaluation (:data:`COORDINATOR_KEYS`)."""
-        from ..power_flow.result import split_views
+        from ...runs.views import split_views
 
         return split_views(self.summary, COORDINATOR_KEYS)
 

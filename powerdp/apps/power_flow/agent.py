@@ -40,7 +40,7 @@ from ...privacy import PrivacyLedger, noise_rng
 from ...privacy.mechanisms import mechanism_from_dict, mechanism_to_dict
 from .config import RunConfig
 
-__all__ = ["ZoneAgent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
+__all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
 
 #: TEST-ONLY side channel: "noise_magnitude" makes every ZoneUpdate carry the round's Σ|ξ| in an extra
 #: field outside the allow-list (what the code before the privacy review did); ``powerdp audit`` must
@@ -431,3 +431,14 @@ class ZoneAgent:
         self.perturbation.load_state_arrays(state)
         warm = state.get("warm")
         self._set_warm(tuple(np.asarray(a, dtype=float) for a in warm) if warm is not None else None)
+
+
+def hosted_zone_agent(net: Network, zone: int, own_buses: np.ndarray, shared_keys: tuple[Hashable, ...],
+                      config: RunConfig) -> ZoneAgent:
+    """Zone ``zone``'s agent as its host builds it (the engine's ``AgentSpec.agent``): in a deployment the zone
+    reads its own load file on its own host, and no other."""
+    if config.deployment is not None:
+        from .zone_data import zone_network
+
+        net = zone_network(config.deployment, zone, net)
+    return ZoneAgent(net, zone, own_buses, shared_keys, config)

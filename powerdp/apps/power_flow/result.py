@@ -38,6 +38,20 @@ from ...errors import ConfigError
 from ...files.atomic import atomic_to_csv, atomic_write_text
 from ...files.jsonable import jsonable
 from ...opf.tables import Dispatch, ResultTables
+from ...runs import views
+from ...runs.views import (
+    COORDINATOR_VIEW,
+    EVALUATION_VIEW,
+    OLD_HISTORY_NAMES,
+    VIEW_LABELS,
+    append_history_views,
+    is_legacy,
+    read_file,
+    read_summary,
+    save_history_views,
+    save_summary_views,
+    summary_path,
+)
 from .config import RunConfig
 
 __all__ = ["RunResult", "HISTORY_COLUMNS", "OLD_HISTORY_NAMES", "COORDINATOR_COLUMNS", "COORDINATOR_KEYS",
@@ -45,9 +59,10 @@ __all__ = ["RunResult", "HISTORY_COLUMNS", "OLD_HISTORY_NAMES", "COORDINATOR_COL
            "read_summary", "read_history", "VIEW_LABELS", "save_summary_views", "save_history_views",
            "append_history_views", "evaluation_columns"]
 
-#: the folders of the two views of a run (never mixed)
-COORDINATOR_VIEW = "coordinator_view"
-EVALUATION_VIEW = "simulation_evaluation"
+#: the mixed top-level files of run directories written before the views were split (still read by load)
+LEGACY_FILES = ("history.csv", "summary.json", "consensus.csv", "generators.csv", "buses.csv", "branches.csv",
+                "zones.csv", "pandapower.json")
+
 #: history columns the coordinator computes from what it receives (and its own clock); all others are evaluation
 COORDINATOR_COLUMNS = ["round", "feasibility", "dual_residual", "wall_s", "epsilon_spent", "rho"]
 #: summary keys of the coordinator's view (an allow-list: any other key is the simulation's evaluation)
@@ -57,19 +72,6 @@ COORDINATOR_KEYS = (
     "epsilon_basic", "target_epsilon", "target_delta", "private", "noise_source", "privacy_warnings", "backend", "hosts",
     "resumed_from",
 )
-
-#: how each view's summary.json says whose it is
-VIEW_LABELS = {
-    COORDINATOR_VIEW: "the coordinator's view: what a deployment publishes",
-    EVALUATION_VIEW: "the simulation's evaluation: needs every zone's data; never published",
-}
-
-#: the mixed top-level files of run directories written before the views were split (still read by load)
-LEGACY_FILES = ("history.csv", "summary.json", "consensus.csv", "generators.csv", "buses.csv", "branches.csv",
-                "zones.csv", "pandapower.json")
-
-#: history columns renamed since: old name → new name (runs written before still load)
-OLD_HISTORY_NAMES = {"ipopt_s": "solver_s"}
 
 HISTORY_COLUMNS = [
     "round",
@@ -238,17 +240,17 @@ class RunResult:
 
         d = Path(directory)
         config = read_config_json(d / "config.json")
-        legacy = _is_legacy(d)
+        legacy = is_legacy(d)
         coord = d if legacy else d / COORDINATOR_VIEW
         evaluation = d if legacy else d / EVALUATION_VIEW
         history = read_history(d)
         summary = read_summary(d)
         data = json.loads(summary_path(d).read_text())  # read_summary checked it
-        cons = _read(coord / "consensus.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
+        cons = read_file(coord / "consensus.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
         keys = [(v, _index(i)) for v, i in zip(cons["variable"], cons["index"])]
         sols = {}
         for f in sorted((d / "zones").glob("zone_*.csv")):
-            frame = _read(f, lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
+            frame = read_file(f, lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
             sols[int(f.stem.split("_")[1])] = {
                 (v, _index(i)): float(x) for v, i, x in zip(frame["variable"], frame["index"], frame["value"])
             }
@@ -261,148 +263,32 @@ class RunResult:
             zone_solutions=sols,
             privacy=privacy,
             summary=summary,
-            tables=_read(evaluation, ResultTables.load, []),  # None without evaluation, or for runs older than the tables
+            tables=read_file(evaluation, ResultTables.load, []),  # None without evaluation, or for runs older than the tables
         )
 
 
 def split_history(history: pd.DataFrame, columns: list[str] = COORDINATOR_COLUMNS) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the coordinator's columns, ``round`` + every other column): the allow-list ``columns`` (a power-flow
-    run's :data:`COORDINATOR_COLUMNS`, or another run type's) decides; a column it does not name is the
-    simulation's evaluation."""
-    coord = [c for c in columns if c in history.columns]
-    return history[coord], history[["round"] + [c for c in history.columns if c not in columns]]
+    """A power-flow run's history as (the coordinator's columns, ``round`` + the evaluation's) (:mod:`powerdp.runs.views`)."""
+    return views.split_history(history, columns)
 
 
 def evaluation_columns(all_columns: list[str], columns: list[str] = COORDINATOR_COLUMNS) -> list[str]:
-    """``round`` + the columns of ``all_columns`` that the allow-list ``columns`` does not name."""
-    return ["round"] + [c for c in all_columns if c not in columns]
-
-
-def save_history_views(directory: str | Path, history: pd.DataFrame, columns: list[str]) -> None:
-    """Write a history in the two views' ``history.csv`` (split by the allow-list ``columns``; each file whole)."""
-    d = Path(directory)
-    for view, part in zip((COORDINATOR_VIEW, EVALUATION_VIEW), split_history(history, columns)):
-        (d / view).mkdir(parents=True, exist_ok=True)
-        atomic_to_csv(part, d / view / "history.csv", index=False)
-
-
-def append_history_views(directory: str | Path, row: dict[str, Any], columns: list[str], all_columns: list[str],
-                         header: bool = False) -> None:
-    """Append one round to each view's ``history.csv`` (repr floats: round-trip exact); ``all_columns`` fixes the
-    order, ``columns`` (the allow-list) the split; ``header``: start the files with their column names."""
-    import csv
-
-    d = Path(directory)
-    coord = [c for c in columns if c in all_columns]
-    for view, names in ((COORDINATOR_VIEW, coord), (EVALUATION_VIEW, evaluation_columns(all_columns, columns))):
-        (d / view).mkdir(parents=True, exist_ok=True)
-        with open(d / view / "history.csv", "w" if header else "a", newline="") as fh:
-            writer = csv.writer(fh)
-            if header:
-                writer.writerow(names)
-            writer.writerow([repr(float(v)) if isinstance(v, float) else v for v in (row.get(c, "") for c in names)])
-
-
-def save_summary_views(directory: str | Path, summary: dict[str, Any], keys: tuple[str, ...],
-                       **coordinator_extra: Any) -> None:
-    """Write a summary in the two views' ``summary.json``, split by the allow-list ``keys`` (a key it does not
-    name is the simulation's evaluation); ``coordinator_extra`` (the ledger ...) goes beside the coordinator's."""
-    d = Path(directory)
-    views = split_views(summary, keys)
-    for view, extra in ((COORDINATOR_VIEW, coordinator_extra), (EVALUATION_VIEW, {})):
-        (d / view).mkdir(parents=True, exist_ok=True)
-        atomic_write_text(d / view / "summary.json", json.dumps(jsonable({
-            "view": VIEW_LABELS[view], "summary": views[view], **extra}), indent=2) + "\n")
+    return views.evaluation_columns(all_columns, columns)
 
 
 def read_history(directory: str | Path, order: list[str] | None = HISTORY_COLUMNS) -> pd.DataFrame:
-    """A run directory's per-round history, both views joined in ``order`` (a power-flow run's
-    :data:`HISTORY_COLUMNS`; None: the coordinator's columns, then the evaluation's) (also of a run
-    still going, failed or interrupted: the files are appended every round). Without
-    ``simulation_evaluation/history.csv`` (a deployment's published view) the evaluation columns are NaN; a run
-    directory of an earlier version has one mixed ``history.csv``."""
-    d = Path(directory)
-    if _is_legacy(d):
-        return _read_history(d / "history.csv")
-    coord, ev_path = d / COORDINATOR_VIEW / "history.csv", d / EVALUATION_VIEW / "history.csv"
-    history = _read_history(coord)
-    if ev_path.is_file():
-        ev = _read_history(ev_path)
-        if len(ev) == len(history) and np.array_equal(ev["round"].to_numpy(), history["round"].to_numpy()):
-            history = pd.concat([history, ev.drop(columns="round")], axis=1)
-        else:  # a run killed between its two appends: the coordinator's rounds, NaN where the evaluation has none
-            history = history.merge(ev.drop_duplicates("round", keep="last"), on="round", how="left")
-    if order is None:
-        return history
-    return history.reindex(columns=order + [c for c in history.columns if c not in order])
-
-
-def _is_legacy(d: Path) -> bool:
-    """A run directory of an earlier version: the mixed top-level history or summary (not yet rewritten)."""
-    return (d / "summary.json").is_file() or (d / "history.csv").is_file()
-
-
-def summary_path(directory: str | Path) -> Path:
-    """The file that says a run ended and how (``summary["stopped"]``): ``coordinator_view/summary.json``, or the
-    top-level ``summary.json`` of an earlier version's run directory."""
-    d = Path(directory)
-    return d / "summary.json" if _is_legacy(d) else d / COORDINATOR_VIEW / "summary.json"
-
-
-def read_summary(directory: str | Path) -> dict[str, Any]:
-    """A saved run's summary, both views merged (the coordinator's, then the evaluation's keys); a missing or
-    unreadable file is a :class:`ConfigError` naming it."""
-    d = Path(directory)
-    data = _read(summary_path(d), lambda p: json.loads(p.read_text()), ["summary"])
-    if not isinstance(data.get("summary"), dict):
-        raise ConfigError(f"{summary_path(d)}: not a powerdp run summary (no 'summary' object)")
-    summary = dict(data["summary"])
-    ev = d / EVALUATION_VIEW / "summary.json"
-    if not _is_legacy(d) and ev.is_file():
-        ev_data = _read(ev, lambda p: json.loads(p.read_text()), ["summary"])
-        summary.update(ev_data["summary"] if isinstance(ev_data.get("summary"), dict) else {})
-    return summary
-
-
-def remove_legacy_files(d: Path) -> None:
-    """Drop an earlier version's mixed top-level files once the run is written in the two views (a resumed or
-    re-saved old run); the tables only where they sit beside such a history or summary (a run's, not a user's)."""
-    if not _is_legacy(d):
-        return
-    for name in LEGACY_FILES:
-        try:
-            (d / name).unlink()
-        except FileNotFoundError:
-            pass
-
-
-def _read_history(path: Path) -> pd.DataFrame:
-    history = _read(path, lambda p: pd.read_csv(p, float_precision="round_trip"), HISTORY_COLUMNS[:1])
-    return history.rename(columns={k: v for k, v in OLD_HISTORY_NAMES.items() if v not in history.columns})
+    """A run directory's history, both views joined, in a power-flow run's column order (:mod:`powerdp.runs.views`)."""
+    return views.read_history(directory, order)
 
 
 def split_views(summary: dict[str, Any], keys: tuple[str, ...] = COORDINATOR_KEYS) -> dict[str, dict[str, Any]]:
-    """``{"coordinator_view": ..., "simulation_evaluation": ...}``: the keys of the allow-list ``keys`` (a
-    power-flow run's :data:`COORDINATOR_KEYS`, or another run type's), and the rest."""
-    return {
-        "coordinator_view": {k: v for k, v in summary.items() if k in keys},
-        "simulation_evaluation": {k: v for k, v in summary.items() if k not in keys},
-    }
+    """A power-flow run's summary as its two views (:mod:`powerdp.runs.views`)."""
+    return views.split_views(summary, keys)
 
 
-def _read(path: Path, reader, needed: list[str]):
-    """``reader(path)``, with every failure (missing, truncated, garbage) a ConfigError naming the file."""
-    try:
-        data = reader(path)
-    except FileNotFoundError:
-        raise ConfigError(f"{path} is missing") from None
-    except Exception as exc:  # noqa: BLE001 - json, csv and decoding errors of a damaged file
-        raise ConfigError(f"{path} is not readable ({type(exc).__name__}: {exc})") from None
-    have = set(data.columns) if isinstance(data, pd.DataFrame) else set(data) if isinstance(data, dict) else set()
-    missing = [k for k in needed if k not in have]
-    if missing:
-        raise ConfigError(f"{path} is not a powerdp run file (no {', '.join(missing)})")
-    return data
+def remove_legacy_files(d: Path) -> None:
+    """An earlier version's mixed top-level files of a power-flow run (:data:`LEGACY_FILES`)."""
+    views.remove_legacy_files(d, LEGACY_FILES)
 
 
 def _index(i: Any) -> Any:

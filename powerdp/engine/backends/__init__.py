@@ -19,9 +19,9 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ...apps.power_flow.config import RunConfig
 from ...errors import ConfigError
 from ...grid.network import Network
+from ..consensus.settings import ConsensusSettings
 from .base import AgentSpec, Backend, HostedBackend, WorkerError, assign_zones, private_view
 
 __all__ = ["AgentSpec", "Backend", "HostedBackend", "WorkerError", "BACKENDS", "backend_class", "make_backend",
@@ -46,11 +46,11 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(importlib.import_module(module), cls)
 
 
-def make_backend(name: str, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> Backend:
+def make_backend(name: str, net: Network, specs: Sequence[AgentSpec], config: ConsensusSettings) -> Backend:
     return backend_class(name)(net, specs, config)
 
 
-def launch(config: RunConfig, run: Callable[[], T]) -> T | None:
+def launch(config: ConsensusSettings, run: Callable[[], T]) -> T | None:
     """Run ``run`` (the coordinator's side) the way the configured backend needs: under MPI every rank
     calls this, rank 0 coordinates and the others host agents (they return None)."""
     return backend_class(config.backend).launch(config, run)

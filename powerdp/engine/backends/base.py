@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from ... import errors as _errors
-from ...apps.power_flow.config import RunConfig
 from ...errors import ConfigError, PowerDPError, SolverError
 from ...grid.network import Network
 from ..consensus.messages import ConsensusMessage, ZoneUpdate
+from ..consensus.settings import ConsensusSettings
 
 __all__ = ["AgentSpec", "Backend", "HostedBackend", "WorkerError", "assign_zones", "build_agents", "private_view", "serve",
            "restore_zone", "peak_rss_mb", "single_threaded_pools"]
@@ -29,7 +29,7 @@ class AgentSpec:
     own_buses: np.ndarray
     shared_keys: tuple[Hashable, ...]
     #: the agent class as "module:Class" (a host imports it); tests put a solver-free fake here
-    agent: str = "powerdp.apps.power_flow.agent:ZoneAgent"
+    agent: str = "powerdp.apps.power_flow.agent:hosted_zone_agent"
 
 
 class WorkerError(SolverError):
@@ -45,7 +45,7 @@ def private_view(net: Network, own_buses: np.ndarray) -> Network:
 
 def restore_zone(agent, directory: str, round: int) -> None:
     """``agent.load_checkpoint`` with an error naming the zone's file when it is missing or unreadable."""
-    from ...apps.power_flow.agent import zone_checkpoint_path
+    from ...files.checkpoint import zone_checkpoint_path
 
     try:
         agent.load_checkpoint(directory, round)
@@ -81,18 +81,15 @@ def single_threaded_pools():
     return threadpool_limits(limits=1)
 
 
-def build_agents(net: Network, specs: Sequence[AgentSpec], config: RunConfig):
+def build_agents(net: Network, specs: Sequence[AgentSpec], config: ConsensusSettings):
+    """The agents of ``specs`` on this host: ``spec.agent`` (a class or factory, "module:name") called with the
+    host's view of the network, the zone, its buses, its shared keys and the settings."""
     import importlib
 
     def agent_class(path: str):
         module, name = path.split(":")
         return getattr(importlib.import_module(module), name)
 
-    if config.deployment is not None:  # a deployment: each zone reads its own load file on its own host, and no other
-        from ...apps.power_flow.zone_data import zone_network
-
-        return {s.zone: agent_class(s.agent)(zone_network(config.deployment, s.zone, net), s.zone, s.own_buses, s.shared_keys, config)
-                for s in specs}
     return {s.zone: agent_class(s.agent)(net, s.zone, s.own_buses, s.shared_keys, config) for s in specs}
 
 
@@ -102,7 +99,7 @@ class Backend:
     n_hosts: int = 1
 
     @classmethod
-    def launch(cls, config: RunConfig, run):
+    def launch(cls, config: ConsensusSettings, run):
         """Run the coordinator's side, ``run()``, and return its result. A backend whose hosts are
         started from outside (MPI: every rank runs the same program) overrides this."""
         return run()
@@ -165,7 +162,7 @@ def assign_zones(sizes: Sequence[int], n_hosts: int) -> list[list[int]]:
     return [sorted(g) for g in groups if g]
 
 
-def serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> None:
+def serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: ConsensusSettings) -> None:
     """A host's command loop (worker process or MPI rank): build the agents once, then serve.
 
     ``recv()`` returns the next ``(command, argument)``; ``send(obj)`` answers with
@@ -189,7 +186,7 @@ def serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConfi
             limits.restore_original_limits()
 
 
-def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: RunConfig) -> None:
+def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: ConsensusSettings) -> None:
     zone = None
     try:
         agents = build_agents(net, specs, config)

@@ -38,9 +38,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...apps.power_flow.config import RunConfig
 from ...errors import ConfigError
 from ...grid.network import Network
+from ..consensus.settings import ConsensusSettings
 from .base import AgentSpec, HostedBackend, WorkerError, assign_zones, private_view, serve
 
 __all__ = ["MPIBackend", "rank", "serve_rank", "RankLost"]
@@ -139,7 +139,7 @@ class Liveness:
 _LIVENESS: Liveness | None = None
 
 
-def liveness(config: RunConfig) -> Liveness:
+def liveness(config: ConsensusSettings) -> Liveness:
     """This rank's heartbeats (started once per process): rank 0 watches every rank, the others watch rank 0."""
     global _LIVENESS
     if _LIVENESS is None:
@@ -182,7 +182,7 @@ def _abort_at_exit(code: int = 1) -> None:
     atexit.register(abort)
 
 
-def serve_rank(config: RunConfig) -> None:
+def serve_rank(config: ConsensusSettings) -> None:
     """Agent rank: receive this rank's agents from rank 0, then serve commands until told to stop."""
     comm = _comm()
     live = liveness(config)
@@ -208,7 +208,7 @@ class MPIBackend(HostedBackend):
     """Rank 0's view: the agents live on ranks 1..K-1."""
 
     @classmethod
-    def launch(cls, config: RunConfig, run):
+    def launch(cls, config: ConsensusSettings, run):
         """Every rank calls this: ranks 1..K-1 host agents until released (and return None); rank 0
         sends heartbeats from now on and runs the coordinator, releasing the agent ranks if it fails
         before the zones were handed out."""
@@ -222,7 +222,7 @@ class MPIBackend(HostedBackend):
             release_ranks()
             raise
 
-    def __init__(self, net: Network, specs: Sequence[AgentSpec], config: RunConfig):
+    def __init__(self, net: Network, specs: Sequence[AgentSpec], config: ConsensusSettings):
         self.comm = _comm()
         size = self.comm.Get_size()
         if size < 2:

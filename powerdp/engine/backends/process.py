@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...apps.power_flow.config import RunConfig
 from ...grid.network import Network
+from ..consensus.settings import ConsensusSettings
 from .base import AgentSpec, HostedBackend, WorkerError, assign_zones, private_view, serve
 
 __all__ = ["ProcessBackend", "die_with_parent", "worker_signals"]
@@ -100,7 +100,7 @@ def _default_start_method() -> str:
     return "fork" if "fork" in mp.get_all_start_methods() else "spawn"
 
 
-def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: RunConfig, parent_pid: int | None = None) -> None:
+def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: ConsensusSettings, parent_pid: int | None = None) -> None:
     """Entry point of a worker process: :func:`serve` over a pipe; it ends with its parent."""
     die_with_parent(parent_pid)
     worker_signals()
@@ -180,7 +180,7 @@ class ProcessBackend(PipeHosts, HostedBackend):
         self,
         net: Network,
         specs: Sequence[AgentSpec],
-        config: RunConfig,
+        config: ConsensusSettings,
         workers: int | None = None,
         start_method: str | None = None,
     ):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...apps.power_flow.config import RunConfig
 from ...grid.network import Network
 from ..consensus.messages import ConsensusMessage, ZoneUpdate
+from ..consensus.settings import ConsensusSettings
 from .base import AgentSpec, Backend, build_agents, peak_rss_mb, restore_zone, single_threaded_pools
 
 __all__ = ["SerialBackend"]
@@ -15,7 +15,7 @@ __all__ = ["SerialBackend"]
 class SerialBackend(Backend):
     """All agents in this process, stepped one after another."""
 
-    def __init__(self, net: Network, specs: Sequence[AgentSpec], config: RunConfig):
+    def __init__(self, net: Network, specs: Sequence[AgentSpec], config: ConsensusSettings):
         self._limits = single_threaded_pools()
         try:
             self.agents = build_agents(net, specs, config)

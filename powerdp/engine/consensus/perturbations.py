@@ -13,17 +13,23 @@ gives the update rule two hooks: :meth:`Perturbation.perturb_objective` (adds
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from ...privacy import MECHANISMS, GaussianMechanism, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
 
 if TYPE_CHECKING:
-    from ...apps.power_flow.config import RunConfig
-    from .updates.base import LocalUpdate
+    from .settings import ConsensusSettings
 
 __all__ = ["Perturbation", "ObjectivePerturbation", "OutputPerturbation", "InputPerturbation", "PERTURBATIONS"]
+
+
+
+class OutputSensitivity(Protocol):
+    """What output perturbation asks of the update rule (:meth:`~.updates.base.LocalUpdate.output_sensitivity`)."""
+
+    def output_sensitivity(self, gradient: Sensitivity, t: int, n: int, lipschitz: float) -> Sensitivity: ...
 
 
 class Perturbation:
@@ -41,7 +47,7 @@ class Perturbation:
     #: (docs/privacy.md: measured 2β for objective and input perturbation; not for output perturbation)
     paper_rule_sound: ClassVar[bool] = True
 
-    def __init__(self, config: RunConfig, **_: Any):
+    def __init__(self, config: ConsensusSettings, **_: Any):
         self.config = config
         self.mechanism: Mechanism | None = None
         self.ledger: PrivacyLedger | None = None
@@ -68,7 +74,7 @@ class Perturbation:
         """Restore what :meth:`state_arrays` saved (``state`` is the zone's whole checkpoint)."""
 
 
-def _mechanism(config: RunConfig, sensitivity: Sensitivity) -> Mechanism:
+def _mechanism(config: ConsensusSettings, sensitivity: Sensitivity) -> Mechanism:
     """The per-step mechanism: from ``epsilon``/``delta`` per step, or calibrated to the run's total budget."""
     budget = config.per_step_noise()
     if budget is None:
@@ -78,7 +84,7 @@ def _mechanism(config: RunConfig, sensitivity: Sensitivity) -> Mechanism:
     return MECHANISMS[config.mechanism].from_sensitivity(sensitivity, budget["epsilon"])
 
 
-def _ledger(config: RunConfig, mechanism: Mechanism, zone: int) -> PrivacyLedger:
+def _ledger(config: ConsensusSettings, mechanism: Mechanism, zone: int) -> PrivacyLedger:
     """A budget-first run is accounted at its target δ (so the tight figure is the one the budget names)."""
     target_delta = config.target_delta if config.target_epsilon is not None and config.target_delta else None
     return PrivacyLedger(
@@ -93,7 +99,7 @@ class ObjectivePerturbation(Perturbation):
     exact_privacy_loss: ClassVar[bool] = True
     summary: ClassVar[str] = "noise in the linear term of every local problem (every release stays feasible)"
 
-    def __init__(self, config: RunConfig, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
+    def __init__(self, config: ConsensusSettings, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
                  noise_cols: np.ndarray, zone: int, **_: Any):
         super().__init__(config)
         self.rng = rng
@@ -118,8 +124,8 @@ class OutputPerturbation(Perturbation):
     paper_rule_sound: ClassVar[bool] = False  # measured ‖Δz‖₂ = 1.37β, ‖Δz‖₁ = 5.2β at t = 1 against the β it assumes
     summary: ClassVar[str] = "noise added to every local solution (releases may leave W_p)"
 
-    def __init__(self, config: RunConfig, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
-                 n: int, zone: int, update: LocalUpdate, lipschitz: float, **_: Any):
+    def __init__(self, config: ConsensusSettings, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
+                 n: int, zone: int, update: OutputSensitivity, lipschitz: float, **_: Any):
         super().__init__(config)
         self.rng = rng
         self.n = n
@@ -155,7 +161,7 @@ class InputPerturbation(Perturbation):
     once: ClassVar[bool] = True
     exact_privacy_loss: ClassVar[bool] = True
 
-    def __init__(self, config: RunConfig, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
+    def __init__(self, config: ConsensusSettings, *, gradient_sensitivity: Sensitivity, rng: np.random.Generator,
                  noise_cols: np.ndarray, zone: int, **_: Any):
         super().__init__(config)
         self.noise_cols = noise_cols

@@ -21,11 +21,11 @@ from ....errors import ConfigError
 from ....opf.compiled import CompiledProblem, QuadraticObjective
 
 if TYPE_CHECKING:
-    from ....apps.power_flow.config import RunConfig
     from ....opf.local_solver import SolveResult
     from ....opf.reduction import Reduction
     from ....privacy import Sensitivity
     from ..perturbations import Perturbation
+    from ..settings import ConsensusSettings
 
 __all__ = ["LocalUpdate", "LocalProblem", "RoundOutcome"]
 
@@ -33,7 +33,7 @@ __all__ = ["LocalUpdate", "LocalProblem", "RoundOutcome"]
 class LocalProblem(Protocol):
     """What an update rule may use of its zone agent."""
 
-    config: RunConfig
+    config: ConsensusSettings
     n: int
     lipschitz: float
     z_last: np.ndarray
@@ -89,11 +89,11 @@ class LocalUpdate(ABC):
     #: the keys of ``config.extra`` this rule reads; any other key is refused (a misspelt option is never ignored)
     extra_options: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, config: RunConfig):
+    def __init__(self, config: ConsensusSettings):
         self.config = config
 
     @classmethod
-    def check_config(cls, config: RunConfig) -> None:
+    def check_config(cls, config: ConsensusSettings) -> None:
         """Reject settings this rule cannot run with (called by ``RunConfig.validate``; raise ConfigError).
         Rule-specific options live in ``config.extra``; the default accepts everything."""
         return None
