@@ -25,7 +25,7 @@ import time
 
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.runner import run_distributed
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.opf.centralized import solve_opf
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.runner import run_distributed
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.opf.centralized import solve_opf
 
 DEFAULT_CASE = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "pglib" / "pglib_opf_case2000_goc.m")

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from powerdp.apps.market.dc_market import default_market_rho, run_market
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import partition
 from powerdp.opf.dc import dc_model
 from powerdp.privacy.calibration import gaussian_noise_multiplier

@@ -38,7 +38,7 @@ import numpy as np
 from powerdp.apps.power_flow.agent import _TEST_LEAK_ENV, ZoneAgent
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.runner import resolve_config, resolve_partition, run_distributed
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.studies.audit import clopper_pearson, epsilon_lower_bound, neighbouring_network
 
 BUS = 4  # external id of the moved load (zone 0 of case14's 2-zone partition)

@@ -87,7 +87,7 @@ def budget_table(args: argparse.Namespace) -> None:
     for (alg, delta, te), g in runs.groupby(["algorithm", "delta", "target_epsilon"], sort=False):
         n = g["load_values"].iloc[0]
         if pd.isna(n):  # runs made before summaries recorded it
-            from powerdp.grid.network import load_case
+            from powerdp.grid.loading import load_case
 
             n = 2 * load_case(args.case).n_bus
         floor = float(utility_floor(n, g["beta"].iloc[0], te))

@@ -46,8 +46,9 @@ from .errors import (
     PowerDPError,
     SolverError,
 )
+from .grid.loading import bundled_cases, load_case
 from .grid.matpower import MatpowerData, read_matpower
-from .grid.network import DCLines, Network, bundled_cases, load_case
+from .grid.network import DCLines, Network
 from .grid.partition import Partition, bundled_partition, partition
 from .opf.centralized import OPFResult, solve_opf
 from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -157,7 +157,7 @@ def test_probe_picks_the_most_influential_load(case14):
 
 
 def test_a_failed_run_is_reported(case14, monkeypatch):
-    from conftest import fail_local_solve
+    from .conftest import fail_local_solve
 
     fail_local_solve(monkeypatch, zone=0, round=1)
     with pytest.raises(AuditRunFailed, match="dataset D with seed 0 failed: run stopped in round 1: zone 0") as exc:

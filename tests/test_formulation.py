@@ -15,14 +15,15 @@ from importlib import resources
 
 import numpy as np
 import pytest
-from conftest import shared_case
 
 from powerdp.errors import ModelError
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import bundled_partition, partition
 from powerdp.opf.centralized import solve_opf
 from powerdp.opf.compiled import CompiledProblem, compile_model
 from powerdp.opf.formulation import FLOW_MODES, build_model
+
+from .conftest import shared_case
 
 BALANCE = ("balance_p", "balance_q")
 

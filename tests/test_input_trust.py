@@ -14,8 +14,8 @@ import pytest
 
 from powerdp.cli import main
 from powerdp.errors import CaseDataError
+from powerdp.grid.loading import bundled_path, load_case
 from powerdp.grid.matpower import parse_matpower
-from powerdp.grid.network import bundled_path, load_case
 
 CASE14_SOC = 8075.12
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from powerdp.apps.market.dc_market import MarketZone, default_market_rho, market
 from powerdp.apps.power_flow.result import read_history, read_summary
 from powerdp.engine.sharing.coordinator import Contribution, SharingMessage
 from powerdp.engine.sharing.hosts import build
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import partition
 from powerdp.opf.dc import dc_model
 from powerdp.runs.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER, SharingSettings

@@ -81,7 +81,7 @@ def test_sharing_messages_carry_only_the_release_and_public_values():
 def test_a_market_run_sends_only_contributions(tmp_path):
     from powerdp.apps.market.dc_market import run_market
     from powerdp.engine.sharing.coordinator import Contribution
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
     from powerdp.grid.partition import partition
     from powerdp.runs.sharing_run import SharingSettings
 

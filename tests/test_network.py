@@ -1,10 +1,12 @@
 import numpy as np
 import pytest
-from conftest import shared_case
-from test_matpower import MINI
 
 from powerdp.errors import CaseDataError
-from powerdp.grid.network import PM_ANGLE_PAD, bundled_cases, load_case, voltage_product_bounds
+from powerdp.grid.loading import bundled_cases, load_case
+from powerdp.grid.network import PM_ANGLE_PAD, voltage_product_bounds
+
+from .conftest import shared_case
+from .test_matpower import MINI
 
 
 def write(tmp_path, text, name="case.m"):
@@ -123,7 +125,7 @@ def test_named_check_and_correct_passes():
     """The MATPOWER import is a list of named check passes (raise) and correct passes (apply conventions)."""
     from importlib import resources
 
-    from powerdp.grid import network as nw
+    from powerdp.grid import checks as nw
     from powerdp.grid.matpower import read_matpower
 
     assert [f.__name__ for f in nw.CHECKS][:2] == ["check_finite_values", "check_bus_ids"]
@@ -170,7 +172,7 @@ def test_dcline_arrays_per_unit(hvdc_case):
 
 
 def test_dcline_end_limits_follow_powermodels():
-    from powerdp.grid.network import dcline_end_limits
+    from powerdp.grid.checks import dcline_end_limits
 
     # PowerModels' _mp2pm_dcline! cases, loss0 = 2, loss1 = 0.1 (g = 0.9)
     pmin = np.array([10.0, 10.0, -30.0, -30.0])
@@ -183,7 +185,7 @@ def test_dcline_end_limits_follow_powermodels():
 
 
 def test_dcline_out_of_service_dropped_and_zero_costs(tmp_path):
-    from conftest import HVDC_CASE
+    from .conftest import HVDC_CASE
 
     off = HVDC_CASE.replace("\t1\t4\t1\t0\t0", "\t1\t4\t0\t0\t0")
     assert off != HVDC_CASE
@@ -195,7 +197,7 @@ def test_dcline_out_of_service_dropped_and_zero_costs(tmp_path):
 
 
 def test_dcline_loss_corrections_as_powermodels(tmp_path, caplog):
-    from conftest import HVDC_CASE
+    from .conftest import HVDC_CASE
 
     text = HVDC_CASE.replace("-20\t25\t1\t0.02;", "-20\t25\t-3\t1.5;")
     with caplog.at_level("WARNING", logger="powerdp.grid.network"):
@@ -220,7 +222,7 @@ def test_dcline_loss_corrections_as_powermodels(tmp_path, caplog):
     ],
 )
 def test_bad_dcline_data_names_line_and_field(tmp_path, old, new, match):
-    from conftest import HVDC_CASE
+    from .conftest import HVDC_CASE
 
     assert old in HVDC_CASE
     path = write(tmp_path, HVDC_CASE.replace(old, new, 1), "broken.m")

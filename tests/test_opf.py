@@ -18,9 +18,10 @@ import math
 
 import numpy as np
 import pytest
-from conftest import HVDC_CASE, shared_case
 
 from powerdp.opf.centralized import OPFResult, solve_opf
+
+from .conftest import HVDC_CASE, shared_case
 
 CASE14_SOC = 8075.12
 
@@ -152,7 +153,7 @@ def _generation_cost(res, net):
 
 
 def test_hvdc_line_loss_relation_limits_and_cost(hvdc_case):
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
 
     net = load_case(hvdc_case)
     res = solve_opf(net)
@@ -191,7 +192,7 @@ def test_hvdc_line_is_worth_its_cost(tmp_path, hvdc_case):
 
 
 def test_hvdc_piecewise_linear_cost(tmp_path):
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
 
     # (0 MW, 0 $/h), (40, 10), (80, 60): 60 $/h at the line's PMAX
     path = tmp_path / "pwl.m"

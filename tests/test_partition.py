@@ -19,11 +19,12 @@ from collections import defaultdict
 import networkx as nx
 import numpy as np
 import pytest
-from conftest import shared_case
 
 from powerdp.errors import PartitionError
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import DCLINE_KINDS, METHODS, VARIABLE_KINDS, Partition, bundled_partition, partition
+
+from .conftest import shared_case
 
 CASE14_2ZONES = {b: ("A" if b <= 5 else "B") for b in range(1, 15)}
 

@@ -7,12 +7,13 @@ import signal
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import fail_local_solve
 
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.result import HISTORY_COLUMNS, RunResult, read_history
 from powerdp.apps.power_flow.runner import RunFailed, run_distributed
 from powerdp.errors import ConfigError
+
+from .conftest import fail_local_solve
 
 COMPARE = ["objective", "feasibility", "dual_residual", "noise_magnitude", "max_violation", "epsilon_spent"]
 
@@ -110,7 +111,7 @@ def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, mon
 def test_dead_worker_process_is_reported():
     from powerdp.engine.backends import AgentSpec, WorkerError
     from powerdp.engine.backends.process import ProcessBackend
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
     from powerdp.grid.partition import bundled_partition
 
     net = load_case("case14")
@@ -323,7 +324,7 @@ def test_observe_sees_every_round_of_releases_as_the_coordinator_receives_them()
     # the last releases are what the final consensus residual ‖w − Bz‖ measures
     keys = {k: i for i, k in enumerate(res.shared_keys)}
     from powerdp.apps.power_flow.runner import resolve_partition
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
 
     part = resolve_partition(load_case("case14"), cfg)
     by_zone = part.shared_by_zone(cfg.flows)

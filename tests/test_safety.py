@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import fail_local_solve
 
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.runner import RunFailed, run_distributed
 from powerdp.cli import main
 from powerdp.errors import ConfigError
+
+from .conftest import fail_local_solve
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and /proc")
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -516,7 +517,7 @@ def _island_case(tmp_path) -> Path:
 
 def test_bundled_partition_only_for_the_bundled_case(tmp_path):
     from powerdp.apps.power_flow.runner import resolve_config
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
     from powerdp.grid.partition import partition
 
     mine = tmp_path / "mine.m"
@@ -550,7 +551,7 @@ def test_method_is_honoured_and_partition_agrees_with_run(tmp_path, capsys):
     cfg = resolve_config(RunConfig(case="case118", zones=3))
     assert cfg.partition == "case118_3areas"
     from powerdp.apps.power_flow.runner import resolve_partition
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
 
     resolve_partition(load_case("case118"), cfg).to_csv(out118)
     assert (tmp_path / "p.csv").read_text() == out118.read_text()
@@ -581,7 +582,7 @@ def test_adaptive_rho_recovers_from_a_too_small_penalty():
 def test_warnings_for_islands_missing_reference_and_pandapower(tmp_path, caplog, capsys):
     import logging
 
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
 
     text = CASE14.read_text()
     island = _island_case(tmp_path)

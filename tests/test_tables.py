@@ -7,7 +7,6 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import shared_case
 
 from powerdp import RunConfig, run_distributed, solve_opf
 from powerdp.errors import ModelError
@@ -20,6 +19,8 @@ from powerdp.opf.tables import (
     dispatch_from_zones,
     physical_tables,
 )
+
+from .conftest import shared_case
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.apps.power_flow.zone_data import load_public_network, split_case, zone_loads_path, zone_network
 from powerdp.cli import main
 from powerdp.errors import ConfigError
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import bundled_partition
 
 

@@ -111,7 +111,7 @@ def _host_vertical(learn: argparse.ArgumentParser) -> None:
 
 
 def cmd_solve_dc(args) -> int:
-    from ..grid.network import load_case
+    from ..grid.loading import load_case
     from ..opf.dc import dc_model, dc_tables, solve_dc_opf
 
     if args.json is not None and args.json.is_dir():
@@ -165,7 +165,7 @@ def _noise_multiplier(args, rounds: int) -> float | None:
 
 def cmd_run_dc(args) -> int:
     from ..apps.market.dc_market import default_market_rho, run_market
-    from ..grid.network import load_case
+    from ..grid.loading import load_case
     from ..opf.dc import dc_model, dc_tables
     from ..runs.sharing_run import SharingSettings
 

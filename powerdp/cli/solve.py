@@ -239,7 +239,7 @@ def _export_case(d: Path, fallback: str) -> str:
 def cmd_export(args: argparse.Namespace) -> int:
     import pandapower as pp
 
-    from ..grid.network import load_case
+    from ..grid.loading import load_case
     from ..opf.pandapower_io import ac_check, to_pandapower
     from ..opf.tables import ResultTables, dispatch_from_tables
 
@@ -303,7 +303,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_partition(args: argparse.Namespace) -> int:
     from ..apps.power_flow.runner import bundled_partition_name
-    from ..grid.network import load_case
+    from ..grid.loading import load_case
     from ..grid.partition import partition
 
     _check_output_file(args.out, "--out")

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..grid.network import Network, load_case
+from ..grid.loading import load_case
+from ..grid.network import Network
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
 from .local_solver import SUCCESS_OUTCOMES, solver_class
@@ -147,7 +148,7 @@ def solve_opf(
 ) -> OPFResult:
     """Build, compile and solve the SOC relaxation of the whole network (docs/formulation.md).
 
-    ``case`` is anything :func:`~powerdp.grid.network.load_case` accepts. ``shedding_weight`` is the ω of
+    ``case`` is anything :func:`~powerdp.grid.loading.load_case` accepts. ``shedding_weight`` is the ω of
     ``cost+shedding`` (None: scaled to the costs; refused for other objectives). ``solver`` is a
     registered solver (``"ipopt"`` or ``"clarabel"``); ``profile`` and ``options`` are Ipopt's
     (for ``"clarabel"``, ``options`` are Clarabel settings and ``profile`` must stay ``"default"``).

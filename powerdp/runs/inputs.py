@@ -42,7 +42,7 @@ def file_entry(path: str | Path, given: Any = None) -> dict:
 
 def case_entry(case: Any) -> dict | None:
     """The record of a case given as a file, a bundled name or ``pandapower:NAME``; None for an object."""
-    from ..grid.network import bundled_path
+    from ..grid.loading import bundled_path
 
     if not isinstance(case, (str, Path)):
         return None
@@ -106,7 +106,7 @@ def verify_inputs(directory: str | Path, action: str, roles: tuple[str, ...] | N
 
     ``action`` says what the user is doing ("resume", "export"), for the message. Returns the records.
     """
-    from ..grid.network import bundled_path
+    from ..grid.loading import bundled_path
 
     d = Path(directory)
     data = read_inputs(d)

@@ -36,7 +36,8 @@ from ..apps.power_flow.runner import RunFailed, resolve_config, resolve_partitio
 from ..engine.consensus.algorithms import compose
 from ..engine.consensus.messages import MESSAGE_FIELDS
 from ..errors import ConfigError, Interrupted, PowerDPError
-from ..grid.network import Network, load_case
+from ..grid.loading import load_case
+from ..grid.network import Network
 from ..grid.partition import Partition
 from ..privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
 

@@ -228,7 +228,7 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
             save(plot_privacy_budget(g, f"{case}: utility at a total budget"), f"privacy_budget_{case}.png")
         if g["n_zones"].nunique() > 1:
             save(plot_partition_sensitivity(g, f"{case}: partition sensitivity"), f"partition_sensitivity_{case}.png")
-    from ..grid.network import load_case
+    from ..grid.loading import load_case
     from ..grid.partition import partition as make_partition
 
     for run_dir in run_dirs(directory):

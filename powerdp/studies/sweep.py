@@ -143,7 +143,7 @@ class SweepSpec:
     def check_inputs(self) -> None:
         """Load every case and partition once, so a missing file or too many zones fails before any solve."""
         from ..apps.power_flow.runner import resolve_partition
-        from ..grid.network import load_case
+        from ..grid.loading import load_case
 
         seen = set()
         for _, cfg in self.configs():

@@ -162,7 +162,7 @@ class RunResult:
 
     def network(self):
         """The run's network, loaded again from its configuration."""
-        from ...grid.network import load_case
+        from ...grid.loading import load_case
 
         return load_case(self.config.case, convention=self.config.convention)
 

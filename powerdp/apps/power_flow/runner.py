@@ -26,7 +26,8 @@ from ...errors import ConfigError, Interrupted, ModelError, PowerDPError
 from ...files.atomic import OutputError, atomic_to_csv, atomic_write, atomic_write_text
 from ...files.checkpoint import load_state, refuse_pickles, save_state, state_exists
 from ...files.jsonable import jsonable
-from ...grid.network import Network, load_case
+from ...grid.loading import load_case
+from ...grid.network import Network
 from ...grid.partition import Partition, bundled_csv
 from ...grid.partition import partition as make_partition
 from ...opf.objectives import OBJECTIVES, median_marginal_cost, resolve_shedding_weight
@@ -71,7 +72,7 @@ class RunFailed(PowerDPError):
 
 def bundled_case_name(case: Any) -> str | None:
     """``case`` itself when it names a bundled case (not a file of the same name), else None."""
-    from ...grid.network import bundled_path
+    from ...grid.loading import bundled_path
 
     if not isinstance(case, (str, Path)):
         return None
