@@ -28,8 +28,9 @@ from ...files.checkpoint import load_state, refuse_pickles, save_state, state_ex
 from ...files.jsonable import jsonable
 from ...grid.loading import load_case
 from ...grid.network import Network
-from ...grid.partition import Partition, bundled_csv
+from ...grid.partition import Partition
 from ...grid.partition import partition as make_partition
+from ...grid.partition_sources import bundled_csv
 from ...opf.objectives import OBJECTIVES, median_marginal_cost, resolve_shedding_weight
 from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
 from ...runs.inputs import case_entry, case_source, file_entry, partition_entry, record_inputs, verify_inputs
