@@ -323,7 +323,7 @@ def test_observe_sees_every_round_of_releases_as_the_coordinator_receives_them()
     assert [[u.zone for u in batch] for batch in seen] == [[0, 1, 2]] * 4
     # the last releases are what the final consensus residual ‖w − Bz‖ measures
     keys = {k: i for i, k in enumerate(res.shared_keys)}
-    from powerdp.apps.power_flow.runner import resolve_partition
+    from powerdp.apps.power_flow.plan import resolve_partition
     from powerdp.grid.loading import load_case
 
     part = resolve_partition(load_case("case14"), cfg)

@@ -516,7 +516,7 @@ def _island_case(tmp_path) -> Path:
 
 
 def test_bundled_partition_only_for_the_bundled_case(tmp_path):
-    from powerdp.apps.power_flow.runner import resolve_config
+    from powerdp.apps.power_flow.plan import resolve_config
     from powerdp.grid.loading import load_case
     from powerdp.grid.partition import partition
 
@@ -546,11 +546,11 @@ def test_method_is_honoured_and_partition_agrees_with_run(tmp_path, capsys):
     assert (tmp_path / "s.csv").read_text() == (out / "partition.csv").read_text()
     assert main(["-q", "partition", "case118", "--zones", "3", "--out", str(tmp_path / "p.csv")]) == 0
     out118 = tmp_path / "o118"
-    from powerdp.apps.power_flow.runner import resolve_config
+    from powerdp.apps.power_flow.plan import resolve_config
 
     cfg = resolve_config(RunConfig(case="case118", zones=3))
     assert cfg.partition == "case118_3areas"
-    from powerdp.apps.power_flow.runner import resolve_partition
+    from powerdp.apps.power_flow.plan import resolve_partition
     from powerdp.grid.loading import load_case
 
     resolve_partition(load_case("case118"), cfg).to_csv(out118)

@@ -380,7 +380,7 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
 
 def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
     """The saved run's configuration; only flags that cannot change its results may be given."""
-    from ..apps.power_flow.runner import load_config
+    from ..apps.power_flow.plan import load_config
 
     cfg = load_config(args.resume)
     saved = cfg.to_dict()

@@ -142,7 +142,7 @@ def cmd_solve_dc(args) -> int:
 
 def _partition(args, net):
     from ..apps.power_flow.config import RunConfig
-    from ..apps.power_flow.runner import resolve_partition
+    from ..apps.power_flow.plan import resolve_partition
 
     cfg = RunConfig(case=str(args.case), zones=args.zones if args.zones is not None else 3, partition=args.partition,
                     partition_method=args.method, allow_disconnected=args.allow_disconnected, seed=args.seed)

@@ -302,7 +302,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
-    from ..apps.power_flow.runner import bundled_partition_name
+    from ..apps.power_flow.plan import bundled_partition_name
     from ..grid.loading import load_case
     from ..grid.partition import partition
 

@@ -235,7 +235,7 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
         part_csv = run_dir / "partition.csv"
         if not part_csv.is_file():
             continue
-        from ..apps.power_flow.runner import load_config
+        from ..apps.power_flow.plan import load_config
 
         cfg = load_config(run_dir)
         name = f"network_{Path(cfg.case).stem}_{Path(str(cfg.partition)).stem if cfg.partition else f'{cfg.zones}-{cfg.partition_method}'}.png"

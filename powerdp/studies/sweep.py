@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..apps.power_flow.config import RunConfig
 from ..apps.power_flow.config_file import check_types
-from ..apps.power_flow.runner import RESUME_MAY_CHANGE, resolve_partition_choice
+from ..apps.power_flow.plan import RESUME_MAY_CHANGE, resolve_partition_choice
 from ..engine.backends.process import pool_worker_init, stop_pool
 from ..errors import ConfigError
 
@@ -142,7 +142,7 @@ class SweepSpec:
 
     def check_inputs(self) -> None:
         """Load every case and partition once, so a missing file or too many zones fails before any solve."""
-        from ..apps.power_flow.runner import resolve_partition
+        from ..apps.power_flow.plan import resolve_partition
         from ..grid.loading import load_case
 
         seen = set()
