@@ -37,8 +37,8 @@ import numpy as np
 
 from powerdp.apps.power_flow.agent import _TEST_LEAK_ENV, ZoneAgent
 from powerdp.apps.power_flow.config import RunConfig
-from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.apps.power_flow.plan import resolve_config, resolve_partition
+from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.grid.loading import load_case
 from powerdp.studies.audit import clopper_pearson, epsilon_lower_bound, neighbouring_network
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from .atomic import atomic_write
 
 __all__ = ["save_state", "load_state", "state_exists", "zone_state_dir", "zone_checkpoint_path", "prune_zone_states",
            "refuse_pickles", "PICKLE_SUFFIXES"]
@@ -42,10 +43,8 @@ def zone_checkpoint_path(directory: str | Path, zone: int, round: int) -> Path:
 
 
 def _write(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        write(fh)
-    tmp.replace(path)
+    """Written whole or not at all; a failure (a full disk, a file-size limit) names ``path`` (files/atomic.py)."""
+    atomic_write(path, write, binary=True)
 
 
 def save_state(stem: str | Path, state: dict[str, Any]) -> Path:

@@ -31,9 +31,9 @@ import numpy as np
 
 from ..apps.power_flow.agent import _TEST_LEAK_ENV
 from ..apps.power_flow.config import RunConfig
+from ..apps.power_flow.plan import resolve_config, resolve_partition
 from ..apps.power_flow.result import split_history
 from ..apps.power_flow.runner import RunFailed, run_distributed
-from ..apps.power_flow.plan import resolve_config, resolve_partition
 from ..engine.consensus.algorithms import compose
 from ..engine.consensus.messages import MESSAGE_FIELDS
 from ..errors import ConfigError, Interrupted, PowerDPError

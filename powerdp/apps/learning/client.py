@@ -16,7 +16,6 @@ statistics stay with the client), and the checkpoint state (arrays and JSON valu
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from ... import privacy
 from ...engine.consensus.messages import ConsensusMessage, SolverStats, ZoneUpdate
 from ...engine.consensus.perturbations import PERTURBATIONS, Perturbation
 from ...engine.consensus.updates import UPDATES, LocalUpdate
+from ...files.checkpoint import load_state, save_state
 from ...opf.box import BoxProblem, IdentityReduction
 from ...opf.local_solver import BOX_SOLVERS, solver_class
 from ...privacy import PrivacyLedger, Sensitivity
@@ -200,13 +200,10 @@ class ClientAgent:
                 self.ledger.record(int(meta["ledger_steps"]) - self.ledger.steps)
 
     def save(self, directory: str | Path, round: int) -> None:
+        """This client's state after ``round`` (``client_P_round_T.npz`` + ``.json``), each file written whole."""
         arrays, meta = self.state_dict()
-        d = Path(directory)
-        np.savez(d / f"client_{self.zone}_round_{round}.npz", **arrays)
-        (d / f"client_{self.zone}_round_{round}.json").write_text(json.dumps(meta))
+        save_state(Path(directory) / f"client_{self.zone}_round_{round}", {**arrays, **meta})
 
     def load(self, directory: str | Path, round: int) -> None:
-        d = Path(directory)
-        with np.load(d / f"client_{self.zone}_round_{round}.npz", allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-        self.load_state_dict(arrays, json.loads((d / f"client_{self.zone}_round_{round}.json").read_text()))
+        state = load_state(Path(directory) / f"client_{self.zone}_round_{round}")
+        self.load_state_dict(state, state)

@@ -15,15 +15,17 @@ the global model), writes an output directory with the two views of a run apart,
         history.csv                per round: training objective, test/train error, Σ|ξ|, box violation
         summary.json               final objective and errors, the centralized reference and gap, sample counts,
                                    the preprocessing (its norms are of the data)
-    DIR/checkpoint/                state.json (the coordinator's state and history columns), evaluation.json (the
-                                   evaluation's history columns), coordinator_round_T.npz, each client's own files
+    DIR/inputs.json                the data set's file and its SHA-256 (checked, and reopened by that path, on resume)
+    DIR/checkpoint/                state.* (the coordinator's state and history columns), evaluation.* (the
+                                   evaluation's history columns), each client's own files
 
-Both ``history.csv`` are appended every round; a checkpoint every ``checkpoint_every`` rounds (npz + JSON).
+The rounds run in the shared loop (:mod:`powerdp.runs.loop`) and the files are the shared run directory's
+(:class:`powerdp.runs.record.RunRecord`): both ``history.csv`` are appended every round; a checkpoint every
+``checkpoint_every`` rounds (npz + JSON, no pickle), every file written whole or not at all.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -36,15 +38,14 @@ import pandas as pd
 
 from ...engine.consensus.coordinator import Coordinator
 from ...engine.consensus.messages import ZoneUpdate
-from ...errors import ConfigError, Interrupted, PowerDPError
-from ...files.jsonable import jsonable
+from ...errors import ConfigError, PowerDPError
+from ...files.atomic import atomic_write
 from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
-from ...runs.stopping import deferred_stop, stop_requested
+from ...runs.inputs import file_entry
+from ...runs.loop import Rounds, run_rounds
+from ...runs.record import RunRecord, check_resume
 from ...runs.views import (
     COORDINATOR_VIEW,
-    EVALUATION_VIEW,
-    append_history_views,
-    save_history_views,
     save_summary_views,
 )
 from .client import ClientAgent
@@ -109,7 +110,7 @@ class LearnResult:
         the history files are appended every round by the run."""
         out = Path(out)
         (out / COORDINATOR_VIEW).mkdir(parents=True, exist_ok=True)
-        np.savez(out / COORDINATOR_VIEW / "model.npz", w=self.model)
+        atomic_write(out / COORDINATOR_VIEW / "model.npz", lambda fh: np.savez(fh, w=self.model), binary=True)
         save_summary_views(out, self.summary, COORDINATOR_KEYS, privacy=self.privacy)  # the ledger: public
 
 
@@ -123,10 +124,12 @@ class PreparedData:
         return len(self.data.y_train)
 
 
-def prepare_data(config: LearnConfig, data: Dataset | None = None, parts: list[np.ndarray] | None = None) -> PreparedData:
-    """The run's data after public preprocessing, and each client's sample indices (``parts``, else the split)."""
+def prepare_data(config: LearnConfig, data: Dataset | None = None, parts: list[np.ndarray] | None = None,
+                 source: str | None = None) -> PreparedData:
+    """The run's data after public preprocessing, and each client's sample indices (``parts``, else the split).
+    ``source``: where to load ``config.dataset`` from (a resumed run: its recorded absolute path)."""
     raw = data if data is not None else load_dataset(
-        config.dataset, label=config.label, test_fraction=config.test_fraction, split_seed=config.split_seed,
+        source if source is not None else config.dataset, label=config.label, test_fraction=config.test_fraction, split_seed=config.split_seed,
         feature_range=config.feature_range,
     )
     pre = raw if raw.preprocessing else preprocess(raw, clip=config.clip, clip_l1=config.clip_l1)
@@ -159,13 +162,10 @@ def centralized_reference(config: LearnConfig, prepared: PreparedData) -> dict[s
 
 
 def _check_resume(saved: LearnConfig, config: LearnConfig, out: Path) -> None:
-    a, b = saved.to_dict(), config.to_dict()
-    changed = [k for k in a if k not in RESUME_MAY_CHANGE and a[k] != b.get(k)]
+    budget = None
     if saved.target_epsilon is not None and saved.private_steps != config.private_steps:
-        raise ConfigError(f"{out}: the run's noise was calibrated to a total budget over {saved.rounds} rounds; --rounds cannot change")
-    if changed:
-        what = ", ".join(f"{k} {b.get(k)!r} (saved: {a[k]!r})" for k in changed)
-        raise ConfigError(f"cannot resume {out} with other settings: {what}; a resumed run may change only {', '.join(RESUME_MAY_CHANGE)}")
+        budget = f"{out}: the run's noise was calibrated to a total budget over {saved.rounds} rounds; --rounds cannot change"
+    check_resume(saved.to_dict(), config.to_dict(), RESUME_MAY_CHANGE, out, budget)
 
 
 def run_federated(
@@ -204,95 +204,47 @@ def run_federated(
             return _run(config, data, out_dir, resume, progress, status, reference, observe, parts)
 
 
-def _load_state(out: Path) -> dict:
-    path = out / "checkpoint" / "state.json"
-    if not path.is_file():
-        raise ConfigError(f"{out} has no checkpoint to resume from ({path} is missing)")
-    try:
-        state = json.loads(path.read_text())
-        int(state["round"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{path} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
-    return state
+def _record_inputs(record: RunRecord, config: LearnConfig) -> None:
+    """inputs.json of a new run: the data set's file (a bundled set is no file: nothing to record)."""
+    path = Path(str(config.dataset))
+    if path.is_file():
+        record.record_inputs({"dataset": file_entry(path, config.dataset)})
 
 
-def _save_checkpoint(out: Path, coordinator: Coordinator, clients: list[ClientAgent], history: list[dict]) -> None:
-    """Each client's state first (its own files), then the coordinator's state.json naming the round, then
-    older client files are pruned: a crash at any point leaves a complete earlier checkpoint."""
-    d = out / "checkpoint"
-    d.mkdir(parents=True, exist_ok=True)
-    t = coordinator.round
-    for c in clients:
-        c.save(d, t)
-    np.savez(d / f"coordinator_round_{t}.npz", w=coordinator.w, lam=coordinator.lam, released=coordinator.released)
-    coord_rows, eval_rows = _split_rows(history)  # the two views stay apart in the checkpoint too
-    for name, doc in (("evaluation", {"round": t, "history": eval_rows}),  # before the state that names the round
-                      ("state", {"round": t, "rho": coordinator.rho, "history": coord_rows})):
-        tmp = d / f"{name}.json.tmp"
-        tmp.write_text(json.dumps(jsonable(doc)))
-        tmp.replace(d / f"{name}.json")
+def _dataset_source(records: dict[str, dict], config: LearnConfig, out: Path) -> str:
+    """What a resumed run loads: the data set by its recorded absolute path (checked unchanged), not as typed."""
+    e = records.get("dataset")
+    if e and "path" in e:
+        return e["path"]
+    if Path(str(config.dataset)).is_file() and not records:
+        log.warning("%s was made before powerdp recorded its input files (inputs.json); the data set is reopened as %r "
+                    "from the current directory, unchecked", out, str(config.dataset))
+    return config.dataset
+
+
+def _prune(d: Path, t: int) -> None:
+    """Every client's files of rounds other than ``t`` (and an earlier version's coordinator_round_T.npz)."""
     for old in d.iterdir():
         if old.suffix in (".npz", ".json") and "_round_" in old.name and not old.stem.endswith(f"_round_{t}"):
             old.unlink(missing_ok=True)
-
-
-def _split_rows(history: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The history rows as the coordinator's columns and as ``round`` + the evaluation's."""
-    coord = [{c: row[c] for c in COORDINATOR_COLUMNS if c in row} for row in history]
-    ev = [{c: v for c, v in row.items() if c == "round" or c not in COORDINATOR_COLUMNS} for row in history]
-    return coord, ev
-
-
-def _checkpoint_history(out: Path, state: dict) -> list[dict]:
-    """The checkpointed history, both views joined (a checkpoint of an earlier version has whole rows in state.json)."""
-    path = out / "checkpoint" / "evaluation.json"
-    ev: list[dict] = []
-    if path.is_file():
-        try:
-            ev = list(json.loads(path.read_text())["history"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
-    by_round = {int(row["round"]): row for row in ev}
-    return [{**by_round.get(int(row["round"]), {}), **row} for row in state["history"]]
-
-
-def _load_checkpoint(out: Path, state: dict, coordinator: Coordinator, clients: list[ClientAgent]) -> None:
-    d = out / "checkpoint"
-    t = int(state["round"])
-    with np.load(d / f"coordinator_round_{t}.npz", allow_pickle=False) as npz:
-        coordinator.load_state_dict({"w": npz["w"], "lam": npz["lam"], "released": npz["released"], "rho": state["rho"], "round": t})
-    for c in clients:
-        c.load(d, t)
-
-
-def _append_history(out: Path, row: dict) -> None:
-    """One line per round in each view's history.csv (never one file with both)."""
-    append_history_views(out, row, COORDINATOR_COLUMNS, HISTORY_COLUMNS)
-
-
-def _start_files(out: Path, config: LearnConfig, history: list[dict]) -> None:
-    (out / "config.json").write_text(json.dumps(jsonable(config.to_dict()), indent=2) + "\n")
-    if (out / "history.csv").is_file() or (out / "summary.json").is_file():  # an earlier version's mixed files
-        for name in LEGACY_FILES:
-            (out / name).unlink(missing_ok=True)
-    save_history_views(out, pd.DataFrame(history, columns=HISTORY_COLUMNS), COORDINATOR_COLUMNS)
-    for stale in ("failure.txt", f"{COORDINATOR_VIEW}/summary.json", f"{EVALUATION_VIEW}/summary.json"):
-        (out / stale).unlink(missing_ok=True)
 
 
 def _run(config, data, out_dir, resume, progress, status, reference, observe, parts=None) -> LearnResult:
     say = status or (lambda msg: None)
     seen = observe or (lambda updates: None)
     t_setup = time.perf_counter()
-    state = None
+    record = RunRecord(out_dir, COORDINATOR_COLUMNS, HISTORY_COLUMNS, command="powerdp learn") if out_dir is not None else None
+    source = config.dataset
     if resume:
-        state = _load_state(out_dir)
-        saved = LearnConfig.from_dict(json.loads((out_dir / "config.json").read_text()), source=str(out_dir / "config.json"))
+        state, saved_history = record.load_checkpoint()  # missing or unreadable: fails before any work
+        saved = LearnConfig.from_dict(record.read_config(), source=str(out_dir / "config.json"))
         _check_resume(saved, config, out_dir)
         if int(state["round"]) > config.rounds:
             raise ConfigError(f"{out_dir}: the run already has {state['round']} rounds; give more than that to extend it")
+        if data is None:  # the data set by the path recorded when the run was made, unchanged
+            source = _dataset_source(record.verify_inputs("resume"), config, out_dir)
     say(f"loading {config.dataset}")
-    prepared = prepare_data(config, data, parts)
+    prepared = prepare_data(config, data, parts, source=source)
     d = prepared.data
     say(f"{prepared.n_train} training samples, {len(d.y_test)} test samples, {d.n_features} features, {d.n_classes} classes, "
         f"{config.clients} clients ({config.split})")
@@ -305,59 +257,56 @@ def _run(config, data, out_dir, resume, progress, status, reference, observe, pa
     coordinator = Coordinator(n, [np.arange(n)] * config.clients, config.penalty(1))
     pooled = SoftmaxLoss(d.X_train, d.y_train, d.n_classes, prepared.n_train, reg=config.reg) if config.evaluate else None
     history: list[dict[str, Any]] = []
-    start = 1
     if resume:
-        _load_checkpoint(out_dir, state, coordinator, clients)
-        history = _checkpoint_history(out_dir, state)
-        _start_files(out_dir, config, history)
-        start = coordinator.round + 1
+        coordinator.load_state_dict(state)
+        for c in clients:
+            c.load(record.checkpoint_dir, coordinator.round)
+        history = saved_history
+        _start_files(record, config, history)
     else:
         initial = [c.initialize() for c in clients]
         seen(initial)
         coordinator.start(initial)
-        if out_dir is not None:
-            _start_files(out_dir, config, history)
+        if record is not None:
+            _start_files(record, config, history)
+            _record_inputs(record, config)
+    start = coordinator.round + 1
     setup_s = time.perf_counter() - t_setup
     run_start = time.perf_counter()
-    stopped = "rounds"
-    with deferred_stop():
-        for t in range(start, config.rounds + 1):
-            t0 = time.perf_counter()
-            coordinator.rho = rho = config.penalty(t)  # ρ_t: data-independent schedule
-            try:
-                msgs = coordinator.broadcast()
-                updates = [c.step(m) for c, m in zip(clients, msgs, strict=True)]
-                seen(updates)
-                res = coordinator.receive(updates)
-            except (PowerDPError, FloatingPointError) as exc:
-                partial = _result(config, prepared, coordinator, clients, history, central, setup_s, None, "failed")
-                if out_dir is not None:
-                    partial.save(out_dir)
-                    (out_dir / "failure.txt").write_text(f"round {t}: {exc}\n")
-                raise LearnFailed(f"run stopped in round {t}: {exc}", partial) from exc
-            wall = time.perf_counter() - t0
-            spend = t % config.evaluate_every == 0 or t == config.rounds or not history
-            row = _row(t, config, coordinator, clients, pooled if spend else None, d, res, rho, wall, spend, history)
-            history.append(row)
-            if out_dir is not None:
-                _append_history(out_dir, row)
-            if progress is not None:
-                progress(row)
-            if out_dir is not None and config.checkpoint_every and (t % config.checkpoint_every == 0 or t == config.rounds):
-                _save_checkpoint(out_dir, coordinator, clients, history)
-            if stop_requested() is not None and t < config.rounds:
-                if out_dir is not None and config.checkpoint_every:
-                    _save_checkpoint(out_dir, coordinator, clients, history)
-                partial = _result(config, prepared, coordinator, clients, history, central, setup_s, time.perf_counter() - run_start, "interrupted")
-                if out_dir is not None:
-                    partial.save(out_dir)
-                where = f"; history and checkpoint in {out_dir} (powerdp learn --resume {out_dir} continues)" if out_dir else ""
-                raise Interrupted(f"interrupted after round {t} of {config.rounds}{where}", partial)
-    result = _result(config, prepared, coordinator, clients, history, central, setup_s, time.perf_counter() - run_start, stopped)
+
+    def step(t: int) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        coordinator.rho = rho = config.penalty(t)  # ρ_t: data-independent schedule
+        msgs = coordinator.broadcast()
+        updates = [c.step(m) for c, m in zip(clients, msgs, strict=True)]
+        seen(updates)
+        res = coordinator.receive(updates)
+        wall = time.perf_counter() - t0
+        spend = t % config.evaluate_every == 0 or t == config.rounds or not history
+        return _row(t, config, coordinator, clients, pooled if spend else None, d, res, rho, wall, spend, history)
+
+    def partial(rows, stopped):
+        run_s = None if stopped == "failed" else time.perf_counter() - run_start
+        return _result(config, prepared, coordinator, clients, rows, central, setup_s, run_s, stopped)
+
+    def checkpoint(rows):
+        t = coordinator.round
+        record.save_checkpoint(coordinator.state_dict(), rows, t, agents=lambda cd: [c.save(cd, t) for c in clients],
+                               prune=lambda cd: _prune(cd, t))
+
+    rounds = Rounds(step=step, partial=partial, checkpoint=checkpoint,
+                    failed=lambda t, detail, result, exc: LearnFailed(f"run stopped in round {t}: {detail}", result))
+    stopped = run_rounds(rounds, start, config.rounds, history, record, config.checkpoint_every, progress, resume)
+    result = partial(history, stopped)
     result.summary["resumed_from"] = start - 1 if resume else None
     if out_dir is not None:
         result.save(out_dir)
     return result
+
+
+def _start_files(record: RunRecord, config: LearnConfig, history: list[dict]) -> None:
+    record.write_config(config.to_dict())
+    record.start(history, legacy=LEGACY_FILES)
 
 
 def _row(t, config, coordinator, clients, pooled, d, res, rho, wall, spend=True, history=()) -> dict[str, Any]:
