@@ -120,7 +120,7 @@ def test_run_of_the_mixed_layout_resumes_into_the_two_views(tmp_path, case30):
     resumed, _, _ = run_market(net, zones, settings, seed=4, out=d, resume=True)
     cols = ["primal_residual", "dual_residual", "epsilon_spent", "eval_cost", "eval_imbalance_mw"]
     assert (resumed.history[cols].to_numpy() == full.history[cols].to_numpy()).all()
-    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json", "inputs.json"]  # + the case file's record
     assert len(pd.read_csv(d / "coordinator_view" / "history.csv")) == 10
     assert (read_history(d, HISTORY_ORDER)[cols].to_numpy() == full.history[cols].to_numpy()).all()
 
@@ -146,7 +146,7 @@ def test_market_run_writes_two_views_never_mixed(tmp_path, case30):
     rho = 0.3 * default_market_rho(dc_model(net))
     res, _, _ = run_market(net, zones, SharingSettings(rounds=8, rho=rho, noise_multiplier=5.0), seed=2, out=tmp_path / "run")
     d = tmp_path / "run"
-    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]  # nothing mixed at the top level
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json", "inputs.json"]  # nothing mixed at the top level (inputs.json: the case file and its hash)
     coord, ev = d / "coordinator_view", d / "simulation_evaluation"
     assert sorted(p.name for p in coord.iterdir()) == ["history.csv", "summary.json"]
     hist = pd.read_csv(coord / "history.csv", float_precision="round_trip")

@@ -125,8 +125,9 @@ class RunRecord:
         if prune is not None:
             prune(d)
 
-    def load_checkpoint(self) -> tuple[dict[str, Any], list[dict]]:
-        """(the coordinator's state, the history rows) of the last checkpoint; one line naming the file otherwise."""
+    def load_checkpoint(self) -> tuple[dict[str, Any], list[dict] | None]:
+        """(the coordinator's state, the history rows) of the last checkpoint; one line naming the file otherwise.
+        The rows are None for a checkpoint of an earlier version that kept them in the history files only."""
         d = self.checkpoint_dir
         refuse_pickles(d)  # an older version's pickles: refused without being opened
         if not state_exists(d / "state"):
@@ -135,7 +136,7 @@ class RunRecord:
         evaluation = load_state(d / "evaluation") if state_exists(d / "evaluation") else {"history": []}
         try:
             int(state["round"])
-            history = join_rows(list(state.pop("history")), list(evaluation["history"]))
+            history = join_rows(list(state.pop("history")), list(evaluation["history"])) if "history" in state else None
         except Exception as exc:  # noqa: BLE001 - another program's files
             raise ConfigError(f"{d / 'state.json'} is not a readable checkpoint ({type(exc).__name__}: {exc})") from None
         return state, history

@@ -37,15 +37,14 @@ import numpy as np
 import pandas as pd
 
 from ..engine.sharing.coordinator import SharingCoordinator
-from ..engine.sharing.hosts import SHARING_BACKENDS, launch_sharing, load_state, make_sharing_backend, save_state
+from ..engine.sharing.hosts import SHARING_BACKENDS, flat_state, launch_sharing, make_sharing_backend, nested_state
 from ..errors import ConfigError, PowerDPError, SolverError
 from ..files.jsonable import jsonable
 from .directory import DirectoryLock, ensure_dir, prepare_run_dir
-from .stopping import deferred_stop, stop_requested
+from .loop import Rounds, run_rounds
+from .record import RunRecord
 from .views import (
     COORDINATOR_VIEW,
-    EVALUATION_VIEW,
-    append_history_views,
     read_history,
     save_history_views,
     save_summary_views,
@@ -110,6 +109,10 @@ class SharingProblem:
     specs: list
     config: dict = field(default_factory=dict)  # public, JSON
     evaluate: Callable[[SharingCoordinator, dict], dict] | None = None
+    #: the input files the problem was made from (role → runs.inputs entry), recorded with their hashes
+    inputs: dict = field(default_factory=dict)
+    #: the command that resumes a run of this problem (messages: ``powerdp run --resume DIR``)
+    command: str = "powerdp run"
 
 
 @dataclass
@@ -149,11 +152,6 @@ def _write_history(out: Path, history: pd.DataFrame) -> None:
     if not len(history.columns):
         history = pd.DataFrame(columns=HISTORY_ORDER)
     save_history_views(out, history, COORDINATOR_COLUMNS)
-
-
-def _append_history(out: Path, row: dict, header: bool) -> None:
-    """One line per round in each view's history.csv (repr floats: round-trip exact)."""
-    append_history_views(out, row, COORDINATOR_COLUMNS, list(row), header=header)
 
 
 def _read_saved_history(out: Path) -> pd.DataFrame:
@@ -208,107 +206,108 @@ def _locked(problem, settings, out, resume, overwrite, progress, observe):
         return _run(problem, settings, out, resume, progress, observe)
 
 
-def _save_checkpoint(out: Path, coordinator: SharingCoordinator, backend, history: list[dict]) -> None:
-    d = out / "checkpoint"
-    d.mkdir(parents=True, exist_ok=True)
-    backend.call("save", (str(d), coordinator.round))
-    save_state(d / "state", coordinator.state_dict())  # the history is in history.csv, one line per round
-    backend.call("prune", (str(d), coordinator.round))
-
-
 def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, resume: bool, progress, observe) -> SharingResult:
     seen = observe or (lambda updates: None)
     doc = _config_doc(problem, settings)
     n_agents = len(problem.specs)
     coordinator = SharingCoordinator(problem.zstep, n_agents, settings.rho, settings.tau, settings.rho_schedule, settings.adapt_rounds, settings.relaxation)
+    record = RunRecord(out, COORDINATOR_COLUMNS, command=problem.command) if out is not None else None
     history: list[dict] = []
     if resume:
         _check_resume(out, doc)
-        main = load_state(out / "checkpoint" / "state")
+        record.verify_inputs("resume")  # the files the problem was made from, unchanged (an edited case is refused)
+        main, history = record.load_checkpoint()
     t_setup = time.perf_counter()
     backend = make_sharing_backend(settings.backend, problem.specs, settings)
     try:
         if resume:
-            coordinator.load_state_dict(main)
-            try:  # the rounds up to the checkpoint (a killed run may have logged later ones)
-                saved = _read_saved_history(out)
-            except ConfigError as exc:
-                raise ConfigError(f"cannot resume {out}: {exc}") from None
-            saved = saved[saved["round"] <= coordinator.round]
-            if len(saved) != coordinator.round:
-                raise ConfigError(f"cannot resume {out}: {COORDINATOR_VIEW}/history.csv has {len(saved)} of the "
-                                  f"{coordinator.round} checkpointed rounds")
-            history = saved.to_dict("records")
-            backend.call("restore", (str(out / "checkpoint"), coordinator.round))
+            coordinator.load_state_dict(nested_state(main))
+            if history is None:  # an earlier version's checkpoint: the rounds up to it from history.csv
+                history = _saved_history(out, coordinator.round)
+            backend.call("restore", (str(record.checkpoint_dir), coordinator.round))
             if coordinator.round > settings.rounds:
                 raise ConfigError(f"{out}: the run already has {coordinator.round} rounds; rounds = {settings.rounds} cannot shorten it")
         else:
             initial = backend.call("init")
             seen(initial)
             coordinator.start(initial)
-        if out is not None:
-            (out / "config.json").write_text(json.dumps(doc, indent=2))
-            for name in ("history.csv", "summary.json"):  # an earlier version's mixed files, rewritten in the views
-                (out / name).unlink(missing_ok=True)
-            for view in (COORDINATOR_VIEW, EVALUATION_VIEW):
-                (out / view / "summary.json").unlink(missing_ok=True)  # of an earlier attempt; written when this one ends
-                if not history:
-                    (out / view / "history.csv").unlink(missing_ok=True)
-            if history:
-                _write_history(out, pd.DataFrame(history))
+        if record is not None:
+            record.write_config(doc)
+            record.start(history, legacy=("history.csv", "summary.json"))  # an earlier version's mixed files
+            if not resume and problem.inputs:
+                record.record_inputs(problem.inputs)
         setup_s = time.perf_counter() - t_setup
-        stopped = "rounds"
         diags: dict = {}
-        with deferred_stop():
-            for t in range(coordinator.round + 1, settings.rounds + 1):
-                t0 = time.perf_counter()
-                rho = coordinator.rho
-                try:
-                    updates = backend.call("step", coordinator.broadcast())
-                    seen(updates)
-                    res = coordinator.receive(updates)
-                except (PowerDPError, FloatingPointError, ValueError) as exc:  # a failed step, a lost host, a NaN release
-                    if out is not None:
-                        _write_history(out, pd.DataFrame(history))
-                        (out / "failure.txt").write_text(f"round {t}: {exc}\n")
-                    raise RunStopped(f"sharing run stopped in round {t}: {exc}") from exc
-                ledger = gaussian_ledger(settings.noise_multiplier, t, settings.delta)
-                row = {
-                    "round": t, "primal_residual": res.primal, "dual_residual": res.dual, "rho": rho,
-                    "epsilon_spent": ledger["epsilon"],
-                }
-                if problem.evaluate is not None:  # the simulation's evaluation: agent-private figures
-                    stats = list(backend.call("stats").values())
-                    row.update({
-                        "solves": int(sum(s.solves for s in stats)),
-                        "iterations": int(sum(s.iterations for s in stats)),
-                        "agent_s": float(max(s.wall_s for s in stats)),
-                    })
-                row["wall_s"] = time.perf_counter() - t0
-                if problem.evaluate is not None:
-                    diags = backend.call("diag")
-                    row.update({f"eval_{k}": v for k, v in problem.evaluate(coordinator, diags).items()})
-                history.append(row)
-                if out is not None:  # one line per round: a killed run keeps its history
-                    _append_history(out, row, header=len(history) == 1)
-                if progress is not None:
-                    progress(row)
-                if out is not None and settings.checkpoint_every and t % settings.checkpoint_every == 0:
-                    _save_checkpoint(out, coordinator, backend, history)
-                if stop_requested():
-                    stopped = "interrupted"
-                    break
-                if settings.tol > 0 and res.primal <= settings.tol and res.dual <= settings.tol:
-                    stopped = "converged"
-                    break
-        if out is not None:
-            _save_checkpoint(out, coordinator, backend, history)
-        if problem.evaluate is not None and not diags:
-            diags = backend.call("diag")
+
+        def step(t: int) -> dict:
+            nonlocal diags
+            t0 = time.perf_counter()
+            rho = coordinator.rho
+            updates = backend.call("step", coordinator.broadcast())
+            seen(updates)
+            res = coordinator.receive(updates)
+            ledger = gaussian_ledger(settings.noise_multiplier, t, settings.delta)
+            row = {
+                "round": t, "primal_residual": res.primal, "dual_residual": res.dual, "rho": rho,
+                "epsilon_spent": ledger["epsilon"],
+            }
+            if problem.evaluate is not None:  # the simulation's evaluation: agent-private figures
+                stats = list(backend.call("stats").values())
+                row.update({
+                    "solves": int(sum(s.solves for s in stats)),
+                    "iterations": int(sum(s.iterations for s in stats)),
+                    "agent_s": float(max(s.wall_s for s in stats)),
+                })
+            row["wall_s"] = time.perf_counter() - t0
+            if problem.evaluate is not None:
+                diags = backend.call("diag")
+                row.update({f"eval_{k}": v for k, v in problem.evaluate(coordinator, diags).items()})
+            return row
+
+        def partial(rows, stopped):
+            if stopped != "failed" and problem.evaluate is not None and not diags:
+                diags.update(backend.call("diag"))
+            return _result(problem, settings, coordinator, rows, stopped, setup_s, diags if stopped != "failed" else {})
+
+        def checkpoint(rows):
+            t = coordinator.round
+            record.save_checkpoint(flat_state(coordinator.state_dict()), rows, t, agents=lambda d: backend.call("save", (str(d), t)),
+                                   prune=lambda d: backend.call("prune", (str(d), t)))
+
+        rounds = Rounds(
+            step=step, partial=partial, checkpoint=checkpoint,
+            failed=lambda t, detail, result, exc: RunStopped(f"sharing run stopped in round {t}: {detail}"),
+            converged=(lambda row: row["primal_residual"] <= settings.tol and row["dual_residual"] <= settings.tol)
+            if settings.tol > 0 else None,
+            failures=(PowerDPError, FloatingPointError, ValueError),  # a failed step, a lost host, a NaN release
+        )
+        # a checkpoint every checkpoint_every rounds, and always after the last (0: only then)
+        every = settings.checkpoint_every or settings.rounds
+        stopped = run_rounds(rounds, coordinator.round + 1, settings.rounds, history, record, every, progress, resume)
+        stopped = "converged" if stopped == "tolerance" else stopped
+        result = partial(history, stopped)
     finally:
         backend.close()
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def _saved_history(out: Path, rounds: int) -> list[dict]:
+    """The rounds up to the checkpoint from the views' history.csv (a killed run may have logged later ones)."""
+    try:
+        saved = _read_saved_history(out)
+    except ConfigError as exc:
+        raise ConfigError(f"cannot resume {out}: {exc}") from None
+    saved = saved[saved["round"] <= rounds]
+    if len(saved) != rounds:
+        raise ConfigError(f"cannot resume {out}: {COORDINATOR_VIEW}/history.csv has {len(saved)} of the {rounds} checkpointed rounds")
+    return saved.to_dict("records")
+
+
+def _result(problem, settings, coordinator, history, stopped, setup_s, diags) -> SharingResult:
     hist = pd.DataFrame(history)
-    final_eval = problem.evaluate(coordinator, diags) if problem.evaluate is not None else {}
+    final_eval = problem.evaluate(coordinator, diags) if (problem.evaluate is not None and diags) else {}
     rounds_done = coordinator.round
     summary = {
         "problem": problem.name, "config": problem.config, "settings": asdict(settings), "stopped": stopped,
@@ -317,15 +316,9 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
         "coordinator_view": {
             "primal_residual": float(hist["primal_residual"].iloc[-1]) if len(hist) else None,
             "dual_residual": float(hist["dual_residual"].iloc[-1]) if len(hist) else None,
-            "dual": coordinator.y, "ledger": {a: gaussian_ledger(settings.noise_multiplier, rounds_done, settings.delta) for a in range(n_agents)},
+            "dual": coordinator.y, "ledger": {a: gaussian_ledger(settings.noise_multiplier, rounds_done, settings.delta)
+                                              for a in range(len(problem.specs))},
         },
         "evaluation": final_eval,
     }
-    result = SharingResult(history=hist, summary=summary, z=coordinator.z, y=coordinator.y, total=coordinator.total, diagnostics=diags)
-    if out is not None:
-        result.save(out)
-    if stopped == "interrupted":
-        from ..errors import Interrupted
-
-        raise Interrupted(f"stopped after round {rounds_done}" + (f"; resume with --resume {out}" if out else ""), result)
-    return result
+    return SharingResult(history=hist, summary=summary, z=coordinator.z, y=coordinator.y, total=coordinator.total, diagnostics=diags)

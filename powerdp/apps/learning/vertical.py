@@ -235,6 +235,7 @@ def vertical_problem(data: VerticalData, lam: float, noise_multiplier: float | N
                 "noise_multiplier": noise_multiplier, "neighbours": neighbours, "clip": clip, "margin_clip": margin_clip,
                 "seeded": seed is not None,
                 "seed": seed},
+        command="powerdp learn",
     )
 
 

@@ -29,6 +29,7 @@ from ...engine.sharing.hosts import SharingAgentSpec
 from ...errors import ConfigError
 from ...grid.network import Network
 from ...opf.dc import DCModel, dc_model, max_line_violation, solve_dc_opf
+from ...runs.inputs import case_entry
 from ...runs.sharing_run import SharingProblem, SharingSettings, run_sharing
 
 __all__ = ["MarketZone", "market_problem", "run_market", "market_sensitivity", "cost_sensitivity", "default_market_rho"]
@@ -194,7 +195,7 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
         return out
 
     problem = SharingProblem(
-        name="dc-market", zstep=zstep, specs=specs, evaluate=evaluate,
+        name="dc-market", zstep=zstep, specs=specs, evaluate=evaluate, inputs={"case": case_entry(net.source)},
         config={"case": model.name, "zones": n_zones, "zone_of_bus": zone_of_bus.tolist(), "beta": beta,
                 "noise_multiplier": noise_multiplier, "seeded": seed is not None, "seed": seed, "line_scale": line_scale,
                 "screen": screen, "cost_gamma": cost_gamma},

@@ -12,7 +12,6 @@ written by each agent on its own host as ``agent_M_round_T.npz`` (arrays) +
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
+from ...files import checkpoint
 from ..backends.base import HostedBackend, assign_zones, single_threaded_pools
 from ..backends.process import PipeHosts, start_context
 
@@ -57,25 +57,28 @@ def agent_path(directory: str | Path, agent: int, round: int) -> Path:
 
 
 def save_state(stem: str | Path, state: dict) -> None:
-    """``state = {"arrays": {name: array}, "meta": JSON}`` → ``stem.npz`` + ``stem.json``, each atomically."""
-    stem = Path(stem)
-    tmp = stem.with_name(stem.name + ".tmp.npz")
-    np.savez(tmp, **{k: np.asarray(v) for k, v in state["arrays"].items()})
-    tmp.replace(stem.with_name(stem.name + ".npz"))
-    tmpj = stem.with_name(stem.name + ".json.tmp")
-    tmpj.write_text(json.dumps(state["meta"]))
-    tmpj.replace(stem.with_name(stem.name + ".json"))
+    """``state = {"arrays": {name: array}, "meta": JSON}`` → ``stem.npz`` + ``stem.json``, each written whole
+    (the one checkpoint writer, :mod:`powerdp.files.checkpoint`)."""
+    checkpoint.save_state(stem, flat_state(state))
 
 
 def load_state(stem: str | Path) -> dict:
-    stem = Path(stem)
+    """What :func:`save_state` wrote, as ``{"arrays": ..., "meta": ...}``; one line naming the file otherwise."""
     try:
-        with np.load(stem.with_name(stem.name + ".npz"), allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-        meta = json.loads(stem.with_name(stem.name + ".json").read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot resume: {stem}.npz/.json is missing or unreadable ({type(exc).__name__}: {exc})") from None
-    return {"arrays": arrays, "meta": meta}
+        return nested_state(checkpoint.load_state(stem))
+    except ConfigError as exc:
+        raise ConfigError(f"cannot resume: {exc}") from None
+
+
+def flat_state(state: dict) -> dict:
+    """``{"arrays": ..., "meta": ...}`` as one flat dict (arrays and JSON values side by side)."""
+    return {**{k: np.asarray(v) for k, v in state["arrays"].items()}, **state["meta"]}
+
+
+def nested_state(state: dict) -> dict:
+    """Undo :func:`flat_state`."""
+    return {"arrays": {k: v for k, v in state.items() if isinstance(v, np.ndarray)},
+            "meta": {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}}
 
 
 def _prune(directory: str, agent: int, keep_round: int) -> None:
