@@ -15,6 +15,7 @@ from pathlib import Path
 from ..apps.learning.config import ALGORITHM_NAMES, DEFAULT_ETA, RUNNERS, LearnConfig
 from ..apps.learning.data import BUNDLED
 from ..errors import ConfigError
+from ..runs.kinds import run_kind
 
 __all__ = ["add_learn_parser", "add_learn_arguments", "config_from_args", "cmd_learn"]
 
@@ -241,6 +242,10 @@ def _printer(args, cfg: LearnConfig):
 def cmd_learn(args: argparse.Namespace) -> int:
     from ..apps.learning.runner import run_federated
 
+    if args.resume is not None and run_kind(args.resume) == "vertical":  # `learn --resume DIR` of a vertical run
+        from .sharing import resume_vertical
+
+        return resume_vertical(args)
     if args.algorithm in RUNNERS:  # its own runner (not a per-round consensus): config.RUNNERS, its own command
         from importlib import import_module
 

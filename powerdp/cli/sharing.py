@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..runs.kinds import run_kind
 
 __all__ = ["register", "add_vertical_arguments", "run_vertical", "cmd_solve_dc", "cmd_run_dc"]
 
@@ -35,6 +36,9 @@ def _wrap(parser: argparse.ArgumentParser, handler) -> None:
     original = parser.get_default("func")
 
     def dispatch(args):
+        resume = getattr(args, "resume", None)
+        if resume is not None and run_kind(resume) == "dc_market":  # `powerdp run --resume DIR` of a DC market run
+            args.model = "dc"
         return handler(args) if getattr(args, "model", "soc") == "dc" else original(args)
 
     parser.set_defaults(func=dispatch)
@@ -163,11 +167,35 @@ def _noise_multiplier(args, rounds: int) -> float | None:
     return float(np.sqrt(2.0 * np.log(1.25 / args.delta)) / args.epsilon)
 
 
+def _saved_sharing(directory: Path, problem: str) -> tuple[dict, dict, dict]:
+    """(problem config, settings, recorded inputs) of the sharing run saved in ``directory``, its input files checked."""
+    from ..runs.inputs import verify_inputs
+    from ..runs.record import RunRecord
+
+    doc = RunRecord(directory, []).read_config()
+    if doc.get("kind") != "sharing" or doc.get("problem") != problem or not isinstance(doc.get("config"), dict):
+        raise ConfigError(f"{directory}/config.json: not a {problem} run")
+    return doc["config"], dict(doc.get("settings") or {}), verify_inputs(directory, "resume")
+
+
+def _resumed_settings(args, saved: dict):
+    """The saved run's settings; only those that cannot change its results may be given again."""
+    from ..runs.sharing_run import RESUME_MAY_CHANGE_SHARING, SharingSettings
+
+    explicit = getattr(args, "_explicit", set())
+    changes = {k: getattr(args, k) for k in RESUME_MAY_CHANGE_SHARING if k in explicit and getattr(args, k, None) is not None}
+    fields = SharingSettings.__dataclass_fields__
+    return SharingSettings(**{**{k: v for k, v in saved.items() if k in fields}, **changes})
+
+
 def cmd_run_dc(args) -> int:
-    from ..apps.market.dc_market import default_market_rho, run_market
+    from ..apps.market.dc_market import default_market_rho
     from ..grid.loading import load_case
-    from ..opf.dc import dc_model, dc_tables
+    from ..opf.dc import dc_model
     from ..runs.sharing_run import SharingSettings
+
+    if args.resume is not None and args.case is None:  # `powerdp run --resume DIR`: the case and settings it was made with
+        return _resume_dc(args)
 
     explicit = getattr(args, "_explicit", set())
     rounds = args.rounds if "rounds" in explicit else DC_DEFAULT_ROUNDS
@@ -182,7 +210,7 @@ def cmd_run_dc(args) -> int:
             raise ConfigError(f"{args.resume}: the run's noise was calibrated to a total budget (ε = {args.target_epsilon:g}) "
                               f"over {saved} rounds; more rounds would spend more than the budget, so --rounds cannot change")
     if args.case is None:
-        raise ConfigError("--model dc needs the CASE (with --resume DIR too: the case and settings the run was made with)")
+        raise ConfigError("--model dc needs the CASE")
     if args.json is not None and args.json.is_dir():
         raise ConfigError(f"--json {args.json} is a directory; it names a file")
     net = load_case(args.case, convention=args.convention)
@@ -194,19 +222,47 @@ def cmd_run_dc(args) -> int:
                                rho_schedule=args.rho_schedule, noise_multiplier=_noise_multiplier(args, rounds),
                                delta=float(args.target_delta or args.delta), tol=float(args.tol or 0.0))
     seed = args.seed if "seed" in explicit or settings.noise_multiplier is None else None
+    return _run_dc(args, net, part.zone_of_bus, part.source, settings, seed, rho, args.algorithm, args.beta, args.line_scale,
+                   args.private_costs)
+
+
+def _resume_dc(args) -> int:
+    """``powerdp run --resume DIR`` of a DC market run: the case by its recorded path (refused when it changed), the
+    zones, prices' settings and noise of the saved run."""
+    from ..grid.loading import load_case
+    from ..runs.inputs import case_source
+
+    config, saved, records = _saved_sharing(args.resume, "dc-market")
+    if args.json is not None and args.json.is_dir():
+        raise ConfigError(f"--json {args.json} is a directory; it names a file")
+    net = load_case(case_source(records, config["case"]), convention=config.get("convention", "powermodels"))
+    settings = _resumed_settings(args, saved)
+    if settings.noise_multiplier is not None and settings.rounds != saved.get("rounds") and "rounds" in getattr(args, "_explicit", set()):
+        raise ConfigError(f"{args.resume}: the run's noise was calibrated over {saved.get('rounds')} rounds; a private DC "
+                          "run cannot change --rounds")
+    algorithm = "outg" if config.get("noise_multiplier") else "nonprivate"
+    return _run_dc(args, net, np.asarray(config["zone_of_bus"]), "the saved run's zones", settings, config.get("seed"),
+                   settings.rho, algorithm, config.get("beta", 0.01), config.get("line_scale", 1.0), config.get("cost_gamma"))
+
+
+def _run_dc(args, net, zone_of_bus, partition_source, settings, seed, rho, algorithm, beta, line_scale, cost_gamma) -> int:
+    from ..apps.market.dc_market import run_market
+    from ..opf.dc import dc_tables
+
+    n_zones = int(np.max(zone_of_bus)) + 1
     out = args.resume if args.resume is not None else args.out
     t0 = time.perf_counter()
-    ran = run_market(net, part.zone_of_bus, settings, beta=args.beta, seed=seed, out=out, resume=args.resume is not None,
-                     overwrite=args.overwrite, line_scale=args.line_scale, cost_gamma=args.private_costs)
+    ran = run_market(net, zone_of_bus, settings, beta=beta, seed=seed, out=out, resume=args.resume is not None,
+                     overwrite=args.overwrite, line_scale=line_scale, cost_gamma=cost_gamma)
     if ran is None:  # an MPI agent rank
         return 0
     result, model, central = ran
     ev = result.summary["evaluation"]
     y = result.y
-    scale = args.line_scale
+    scale = line_scale
     lmp = model.lmp(-y[0], y[1:] * scale)
     summary = {
-        "model": "dc", "case": net.name, "zones": part.n_zones, "partition": part.source, "algorithm": args.algorithm,
+        "model": "dc", "case": net.name, "zones": n_zones, "partition": partition_source, "algorithm": algorithm,
         "rounds": result.summary["rounds"], "stopped": result.summary["stopped"], "rho": rho, "backend": args.backend,
         "final_cost": ev["cost"], "max_line_violation": ev["max_line_violation"], "imbalance_mw": ev["imbalance_mw"],
         "centralized_objective": central.objective if central else None, "cost_gap": ev.get("cost_gap"),
@@ -218,7 +274,7 @@ def cmd_run_dc(args) -> int:
     }
     summary["noise_source"] = _noise_source(seed, settings.noise_multiplier)
     if not getattr(args, "quiet", False):
-        print(f"{net.name}, {part.n_zones} zones, DC market by ADMM sharing, {summary['rounds']} rounds")
+        print(f"{net.name}, {n_zones} zones, DC market by ADMM sharing, {summary['rounds']} rounds")
         print(f"  the coordinator's view: primal residual {summary['primal_residual']:.2e}, energy price "
               f"{summary['energy_price_per_mwh']:.4f} $/MWh"
               + (f", ε = {summary['epsilon_per_zone']:.3g} per zone (δ = {summary['delta']:g}), noise {summary['noise_source']}"
@@ -229,8 +285,8 @@ def cmd_run_dc(args) -> int:
         if summary["noise_source"] == "seeded":
             print("WARNING: a seeded private run: the guarantee holds only against observers who do not know the seed")
     if out is not None:
-        pg = np.concatenate([result.diagnostics[m]["pg"] for m in range(part.n_zones)])
-        order = np.concatenate([np.flatnonzero(part.zone_of_bus[model.gen_bus] == m) for m in range(part.n_zones)])
+        pg = np.concatenate([result.diagnostics[m]["pg"] for m in range(n_zones)])
+        order = np.concatenate([np.flatnonzero(zone_of_bus[model.gen_bus] == m) for m in range(n_zones)])
         pg_full = np.zeros(model.n_gen)
         pg_full[order] = pg
         tables = dc_tables(model, pg_full, lmp, central.lmp if central else None)
@@ -282,7 +338,7 @@ def add_vertical_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_vertical(args) -> int:
-    from ..apps.learning.vertical import DEFAULT_LAMBDA, load_dataset, run_vertical_learning
+    from ..apps.learning.vertical import DEFAULT_LAMBDA, load_dataset
     from ..runs.sharing_run import SharingSettings
 
     if not getattr(args, "vertical", True):
@@ -310,10 +366,35 @@ def run_vertical(args) -> int:
     settings = SharingSettings(rounds=args.rounds, rho=rho, tau=args.tau, backend=args.backend, workers=args.workers,
                                checkpoint_every=args.checkpoint_every, noise_multiplier=nm, delta=args.delta)
     seed = args.seed if args.seed is not None else (0 if nm is None else None)
+    return _run_vertical(args, data, lam, settings, nm, seed, rho, args.neighbours, args.clip, args.margin_clip, args.algorithm)
+
+
+def resume_vertical(args) -> int:
+    """``powerdp learn --resume DIR`` of a vertical-learning run: its data set, parties and settings as saved."""
+    from ..apps.learning.vertical import load_dataset
+
+    config, saved, _ = _saved_sharing(args.resume, "vertical-logreg")
+    if args.json is not None and args.json.is_dir():
+        raise ConfigError(f"--json {args.json} is a directory; it names a file")
+    data = load_dataset(config["dataset"], int(config["parties"]), list(config["blocks"]), seed=config.get("seed") or 0)
+    settings = _resumed_settings(args, saved)
+    nm = settings.noise_multiplier
+    if nm is not None and "rounds" in getattr(args, "_explicit", set()) and settings.rounds != saved.get("rounds"):
+        raise ConfigError(f"{args.resume}: the run's noise was calibrated over {saved.get('rounds')} rounds; a private "
+                          "vertical run cannot change --rounds")
+    args.out, args.overwrite = None, False
+    return _run_vertical(args, data, float(config["lam"]), settings, nm, config.get("seed"), settings.rho, config["neighbours"],
+                         float(config["clip"]), float(config["margin_clip"]), "gaussian" if nm else "nonprivate")
+
+
+def _run_vertical(args, data, lam, settings, nm, seed, rho, neighbours, clip, margin_clip, algorithm) -> int:
+    from ..apps.learning.vertical import run_vertical_learning
+
+    n = len(data.y_train)
     out = args.resume if args.resume is not None else args.out
     t0 = time.perf_counter()
-    ran = run_vertical_learning(data, lam, settings, neighbours=args.neighbours, clip=args.clip, seed=seed, out=out,
-                                resume=args.resume is not None, overwrite=args.overwrite, margin_clip=args.margin_clip)
+    ran = run_vertical_learning(data, lam, settings, neighbours=neighbours, clip=clip, seed=seed, out=out,
+                                resume=args.resume is not None, overwrite=args.overwrite, margin_clip=margin_clip)
     if ran is None:
         return 0
     result, base = ran
@@ -322,12 +403,12 @@ def run_vertical(args) -> int:
     close = h.index[(h["eval_test_logloss"] - base["centralized_test_logloss"]).abs() <= 1e-3]
     summary = {
         "dataset": data.name, "parties": len(data.blocks), "blocks": [len(c) for c in data.blocks], "lam": lam, "rho": rho,
-        "algorithm": args.algorithm, "rounds": result.summary["rounds"], "n_train": n, "n_test": len(data.y_test),
+        "algorithm": algorithm, "rounds": result.summary["rounds"], "n_train": n, "n_test": len(data.y_test),
         "final_test_logloss": ev["test_logloss"], "final_test_error": ev["test_error"], "final_train_objective": ev["train_objective"],
         **base, "rounds_to_1e-3": int(h["round"].iloc[close[0]]) if len(close) else None,
         "time_s": time.perf_counter() - t0, "sharing_s": result.summary["run_s"],
-        "epsilon_per_party": result.summary["coordinator_view"]["ledger"][0]["epsilon"], "delta": args.delta if nm else 0.0,
-        "neighbours": args.neighbours if nm else None, "noise_multiplier": nm, "seeded": seed is not None,
+        "epsilon_per_party": result.summary["coordinator_view"]["ledger"][0]["epsilon"], "delta": settings.delta if nm else 0.0,
+        "neighbours": neighbours if nm else None, "noise_multiplier": nm, "seeded": seed is not None,
     }
     summary["noise_source"] = _noise_source(seed, nm)
     if not getattr(args, "quiet", False):

@@ -236,6 +236,14 @@ def _export_case(d: Path, fallback: str) -> str:
     return source
 
 
+#: why a run of another application has nothing to write into a pandapower network (export)
+NOT_EXPORTED = {
+    "deployment": "its coordinator holds only the public network, without loads, and each zone keeps its own solution, "
+                  "so there is no dispatch to write into a pandapower network",
+    "dc_market": "a DC dispatch has no voltages or reactive powers; its dispatch is in simulation_evaluation/generators.csv",
+}
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     import pandapower as pp
 
@@ -251,7 +259,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     _check_output_file(target, "--pandapower")
     if (d / "config.json").is_file():  # a run
         from ..apps.power_flow.result import RunResult
+        from ..runs.kinds import describe, run_kind
 
+        kind = run_kind(d)
+        if kind != "power_flow":
+            raise ConfigError(f"cannot export {d}: it is {describe(kind)}; {NOT_EXPORTED.get(kind, 'only a power-flow run has an AC dispatch')}")
         run = RunResult.load(d)
         net = load_case(_export_case(d, run.config.case), convention=run.config.convention)
         if run.tables is not None:

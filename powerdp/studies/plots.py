@@ -196,6 +196,7 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
     """Draw every figure a sweep directory (or one run's directory) supports; save PNGs (default: DIR/figures)."""
     from ..errors import ConfigError
     from ..runs.directory import ensure_dir
+    from ..runs.kinds import describe, run_kind
     from .learning_sweep import is_learning_dir, plot_learning
     from .sweep import run_dirs, sweep_tables
 
@@ -203,6 +204,9 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
     directory = Path(directory)
     if not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory (a sweep's --out or a run's --out)")
+    kind = run_kind(directory)
+    if kind in ("noisy_admm", "dc_market", "vertical"):  # one run of an application without sweeps: its history
+        return [plot_run_history(directory, out, describe(kind))]
     if is_learning_dir(directory):  # a federated-learning run or sweep (powerdp learn)
         return plot_learning(directory, out)
     out = Path(out) if out is not None else directory / "figures"
@@ -238,9 +242,51 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
         from ..apps.power_flow.plan import load_config
 
         cfg = load_config(run_dir)
-        name = f"network_{Path(cfg.case).stem}_{Path(str(cfg.partition)).stem if cfg.partition else f'{cfg.zones}-{cfg.partition_method}'}.png"
+        case = Path(str(cfg.deployment)).name if cfg.deployment is not None else Path(str(cfg.case)).stem
+        name = f"network_{case}_{Path(str(cfg.partition)).stem if cfg.partition else f'{cfg.zones}-{cfg.partition_method}'}.png"
         if (out / name) in paths:
             continue
-        net = load_case(cfg.case, convention=cfg.convention)
+        if cfg.deployment is not None:  # the coordinator's public network: the topology is all a network figure needs
+            from ..apps.power_flow.zone_data import load_public_network
+
+            net = load_public_network(cfg.deployment)
+        else:
+            net = load_case(cfg.case, convention=cfg.convention)
         save(plot_network(make_partition(net, str(part_csv))), name)
     return paths
+
+
+def plot_run_history(directory: str | Path, out: str | Path | None, what: str) -> Path:
+    """One run's per-round (or per-iteration) history, both views joined: every numeric column against the rounds,
+    on a log scale where the values are positive (a DC market, a vertical-learning or a noisy-admm run)."""
+    from ..errors import ConfigError
+    from ..runs.directory import ensure_dir
+    from ..runs.views import read_history
+
+    plt = _plt()
+    directory = Path(directory)
+    try:
+        history = read_history(directory)
+    except ConfigError as exc:
+        raise ConfigError(f"{directory} is {what}, but its history cannot be read: {exc}") from None
+    x = "round"
+    columns = [c for c in history.columns if c != x and pd.api.types.is_numeric_dtype(history[c]) and history[c].notna().any()]
+    if x not in history.columns or not len(history) or not columns:
+        raise ConfigError(f"{directory} is {what} with no per-round history to plot")
+    out = ensure_dir(Path(out) if out is not None else directory / "figures", "figure directory")
+    n = len(columns)
+    fig, axes = plt.subplots((n + 2) // 3, min(n, 3), figsize=(4.2 * min(n, 3), 3.2 * ((n + 2) // 3)), squeeze=False)
+    for ax, c in zip(axes.flat, columns):
+        ax.plot(history[x], history[c])
+        if _positive(history[c]):
+            ax.set_yscale("log")
+        ax.set_xlabel(x)
+        ax.set_title(c, fontsize="small")
+    for ax in list(axes.flat)[n:]:
+        ax.set_axis_off()
+    fig.suptitle(f"{directory.name}: {what}", fontsize="small")
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    path = out / "history.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

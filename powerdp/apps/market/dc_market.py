@@ -200,6 +200,8 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
                 "noise_multiplier": noise_multiplier, "seeded": seed is not None, "seed": seed, "line_scale": line_scale,
                 "screen": screen, "cost_gamma": cost_gamma},
     )
+    if getattr(net, "convention", "powermodels") != "powermodels":  # a resume reloads the case the same way
+        problem.config["convention"] = net.convention
     return problem, model, sigmas
 
 
