@@ -261,12 +261,15 @@ def plot_run_history(directory: str | Path, out: str | Path | None, what: str) -
     on a log scale where the values are positive (a DC market, a vertical-learning or a noisy-admm run)."""
     from ..errors import ConfigError
     from ..runs.directory import ensure_dir
-    from ..runs.views import read_history
+    from ..runs.views import COORDINATOR_VIEW, EVALUATION_VIEW, read_file, read_history
 
     plt = _plt()
     directory = Path(directory)
     try:
-        history = read_history(directory)
+        if (directory / COORDINATOR_VIEW / "history.csv").is_file():
+            history = read_history(directory)
+        else:  # noisy-admm: nothing per iteration crosses, so only the evaluation has a history
+            history = read_file(directory / EVALUATION_VIEW / "history.csv", pd.read_csv, ["round"])
     except ConfigError as exc:
         raise ConfigError(f"{directory} is {what}, but its history cannot be read: {exc}") from None
     x = "round"

@@ -133,6 +133,7 @@ class ZoneAgent:
     ):
         self.zone = int(zone)
         self.config = config
+        self.private_inputs: dict[str, dict] = {}  # the zone's own input files with their SHA-256 (hosted_zone_agent)
         t0 = time.perf_counter()
         model = build_model(
             net, own_buses, objective=config.objective, flows=config.flows, name=f"{net.name}/zone{zone}",
@@ -390,6 +391,7 @@ class ZoneAgent:
             "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
             "ledger_history": [[mechanism_to_dict(m), int(n)] for m, n in self.ledger.history] if self.ledger is not None else [],
             "warm": self._warm,
+            "private_inputs": self.private_inputs,  # the zone's own input files and their hashes (a deployment's loads)
         }
         state.update(self.perturbation.state_arrays())
         return state
@@ -409,6 +411,17 @@ class ZoneAgent:
             raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path}.json/.npz is missing)")
         self.load_state_dict(load_state(path))
 
+    def _check_private_inputs(self, saved: dict[str, dict]) -> None:
+        """The zone checks its own input files against the hashes in its own checkpoint: a resumed run on an edited
+        private load file would mix the rounds of two data sets (the coordinator never sees these files)."""
+        for role, entry in saved.items():
+            now = self.private_inputs.get(role)
+            if now is None or now.get("sha256") != entry.get("sha256"):
+                raise ConfigError(
+                    f"cannot resume zone {self.zone}: its {role} file {entry.get('path')} has changed since the run was "
+                    "made (SHA-256 differs from the zone's checkpoint); restore the original file, or start a new run"
+                )
+
     def prune_checkpoints(self, directory: str | Path, keep_round: int) -> None:
         """Delete this zone's checkpoint files of rounds other than ``keep_round``."""
         prune_zone_states(directory, self.zone, keep_round)
@@ -416,6 +429,7 @@ class ZoneAgent:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["zone"]) != self.zone:
             raise ValueError(f"checkpoint of zone {state['zone']} loaded into zone {self.zone}")
+        self._check_private_inputs(state.get("private_inputs") or {})
         self.round = int(state["round"])
         self.z_last = np.asarray(state["z_last"], dtype=float)
         self.z_released = np.asarray(state["z_released"], dtype=float)
@@ -437,8 +451,11 @@ def hosted_zone_agent(net: Network, zone: int, own_buses: np.ndarray, shared_key
                       config: RunConfig) -> ZoneAgent:
     """Zone ``zone``'s agent as its host builds it (the engine's ``AgentSpec.agent``): in a deployment the zone
     reads its own load file on its own host, and no other."""
-    if config.deployment is not None:
-        from .zone_data import zone_network
+    if config.deployment is None:
+        return ZoneAgent(net, zone, own_buses, shared_keys, config)
+    from ...runs.inputs import file_entry
+    from .zone_data import zone_loads_path, zone_network
 
-        net = zone_network(config.deployment, zone, net)
-    return ZoneAgent(net, zone, own_buses, shared_keys, config)
+    agent = ZoneAgent(zone_network(config.deployment, zone, net), zone, own_buses, shared_keys, config)
+    agent.private_inputs = {"private load": file_entry(zone_loads_path(config.deployment, zone))}  # checked on resume
+    return agent
