@@ -63,10 +63,12 @@ def test_deployment_resume_on_the_same_files_continues(split, tmp_path):
 # ------------------------------------------------------------------ 2. learn --resume: the data set, checked and resolved
 
 
-def _digits_csv(path: Path, scale: float = 1.0) -> Path:
+def _digits_csv(path: Path, edited: bool = False) -> Path:
     d = load_dataset("digits")
-    X = np.vstack([d.X_train, d.X_test])[:400] * scale
+    X = np.vstack([d.X_train, d.X_test])[:400]
     y = np.concatenate([d.y_train, d.y_test])[:400]
+    if edited:  # another data set under the same name: other labels
+        y = np.roll(y, 7)
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
     frame["label"] = y
     frame.to_csv(path, index=False)
@@ -81,7 +83,7 @@ def _learn_cfg(dataset: str, rounds: int) -> LearnConfig:
 def test_learn_resume_refuses_an_edited_data_set(tmp_path):
     data = _digits_csv(tmp_path / "data.csv")
     run_federated(_learn_cfg(str(data), 4), out=tmp_path / "run", reference=False)
-    _digits_csv(data, scale=0.5)  # another data set under the same name
+    _digits_csv(data, edited=True)
     with pytest.raises(ConfigError, match=r"its dataset file .*data.csv has changed"):
         run_federated(_learn_cfg(str(data), 6), out=tmp_path / "run", resume=True, reference=False)
 
@@ -91,7 +93,7 @@ def test_learn_resume_from_another_directory_reopens_the_recorded_file(tmp_path,
     made.mkdir()
     elsewhere.mkdir()
     _digits_csv(made / "data.csv")
-    _digits_csv(elsewhere / "data.csv", scale=0.5)  # a different file of the same name where the resume runs
+    _digits_csv(elsewhere / "data.csv", edited=True)  # a different file of the same name where the resume runs
     monkeypatch.chdir(made)
     full = run_federated(_learn_cfg("data.csv", 6), reference=False)
     run_federated(_learn_cfg("data.csv", 4), out=tmp_path / "run", reference=False)

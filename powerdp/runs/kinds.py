@@ -11,7 +11,8 @@ from pathlib import Path
 
 __all__ = ["RUN_KINDS", "run_kind", "describe"]
 
-#: kind → how a user knows it (for one-line messages) and the command that resumes it
+#: kind → how a user knows it (for one-line messages) and the command that resumes it. A new application's
+#: config.json says ``"application": NAME`` and NAME gets one entry here (docs/architecture.md)
 RUN_KINDS = {
     "power_flow": ("a distributed power-flow run (powerdp run)", "powerdp run --resume DIR"),
     "deployment": ("a deployment run (powerdp run --deployment)", "powerdp run --resume DIR"),
@@ -31,6 +32,8 @@ def run_kind(directory: str | Path) -> str | None:
         return None
     if not isinstance(doc, dict):
         return None
+    if doc.get("application") in RUN_KINDS:  # an application that names itself (a new one: one entry above)
+        return str(doc["application"])
     if doc.get("kind") == "sharing":
         return SHARING_PROBLEMS.get(str(doc.get("problem")), "dc_market")
     if doc.get("algorithm") == "noisy-admm":
