@@ -222,7 +222,7 @@ def _check_solve_out(out: Path | None, overwrite: bool) -> None:
 
 
 def _export_case(d: Path, fallback: str) -> str:
-    """The case a run or solve directory was made from: its recorded file, checked unchanged (provenance.py)."""
+    """The case a run or solve directory was made from: its recorded file, checked unchanged (runs/inputs.py)."""
     from ..runs.inputs import case_source, verify_inputs
 
     source = case_source(verify_inputs(d, "export"), fallback)

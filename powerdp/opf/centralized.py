@@ -65,7 +65,7 @@ class OPFResult:
     generation_cost: float
     total_shedding_mw: float
     solver: str  # the registered solver name (powerdp.opf.local_solver.SOLVERS)
-    outcome: str  # powerdp's status of the solve (solver_base.OUTCOMES)
+    outcome: str  # powerdp's status of the solve (local_solver.OUTCOMES)
     x: np.ndarray = field(repr=False)
     buses: pd.DataFrame = field(repr=False)
     generators: pd.DataFrame = field(repr=False)

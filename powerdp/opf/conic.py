@@ -67,7 +67,7 @@ LOCAL_SETTINGS: dict[str, Any] = {
     "equilibrate_enable": False,
 }
 
-# Clarabel's SolverStatus names → powerdp outcomes (solver_base.OUTCOMES); others are "failed"
+# Clarabel's SolverStatus names → powerdp outcomes (local_solver.OUTCOMES); others are "failed"
 OUTCOMES = {
     "Solved": "solved",
     "AlmostSolved": "solved_inaccurate",

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 __all__ = ["IpoptSolver", "SolveResult", "load_ipopt_profile", "ipopt_profiles"]
 
 # Ipopt ApplicationReturnStatus codes
-#: Ipopt's statuses as powerdp's (solver_base.OUTCOMES); the others are "failed"
+#: Ipopt's statuses as powerdp's (local_solver.OUTCOMES); the others are "failed"
 OUTCOMES = {
     0: "solved",
     1: "solved_inaccurate",

@@ -203,7 +203,7 @@ class RunResult:
         coord, evaluation = d / COORDINATOR_VIEW, d / EVALUATION_VIEW
         for sub in (d / "zones", coord, evaluation):
             sub.mkdir(parents=True, exist_ok=True)
-        # each file written whole or not at all (fileio.py): a full disk keeps the last good copy and names the file
+        # each file written whole or not at all (files/atomic.py): a full disk keeps the last good copy and names the file
         atomic_write_text(d / "config.json", json.dumps(jsonable(self.config.to_dict()), indent=2) + "\n")
         coord_hist, eval_hist = split_history(self.history)
         atomic_to_csv(coord_hist, coord / "history.csv", index=False)

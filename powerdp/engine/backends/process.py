@@ -112,7 +112,7 @@ def _worker_main(conn, net: Network, specs: Sequence[AgentSpec], config: Consens
 
 class PipeHosts:
     """Worker processes on pipes, as a :class:`HostedBackend` relays to them: start, send, receive, close.
-    The consensus backend below and the sharing one (``admm/sharing_hosts.py``) share it."""
+    The consensus backend below and the sharing one (``engine/sharing/hosts.py``) share it."""
 
     host_kind = "zones"  # what a host holds, for messages
     groups: list[list[int]]
