@@ -33,7 +33,7 @@ from .inputs import record_inputs, verify_inputs
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RunRecord", "check_resume"]
+__all__ = ["RunRecord", "check_resume", "read_config_file"]
 
 
 class RunRecord:
@@ -54,16 +54,7 @@ class RunRecord:
         atomic_write_text(self.directory / "config.json", json.dumps(jsonable(doc), indent=2) + "\n")
 
     def read_config(self) -> dict[str, Any]:
-        path = self.directory / "config.json"
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"{self.directory} holds no run (missing config.json)") from None
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise ConfigError(f"{path}: not a readable run configuration ({exc})") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: not a readable run configuration (a JSON object is expected)")
-        return data
+        return read_config_file(self.directory / "config.json")
 
     def record_inputs(self, entries: dict[str, dict | None]) -> None:
         record_inputs(self.directory, entries)
@@ -173,6 +164,20 @@ class RunRecord:
             atomic_write_text(self.directory / "failure.txt", failure)
         except OSError as exc:
             log.warning("could not write the failed run's files: %s", exc)
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """A run's saved ``config.json`` as a JSON object, every problem an error naming the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path.parent} holds no run (missing {path.name})") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a readable run configuration ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a readable run configuration (a JSON object is expected)")
+    return data
 
 
 def split_rows(history: list[dict], coordinator_columns: list[str]) -> tuple[list[dict], list[dict]]:

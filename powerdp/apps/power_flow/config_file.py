@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ...runs.record import read_config_file
 from .config import RunConfig
 
 __all__ = ["check_types", "read_config_json"]
@@ -66,13 +67,6 @@ def check_types(data: dict[str, Any], source: str, table: str = "") -> None:
 def read_config_json(path: str | Path) -> RunConfig:
     """A run's saved ``config.json``, every problem an error naming the file."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path.parent} holds no run (missing {path.name})") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable run configuration ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: not a readable run configuration (a JSON object is expected)")
+    data = read_config_file(path)
     check_types(data, str(path))
     return RunConfig.from_dict(data, source=str(path))
