@@ -10,7 +10,7 @@ import pytest
 
 from powerdp.apps.power_flow.agent import ZoneAgent
 from powerdp.apps.power_flow.config import RunConfig
-from powerdp.apps.power_flow.result import RunResult, read_history, read_summary
+from powerdp.apps.power_flow.result import RunResult, read_history
 from powerdp.apps.power_flow.runner import RunFailed, run_distributed
 from powerdp.cli import main
 from powerdp.errors import ConfigError, ModelError, SolverError
@@ -21,6 +21,7 @@ from powerdp.opf.conic import ClarabelSolver, conic_form
 from powerdp.opf.formulation import FLOW_MODES, build_model
 from powerdp.opf.local_solver import SOLVERS, LocalSolver, solver_class
 from powerdp.opf.solvers import IpoptSolver
+from powerdp.runs.views import read_summary
 
 # the reference: Ipopt with its bounds as given. By default Ipopt relaxes every bound by 1e-8
 # (bound_relax_factor), which leaves ~1e-8 violations and objectives ~1e-7..1e-6 below the optimum

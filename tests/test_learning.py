@@ -300,7 +300,8 @@ def test_learning_run_writes_two_views_never_mixed(tmp_path, digits):
         assert repr(float(value)) in (ev / "summary.json").read_text() + (ev / "history.csv").read_text()
     # the files read back as the run: both views joined
     from powerdp.apps.learning.runner import HISTORY_COLUMNS
-    from powerdp.apps.power_flow.result import read_history, read_summary
+    from powerdp.apps.power_flow.result import read_history
+    from powerdp.runs.views import read_summary
 
     back = read_history(d, HISTORY_COLUMNS)
     pd.testing.assert_frame_equal(back, res.history.astype(back.dtypes.to_dict()), check_exact=True)
@@ -351,7 +352,7 @@ def test_cli_learn_writes_the_summary(tmp_path):
     assert set(s["epsilon_total"]) == {"0", "1", "2", "3"}
     assert main(["learn", "digits", "--rounds", "20", "--out", str(out), "-q"]) == 2  # holds a run
     assert main(["learn", "--resume", str(out), "--rounds", "30", "-q"]) == 0
-    from powerdp.apps.power_flow.result import read_summary
+    from powerdp.runs.views import read_summary
 
     assert read_summary(out)["rounds"] == 30
 

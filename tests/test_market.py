@@ -8,13 +8,14 @@ import pandas as pd
 import pytest
 
 from powerdp.apps.market.dc_market import MarketZone, default_market_rho, market_problem, market_sensitivity, run_market
-from powerdp.apps.power_flow.result import read_history, read_summary
+from powerdp.apps.power_flow.result import read_history
 from powerdp.engine.sharing.coordinator import Contribution, SharingMessage
 from powerdp.engine.sharing.hosts import build
 from powerdp.grid.loading import load_case
 from powerdp.grid.partition import partition
 from powerdp.opf.dc import dc_model
 from powerdp.runs.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER, SharingSettings
+from powerdp.runs.views import read_summary
 
 PGLIB = "/work/wt/shared/data/pglib"
 

@@ -9,10 +9,10 @@ from powerdp.apps.learning import LearnConfig, NoisyADMMConfig, run_noisy_admm
 from powerdp.apps.learning.amplified import COORDINATOR_KEYS, auto_eta, ledger_entry, user_order
 from powerdp.apps.learning.config import ALGORITHM_NAMES, RUNNERS
 from powerdp.apps.learning.noisy_admm import elastic_net_data
-from powerdp.apps.power_flow.result import read_summary
 from powerdp.cli import main
 from powerdp.errors import ConfigError
 from powerdp.privacy.amplification import one_step_zcdp, step_midpoint, zcdp_convex, zcdp_strongly_convex, zcdp_to_dp
+from powerdp.runs.views import read_summary
 
 SMALL = ["--users", "200", "--dim", "16", "--rounds", "101"]
 #: keys every learn summary has, whichever runner (what a sweep or a notebook reads)

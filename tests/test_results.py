@@ -16,15 +16,13 @@ from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.result import (
     COORDINATOR_COLUMNS,
     COORDINATOR_KEYS,
-    COORDINATOR_VIEW,
-    EVALUATION_VIEW,
     HISTORY_COLUMNS,
     RunResult,
     read_history,
-    read_summary,
 )
 from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.files.checkpoint import load_state, save_state
+from powerdp.runs.views import COORDINATOR_VIEW, EVALUATION_VIEW, read_summary
 
 # every quantity computed from the loads or from ξ (SPEC §7, docs/privacy.md): history columns, summary keys, files
 LOAD_DERIVED_COLUMNS = {"objective", "noise_magnitude", "max_violation", "solver_iterations", "solves", "solver_s",

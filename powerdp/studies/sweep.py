@@ -257,7 +257,7 @@ def _executor(jobs: int | None) -> Executor:
 
 def _finished(d: Path) -> bool:
     """A run directory holds a finished run: a summary that does not say it failed or was interrupted."""
-    from ..apps.power_flow.result import summary_path
+    from ..runs.views import summary_path
 
     path = summary_path(d)
     if not path.is_file():
@@ -365,7 +365,7 @@ def run_sweep(
 
 def run_dirs(out: str | Path) -> list[Path]:
     """The run directories of a sweep directory, or ``[out]`` when ``out`` is one run's directory."""
-    from ..apps.power_flow.result import summary_path
+    from ..runs.views import summary_path
 
     out = Path(out)
     if summary_path(out).is_file() and not (out / "runs").is_dir():
@@ -380,7 +380,8 @@ PARAM_COLUMNS = [
 
 def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The tidy tables of a sweep directory: (rounds, runs)."""
-    from ..apps.power_flow.result import RunResult, summary_path
+    from ..apps.power_flow.result import RunResult
+    from ..runs.views import summary_path
 
     out = Path(out)
     rows, summaries = [], []

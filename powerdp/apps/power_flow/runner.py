@@ -29,9 +29,10 @@ from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
 from ...runs.inputs import case_entry, file_entry, partition_entry
 from ...runs.loop import Rounds, run_rounds
 from ...runs.record import RunRecord
+from ...runs.views import EVALUATION_VIEW
 from .config import RunConfig
 from .plan import RunPlan, plan_run
-from .result import EVALUATION_VIEW, HISTORY_COLUMNS, LEGACY_FILES, OLD_HISTORY_NAMES, RunResult
+from .result import HISTORY_COLUMNS, LEGACY_FILES, OLD_HISTORY_NAMES, RunResult
 
 log = logging.getLogger(__name__)
 
