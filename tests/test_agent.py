@@ -200,7 +200,7 @@ logging.getLogger("pyomo").setLevel(logging.ERROR)
 from powerdp.apps.power_flow.agent import ZoneAgent
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.engine.consensus.messages import ConsensusMessage
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import partition
 net = load_case("case118")
 part = partition(net, "case118_3areas")
