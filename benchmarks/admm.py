@@ -5,11 +5,14 @@ Runs case118 with its 3 published zones, T rounds of E local updates of
 backend (``--backends serial,process`` adds the process backend), and reports
 wall time, time inside the solver and time elsewhere (messages, kernels,
 Python), plus setup, and each solver's speed-up over Ipopt and the largest
-relative difference of its objective history from Ipopt's.
+relative difference of its objective history from Ipopt's, one JSON line per
+run (with the machine's load average and each zone's time inside its solver).
 
     python benchmarks/admm.py                 # T = 100, E = 5, both solvers, serial
     python benchmarks/admm.py --rounds 20 --local-updates 1 --json out.json
     python benchmarks/admm.py --solvers clarabel --backends serial,process
+    PYTHONPATH=../old python benchmarks/admm.py --solvers clarabel --save-histories old.json   # another version's code
+    python benchmarks/admm.py --solvers clarabel --compare-to old.json                        # … against this one
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import time
 
 import numpy as np
@@ -38,10 +42,15 @@ def main() -> None:
     ap.add_argument("--no-warm-start", action="store_true")
     ap.add_argument("--seed", type=int, default=0, help="noise seed shared by every run (default: 0)")
     ap.add_argument("--json", help="write the numbers as JSON")
+    ap.add_argument("--save-histories", metavar="FILE", help="write each run's objective history and final dispatch as JSON")
+    ap.add_argument("--compare-to", metavar="FILE", help="a --save-histories file (e.g. of another version): report the largest "
+                    "differences of each run's history and dispatch from that file's run of the same solver and backend")
     args = ap.parse_args()
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     rows = []
     histories = {}
+    saved: dict[str, dict] = {}
+    compare = json.loads(open(args.compare_to).read()) if args.compare_to else {}
     for backend, solver in [(b, s) for b in args.backends.split(",") for s in args.solvers.split(",")]:
         cfg = RunConfig(
             case=args.case,
@@ -74,11 +83,22 @@ def main() -> None:
             "ms_per_solve": round(1000 * inside / s["solves"], 2),
             "final_objective": round(s["final_objective"], 6),
             "final_feasibility": round(s["final_feasibility"], 6),
+            "loadavg_1min": round(os.getloadavg()[0], 2),  # a shared machine's load while it ran
+            "straggler_zone": s.get("straggler_zone"),
+            "zone_solver_s": {int(z): round(t, 3) for z, t in s.get("zone_solver_s", {}).items()},
         }
         if backend == "serial":
             row["outside_solver_s"] = round(max(loop - inside, 0.0), 2)
             row["outside_solver_share"] = round(max(loop - inside, 0.0) / loop, 3)
         histories[backend, solver] = res.history["objective"].to_numpy()
+        dispatch = {f"{backend}/{solver}/{z}": [float(v) for k, v in sorted(sol.items(), key=str) if k[0] in ("pg", "qg")]
+                    for z, sol in res.zone_solutions.items()}
+        saved[f"{backend}/{solver}"] = {"objective": histories[backend, solver].tolist(), "dispatch": dispatch}
+        other = compare.get(f"{backend}/{solver}")
+        if other is not None:
+            ref_h = np.asarray(other["objective"])
+            row["max_rel_objective_difference_vs_compare_to"] = float(f"{np.max(np.abs(histories[backend, solver] - ref_h) / np.abs(ref_h)):.2e}")
+            row["max_abs_dispatch_difference_vs_compare_to"] = float(f"{max(np.max(np.abs(np.subtract(v, other['dispatch'][k]))) for k, v in dispatch.items()):.2e}")
         ref = histories.get((backend, "ipopt"))
         if solver != "ipopt" and ref is not None:
             first = next(r for r in rows if r["backend"] == backend and r["solver"] == "ipopt")
@@ -90,6 +110,9 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"args": vars(args), "results": rows}, fh, indent=2)
+    if args.save_histories:
+        with open(args.save_histories, "w") as fh:
+            json.dump(saved, fh)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ backends.
     mpiexec -n 3 python benchmarks/scale.py --backends mpi      # the mpi backend
     python benchmarks/scale.py --local-solvers ipopt,clarabel   # both local solvers, side by side
 
+Every figure is printed as one JSON line per run (``--json`` also writes them to a file), with the
+machine's load average and, from the simulation's evaluation, each zone's time inside its solver per
+round and the straggler zone.
+
 Peak memory is the resident set size high-water mark (ru_maxrss) of this process
 and of its finished children (``peak_rss_mb``; under MPI rank 0 only), and of each
 agent host as it reports itself (``host_peak_rss_mb``: serial, the one process;
@@ -22,9 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import resource
 import time
 from pathlib import Path
+
+import numpy as np
 
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.runner import run_distributed
@@ -62,7 +69,15 @@ def main() -> None:
                 "setup_s": round(s["setup_s"] - s["init_s"], 2), "projection_s": round(s["init_s"], 2), "build_s_sum": round(build, 2), "compile_s_sum": round(comp, 2),
                 "round_s_mean": round(s["wall_s"] / max(s["rounds"], 1), 3), "total_s": round(time.perf_counter() - t0, 1),
                 "peak_rss_mb": round(peak), "host_peak_rss_mb": [round(m) for m in s["host_peak_rss_mb"]], "final_objective": round(s["final_objective"], 4),
+                "loadavg_1min": round(os.getloadavg()[0], 2),  # a shared machine's load while it ran
             }
+            zt = s["zone_solver_s"]  # the simulation's evaluation: each zone's time inside its solver
+            if zt:
+                rounds = max(s["rounds"], 1)
+                row["straggler_zone"] = s["straggler_zone"]
+                row["straggler_solver_s_per_round"] = round(zt[s["straggler_zone"]] / rounds, 3)
+                row["median_zone_solver_s_per_round"] = round(float(np.median(list(zt.values()))) / rounds, 3)
+                row["zone_solver_s_per_round"] = {int(z): round(t / rounds, 3) for z, t in zt.items()}
             rows.append(row)
             print(json.dumps(row), flush=True)
     if args.json:

@@ -226,3 +226,36 @@ def test_case118_zone_is_bit_identical_across_processes():
     assert int(n) > 400  # large enough that an eigensolver would have been used
     assert float(lipschitz) == 2.0
     assert outs[0] == outs[1]
+
+
+def test_building_a_zone_collects_its_model_and_leaves_the_collector_as_it_was(case14, monkeypatch):
+    """The zone's Pyomo model is collected with the rest of the heap frozen (a fast collection); the freeze is
+    undone after a build, and after a build that fails."""
+    import gc
+    import weakref
+
+    import powerdp.apps.power_flow.agent as agent_module
+
+    part = bundled_partition(case14, 3)
+    by_zone = part.shared_by_zone("variables")
+    built = []
+    real_build = agent_module.build_model
+
+    def build(*args, **kwargs):
+        model = real_build(*args, **kwargs)
+        built.append(weakref.ref(model))
+        assert gc.get_freeze_count() > 0  # the heap before the model is frozen while the zone builds
+        return model
+
+    monkeypatch.setattr(agent_module, "build_model", build)
+    ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], RunConfig(case="case14", algorithm="nonprivate"))
+    assert built and built[0]() is None  # the model is gone
+    assert gc.get_freeze_count() == 0
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("model failed")
+
+    monkeypatch.setattr(agent_module, "build_model", failing)
+    with pytest.raises(RuntimeError, match="model failed"):
+        ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], RunConfig(case="case14", algorithm="nonprivate"))
+    assert gc.get_freeze_count() == 0

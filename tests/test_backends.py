@@ -98,3 +98,50 @@ def test_zone_checkpoints_resume_bit_for_bit(setup, tmp_path):
         b.close()
     for e, g in zip(expected, got):
         np.testing.assert_array_equal(e, g)
+
+
+class _SlowComm:
+    """A communicator whose one awaited message arrives ``after`` seconds from now; counts the probes."""
+
+    def __init__(self, after: float):
+        import time
+
+        self.arrives = time.monotonic() + after
+        self.probes = 0
+
+    def iprobe(self, source=None, tag=None, status=None):
+        import time
+
+        self.probes += 1
+        return time.monotonic() >= self.arrives
+
+    def recv(self, source=None, tag=None):
+        return "message"
+
+    def isend(self, obj, dest=None, tag=None):
+        class Done:
+            def Test(self):
+                return True
+
+        return Done()
+
+
+def test_mpi_waits_sleep_in_proportion_to_the_wait_instead_of_spinning(monkeypatch):
+    """A rank waiting 1 s for a message probes a few dozen times (not every 2 ms) and picks it up promptly."""
+    import time
+
+    from powerdp.engine.backends import mpi
+
+    monkeypatch.setattr(mpi.Liveness, "drain", lambda self: None)
+    comm = _SlowComm(after=1.0)
+    live = mpi.Liveness(comm, peers=[1], timeout=60.0)
+    try:
+        assert live.recv(1) == "message"
+        late = time.monotonic() - comm.arrives
+    finally:
+        live.stop()
+    assert comm.probes < 150  # spinning at ≤ 2 ms a probe took ≥ 470
+    assert late < 0.05 + 0.25  # at most WAIT_MAX_S late (plus a loaded machine's scheduling)
+    for waited in (0.0, 0.01, 0.1, 1.0, 100.0):
+        delay = mpi.wait_delay(1.0, waited)
+        assert mpi.WAIT_MIN_S <= delay <= mpi.WAIT_MAX_S and delay <= max(mpi.WAIT_SHARE * waited, mpi.WAIT_MIN_S)

@@ -209,6 +209,28 @@ def test_resolve_updates_data_and_matches_a_fresh_solver(zone_pair):
         ClarabelSolver(solver.problem).solve(objective)  # the pattern objective was not reserved
 
 
+def test_a_rounds_later_solves_send_only_q_and_match_a_fresh_solver(zone_pair):
+    """Within a round P stays and only q changes: Clarabel gets only q, and the solutions are a fresh solver's."""
+    agent = zone_pair["clarabel"]
+    solver = agent.solver
+    c, diag = _admm_terms(agent, 11)
+    first = agent.reduction.pull(c, diag)
+    solver.solve(first).check()
+    before = solver.q_only_updates
+    for shift in (0.3, -0.2):
+        objective = agent.reduction.pull(c + shift, diag.copy())  # an equal diagonal, another array
+        again = solver.solve(objective).check()
+        fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+        np.testing.assert_array_equal(again.x, fresh.x)
+    assert solver.q_only_updates == before + 2
+    # a new diagonal (the next round) sends P again, with its new values
+    objective = agent.reduction.pull(c, 2.0 * diag)
+    moved = solver.solve(objective).check()
+    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+    np.testing.assert_array_equal(moved.x, fresh.x)
+    assert solver.q_only_updates == before + 2
+
+
 def test_set_bounds_updates_b_and_rebuilds_only_when_finite_bounds_change(compiled14):
     prob = compiled14[("shedding", "variables")]
     linear = QuadraticObjective(c=np.zeros(prob.n))
@@ -361,3 +383,16 @@ def test_ipopt_outcomes_are_powerdp_statuses(compiled14):
     ok = IpoptSolver(compiled14[("cost", "variables")]).solve()
     assert ok.outcome == "solved" and ok.solver_s == ok.ipopt_s > 0
     assert INF >= 1e19  # conic_form reads |bound| >= 1e19 as none, as Ipopt does
+
+
+def test_an_objective_changed_in_place_is_not_mistaken_for_the_previous_one(zone_pair):
+    """P is kept only while the quadratic terms are equal: a caller that changes its arrays in place gets new P."""
+    agent = zone_pair["clarabel"]
+    solver = agent.solver
+    c, diag = _admm_terms(agent, 5)
+    objective = agent.reduction.pull(c, diag, base=agent.reduction.reduced.objective)  # writeable arrays
+    solver.solve(objective).check()
+    objective.qv *= 3.0  # the same arrays, new values
+    again = solver.solve(objective).check()
+    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+    np.testing.assert_array_equal(again.x, fresh.x)

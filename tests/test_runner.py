@@ -86,8 +86,10 @@ def test_save_load_round_trip(tmp_path):
     assert back.summary["final_objective"] == pytest.approx(res.summary["final_objective"])
 
 
-def test_checkpoint_and_resume_continue_the_same_run(tmp_path):
-    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=8, checkpoint_every=2, seed=0)
+@pytest.mark.parametrize("solver", ["ipopt", "clarabel"])
+def test_checkpoint_and_resume_continue_the_same_run(tmp_path, solver):
+    """Bit for bit, for each local solver (Clarabel's data are rebuilt on resume, updated in a run)."""
+    cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=8, checkpoint_every=2, seed=0, local_solver=solver)
     full = run_distributed(cfg, reference=False)
     run_distributed(cfg.replace(rounds=4), out=tmp_path / "r", reference=False)
     resumed = run_distributed(cfg, out=tmp_path / "r", resume=True, reference=False)
@@ -157,6 +159,8 @@ def test_cli_run_writes_json(tmp_path, capsys):
     assert data["rounds"] == 3 and data["solves"] == 9
     out = capsys.readouterr().out
     assert "total spent per zone" in out and "δ 0" in out
+    slow = data["straggler_zone"]
+    assert f"straggler     zone {slow}: {data['zone_solver_s'][str(slow)]:.2f} s in Ipopt" in out  # the slowest zone, named
     assert main(["run", "case14", "--algorithm", "objl", "--objective", "cost"]) == 2
     assert "no DP guarantee" in capsys.readouterr().err
 
@@ -230,6 +234,7 @@ def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, coo
     assert all(d.epsilon_spent > 0 for d in diags)  # the privacy spend is data-independent and still reported
     assert res.history["objective"].isna().all() and res.history["feasibility"].notna().all()
     assert res.summary["centralized_objective"] is None and res.zone_solutions == {}
+    assert res.summary["zone_solver_s"] == {} and res.summary["straggler_zone"] is None  # per-zone times stay too
     # the zones' own files hold the same solutions an evaluation run reports
     evaluated = run_distributed(cfg.replace(evaluate=True, backend="serial"), out=tmp_path / "eval", reference=False)
     own = RunResult.load(tmp_path / "deploy").zone_solutions
@@ -383,3 +388,21 @@ def test_run_directory_keeps_the_two_views_apart(tmp_path):
     for key in ("final_objective", "centralized_objective", "gap_to_centralized", "total_shedding_mw", "solver_s"):
         assert key in es and key not in cs
     assert es["centralized_objective"] is not None
+
+
+def test_per_zone_solve_times_name_the_straggler_in_the_evaluation_only(tmp_path):
+    """Each zone's time inside its solver, summed over the rounds, and the slowest zone: the simulation's
+    evaluation shows them (they are data-dependent), the coordinator's view does not."""
+    import json
+
+    res = run_distributed(RunConfig(case="case14", zones=3, algorithm="objl", epsilon=1.0, rounds=3, seed=0), out=tmp_path / "r")
+    s = res.summary
+    times = s["zone_solver_s"]
+    assert sorted(times) == [0, 1, 2] and all(t > 0 for t in times.values())
+    assert sum(times.values()) == pytest.approx(res.history["solver_s"].sum(), rel=1e-9)
+    assert s["straggler_zone"] == max(times, key=times.get)
+    assert all(s["zone_round_s"][z] >= times[z] for z in times)
+    cs = json.loads((tmp_path / "r" / "coordinator_view" / "summary.json").read_text())["summary"]
+    es = json.loads((tmp_path / "r" / "simulation_evaluation" / "summary.json").read_text())["summary"]
+    for key in ("zone_solver_s", "zone_round_s", "straggler_zone"):
+        assert key in es and key not in cs

@@ -591,5 +591,9 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     label = SOLVERS[cfg.local_solver].label
     if s.get("solves"):
         print(f"zone solves   {s['solver_s']:.2f} s in {label}, {s['solves']} local solves (zone-private statistics)")
+        slow = s.get("straggler_zone")
+        if slow is not None and len(s["zone_solver_s"]) > 1:
+            times = sorted(s["zone_solver_s"].values())
+            print(f"straggler     zone {slow}: {s['zone_solver_s'][slow]:.2f} s in {label} (median zone {times[len(times) // 2]:.2f} s)")
     if out is not None:
         print(f"results       {out}  (coordinator_view/ is what a deployment publishes; simulation_evaluation/ is not)")

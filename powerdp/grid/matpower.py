@@ -56,6 +56,10 @@ class MatpowerData:
 
 def _strip_comment(line: str) -> str:
     """Drop a ``%`` comment, ignoring ``%`` inside single-quoted strings."""
+    if "%" not in line:
+        return line
+    if "'" not in line:
+        return line[: line.index("%")]
     in_str = False
     for k, ch in enumerate(line):
         if ch == "'":
@@ -124,14 +128,15 @@ def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
         field_name, rhs = m.group(1), m.group(2).strip()
         start = k + 1
         if rhs.startswith("["):
-            body = rhs[1:]
-            while "]" not in body:
+            parts = [rhs[1:]]  # the matrix's lines, joined once (a 13659-bus case has 42 k of them)
+            while "]" not in parts[-1]:
                 k += 1
                 if k >= len(lines) or _ASSIGN.match(lines[k]) or _FUNCTION.match(lines[k]):
                     raise CaseDataError(
                         f"{source}, line {start}: mpc.{field_name} opens '[' but never closes it"
                     )
-                body += "\n" + lines[k]
+                parts.append(lines[k])
+            body = "\n".join(parts)
             rest = body[body.index("]") + 1:]
             if rest.strip().rstrip(";").strip():  # `] * 2;`, `]';`: computed, not data
                 raise _code_error(source, k + 1, text.splitlines()[k])

@@ -61,10 +61,17 @@ CLARABEL_SETTINGS: dict[str, Any] = {
 #: Ipopt's accuracy (median 8e-7, largest 9e-5 from a tight reference, on 123 recorded case118 zone
 #: solves). Equilibration, fixed at the first solve's data, costs iterations and accuracy on later
 #: objectives (at gap 1e-10: 67 of 123 solves only AlmostSolved with it, 5 without).
+#: Iterative refinement is off: on case118 (objl, T = 30, E = 5, benchmarks/clarabel_settings.py) it takes
+#: 35–40 % of Clarabel's time, and the objective history without it lies within 2.0e-6 of the one with it,
+#: both 7e-6 from a solve to gap 1e-13 (the history's spread at this tolerance); a looser refinement
+#: tolerance saves nothing. The linear solver is QDLDL: Clarabel's automatic choice takes faer on
+#: larger zones, 5× slower on a case13659pegase zone (single-threaded hosts on shared cores).
 LOCAL_SETTINGS: dict[str, Any] = {
     "tol_gap_abs": 1e-10,
     "tol_gap_rel": 1e-10,
     "equilibrate_enable": False,
+    "iterative_refinement_enable": False,
+    "direct_solve_method": "qdldl",
 }
 
 # Clarabel's SolverStatus names → powerdp outcomes (local_solver.OUTCOMES); others are "failed"
@@ -84,6 +91,17 @@ STATUS_CODES = (
     "Unsolved", "Solved", "PrimalInfeasible", "DualInfeasible", "AlmostSolved", "AlmostPrimalInfeasible",
     "AlmostDualInfeasible", "MaxIterations", "MaxTime", "NumericalError", "InsufficientProgress", "CallbackTerminated",
 )
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same array (one object, or equal shape and values)."""
+    return a is b or (a.shape == b.shape and bool(np.array_equal(a, b)))
+
+
+def _kept(a: np.ndarray) -> np.ndarray:
+    """``a`` to compare later objectives with: itself when read-only (a Reduction's cached values), else a copy
+    (the caller may change its array in place)."""
+    return a if not a.flags.writeable else a.copy()
 
 
 def _row_name(prob: CompiledProblem, row: int) -> str:
@@ -360,6 +378,9 @@ class ClarabelSolver:
         self._form = conic_form(problem, cones=self._cones)
         self._solver = None  # built on the first solve (it needs the first objective)
         self.builds = 0  # how often Clarabel's data were built (not updated)
+        self.q_only_updates = 0  # re-solves that sent Clarabel only q (P unchanged since the previous solve)
+        self._last_hessian: tuple | None = None  # (qi, qj, qv, diag, P's values) of the previous solve
+        self._solver_p: np.ndarray | None = None  # the P values Clarabel's data hold
 
     @classmethod
     def from_config(
@@ -386,6 +407,30 @@ class ClarabelSolver:
         return None
 
     # ------------------------------------------------------------------ data
+    def _same_hessian(self, obj: QuadraticObjective) -> bool:
+        """Whether ``obj``'s quadratic terms are those of the previous solve (then P's values are kept:
+        within an ADMM round only the linear term changes)."""
+        last = self._last_hessian
+        if last is None:
+            return False
+        qi, qj, qv, diag, _ = last
+        if (diag is None) != (obj.diag is None):
+            return False
+        return (
+            _equal(qv, obj.qv) and _equal(qi, obj.qi) and _equal(qj, obj.qj)
+            and (diag is None or _equal(diag, obj.diag))
+        )
+
+    def _hessian_values(self, obj: QuadraticObjective) -> np.ndarray:
+        """P's values (scaled) for ``obj``: the previous solve's array itself when its quadratic terms are the same."""
+        if not self._same_hessian(obj):
+            pvals = self._p_values(obj)
+            if self.objective_scale != 1.0:
+                pvals = pvals * self.objective_scale
+            kept = [None if a is None else _kept(a) for a in (obj.qi, obj.qj, obj.qv, obj.diag)]
+            self._last_hessian = (*kept, pvals)
+        return self._last_hessian[-1]
+
     def _p_values(self, obj: QuadraticObjective) -> np.ndarray:
         """P's values in its fixed pattern: ½xᵀPx = Σ v x_i x_j + ½ Σ d x² (P_ii = 2v + d, P_ij = v)."""
         n = self.problem.n
@@ -438,18 +483,22 @@ class ClarabelSolver:
 
         obj = objective if objective is not None else self._default_objective
         t = time.perf_counter()
-        pvals = self._p_values(obj)
+        pvals = self._hessian_values(obj)
         q = np.asarray(obj.c, dtype=float)
         if self.objective_scale != 1.0:
-            pvals, q = pvals * self.objective_scale, q * self.objective_scale
+            q = q * self.objective_scale
         if self._solver is None:
             n = self.problem.n
             P = sp.csc_matrix((pvals, self._p_indices, self._p_indptr), shape=(n, n))
             f = self._form
             self._solver = clarabel.DefaultSolver(P, q, f.A, f.b, f.cones(), self._settings)
             self.builds += 1
+        elif pvals is self._solver_p:
+            self._solver.update(q=q)  # a round's later solves: P is the same, only q changes
+            self.q_only_updates += 1
         else:
             self._solver.update(P=pvals, q=q)
+        self._solver_p = pvals
         t_solve = time.perf_counter()
         sol = self._solver.solve()
         wall = time.perf_counter() - t

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg  # noqa: F401  (sp.linalg.splu)
 
 from ..errors import ModelError
 from .compiled import INF, CompiledProblem, LinearMap, QuadraticObjective
 
-__all__ = ["Reduction", "eliminate", "expand_quadratic", "DEFINING_ROWS"]
+__all__ = ["Reduction", "eliminate", "sparse_elimination", "kkt_fill", "expand_quadratic", "DEFINING_ROWS"]
 
 
 def expand_quadratic(
@@ -86,6 +87,25 @@ class Reduction:
             self.__dict__["_hess"] = cached
         return cached
 
+    def _transpose(self) -> sp.csr_matrix:
+        """Pᵀ, built on first use and kept."""
+        pt = self.__dict__.get("_pt")
+        if pt is None:
+            pt = self.__dict__["_pt"] = self.P.T.tocsr()
+        return pt
+
+    def _diag_values(self, diag: np.ndarray) -> np.ndarray:
+        """The triplet values of ½ Σ_k d_k (P_k r)² = ½ rᵀ(PᵀDP) r (v r_a r_b with v = H_ab for a > b, ½ H_aa
+        for a = b). The last diagonal's values are kept (read-only): an ADMM round solves with one diagonal."""
+        last = self.__dict__.get("_last_diag")
+        if last is not None and last[0].shape == diag.shape and np.array_equal(last[0], diag):
+            return last[1]
+        d_rows, d_coef, h_pos, qi, _ = self._hessian_structure()
+        qv = 0.5 * np.bincount(h_pos, diag[d_rows] * d_coef, minlength=len(qi))
+        qv.flags.writeable = False
+        self.__dict__["_last_diag"] = (np.array(diag, dtype=float), qv)
+        return qv
+
     @property
     def pattern(self) -> QuadraticObjective:
         """An r-space objective whose Hessian pattern covers every pulled diagonal objective."""
@@ -107,13 +127,9 @@ class Reduction:
 
     def pull(self, c: np.ndarray, diag: np.ndarray | None, const: float = 0.0, base: QuadraticObjective | None = None) -> QuadraticObjective:
         """The r-space form of ``const + c·z + ½ Σ_k diag_k z_k²`` (+ ``base``, already in r-space)."""
-        c_r = self.P.T @ c
+        c_r = self._transpose() @ c
         d_rows, d_coef, h_pos, qi, qj = self._hessian_structure()
-        qv = np.zeros(len(qi))
-        if diag is not None:
-            # Σ_k ½ d_k (P_k r)² = ½ rᵀ(PᵀDP) r; as triplets: v r_a r_b with v = H_ab (a > b), ½ H_aa (a = b)
-            h = np.bincount(h_pos, diag[d_rows] * d_coef, minlength=len(qi))
-            qv = 0.5 * h
+        qv = self._diag_values(diag) if diag is not None else np.zeros(len(qi))
         if base is not None:
             qi = np.concatenate([qi, base.qi])
             qj = np.concatenate([qj, base.qj])
@@ -144,6 +160,55 @@ def eliminate(problem: CompiledProblem, components: Sequence[str] = ("ohm", "bal
             continue
         red = Reduction(full=problem, reduced=step.reduced, P=(red.P @ step.P).tocsr(), kept=red.kept[step.kept])
     return red
+
+
+#: eliminating the balance variables too is kept unless its KKT factor holds more than FILL_RATIO times the
+#: nonzeros of the one with only the flows eliminated (a bus with many branches makes its balance row, and so
+#: the Hessian of (y + d)² in r, a dense block: 464 k factor nonzeros on one case13659pegase zone)
+FILL_RATIO = 1.5
+
+
+def kkt_fill(red: Reduction) -> int:
+    """Nonzeros of a sparse LDLᵀ factor of the KKT pattern [[H, Aᵀ], [A, −I]] of ``red``'s problem.
+
+    H is every Hessian an ADMM local problem can have (the pulled diagonal ``PᵀDP``, the objective's terms,
+    the diagonal), A the constraint rows (linear and quadratic parts). The factor is SuperLU's with a
+    minimum-degree ordering on a diagonally dominant matrix of that pattern (no pivoting: the symbolic
+    fill of a symmetric factorization, as an interior-point solver's LDLᵀ sees it)."""
+    prob = red.reduced
+    n, m = prob.n, prob.m
+    _, _, _, h_hi, h_lo = red._hessian_structure()
+    obj = prob.objective
+    hr = np.concatenate([h_hi, obj.qi])
+    hc = np.concatenate([h_lo, obj.qj])
+    A = prob.A.tocoo()
+    ar = np.concatenate([A.row, prob.qrow, prob.qrow]).astype(np.int64)
+    ac = np.concatenate([A.col, prob.qi, prob.qj]).astype(np.int64)
+    rows = np.concatenate([hr, hc, ar + n, ac])
+    cols = np.concatenate([hc, hr, ac, ar + n])
+    off = rows != cols
+    size = n + m
+    K = sp.csc_matrix((np.full(int(off.sum()), -1.0), (rows[off], cols[off])), shape=(size, size))
+    K.sum_duplicates()
+    K.data[:] = -1.0
+    degree = np.asarray((K != 0).sum(axis=1)).ravel()
+    K = (K + sp.diags(degree + 1.0)).tocsc()
+    lu = sp.linalg.splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+    return int(lu.L.nnz)
+
+
+def sparse_elimination(problem: CompiledProblem, ratio: float = FILL_RATIO) -> Reduction:
+    """:func:`eliminate` of the flows and the balance variables, or of the flows only when eliminating the
+    balance variables too would make the KKT factor more than ``ratio`` times fuller (:func:`kkt_fill`).
+    Decided per zone from its structure alone (never from its loads or timings), so every host decides alike."""
+    flows = eliminate(problem, ("ohm",))
+    step = _eliminate_one(flows.reduced, "balance_def")
+    if step.reduced is flows.reduced:
+        return flows
+    both = Reduction(full=problem, reduced=step.reduced, P=(flows.P @ step.P).tocsr(), kept=flows.kept[step.kept])
+    if kkt_fill(both) <= ratio * kkt_fill(flows):
+        return both
+    return flows
 
 
 def _eliminate_one(problem: CompiledProblem, component: str) -> Reduction:

@@ -2,7 +2,8 @@
 
 Clients holding training samples run the same private ADMM as power-flow zones: the engine's update rules,
 perturbations, mechanisms and ledger, unchanged, on a multiclass logistic-regression model. This package
-uses :mod:`powerdp.admm` and :mod:`powerdp.privacy` only (never the grid or OPF layers).
+uses the engine (:mod:`powerdp.engine`), :mod:`powerdp.privacy` and the run directory (:mod:`powerdp.runs`), never the grid,
+the SOC model or another application.
 """
 
 from .amplified import NoisyADMMConfig, NoisyADMMRun, run_noisy_admm

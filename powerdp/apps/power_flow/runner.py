@@ -159,6 +159,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
     say(f"building {part.n_zones} zone agents ({config.backend} backend)")
     backend = make_backend(config.backend, net, plan.specs, config)
     last_diags: dict[int, Any] = {}  # each zone's latest report: its privacy spend survives a lost host
+    zone_times: dict[int, list[float]] = {}  # zone → [solver s, round s] summed over the rounds (evaluation only)
     try:
         setup_times = backend.setup_times()
         if plan.resume:
@@ -185,7 +186,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
         def partial(rows, stopped, complete=False):
             run_s = None if stopped == "failed" else time.perf_counter() - run_start
             return _result(config, net, part, keys, coordinator, rows, backend, central, setup_s, setup_times, complete,
-                           run_s=run_s, stopped=stopped, init_s=init_s, last_diags=last_diags)
+                           run_s=run_s, stopped=stopped, init_s=init_s, last_diags=last_diags, zone_times=zone_times)
 
         def step(t: int) -> dict[str, Any]:
             t0 = time.perf_counter()
@@ -195,6 +196,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
             res = coordinator.receive(updates)
             diags = backend.diagnostics()
             last_diags.update((int(d.zone), d) for d in diags)
+            _add_zone_times(zone_times, diags)
             return {
                 "round": t,
                 **_zone_stats(diags),  # zone-private statistics: the simulation's evaluation only
@@ -355,6 +357,29 @@ def _zone_stats(diags) -> dict[str, float]:
     }
 
 
+def _add_zone_times(zone_times: dict[int, list[float]], diags) -> None:
+    """Add each zone's round (time inside its solver, its whole round) to its totals, from the statistics the
+    zones report to the simulation's evaluation (none in a deployment-view run: they stay with the zones)."""
+    for d in diags:
+        stats = getattr(d, "stats", None)
+        if stats is not None:
+            totals = zone_times.setdefault(int(d.zone), [0.0, 0.0])
+            totals[0] += stats.solver_s
+            totals[1] += stats.wall_s
+
+
+def zone_time_summary(zone_times: dict[int, list[float]]) -> dict[str, Any]:
+    """Per-zone solve times and the straggler (the zone with the most time inside its solver), for the summary."""
+    if not zone_times:
+        return {"zone_solver_s": {}, "zone_round_s": {}, "straggler_zone": None}
+    zones = sorted(zone_times)
+    return {
+        "zone_solver_s": {z: zone_times[z][0] for z in zones},  # Σ over rounds of the zone's time inside its solver
+        "zone_round_s": {z: zone_times[z][1] for z in zones},  # Σ over rounds of the zone's whole step
+        "straggler_zone": max(zones, key=lambda z: zone_times[z][0]),
+    }
+
+
 def _finite_sum(values: list[float]) -> float | None:
     """The sum, or None when a value is missing (not evaluated, no costs) or there are none."""
     vals = [float(v) for v in values if v is not None]
@@ -365,7 +390,7 @@ def _finite_sum(values: list[float]) -> float | None:
 
 def _result(
     config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete,
-    run_s=None, stopped="failed", init_s=0.0, last_diags=None,
+    run_s=None, stopped="failed", init_s=0.0, last_diags=None, zone_times=None,
 ):
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     try:
@@ -420,6 +445,8 @@ def _result(
         "hosts": getattr(backend, "n_hosts", 1),
         "setup_times": {int(z): v for z, v in setup_times.items()},
         "host_peak_rss_mb": [round(m, 1) for m in host_mb],  # per agent host (serial: this process)
+        # zone-private statistics of the simulation's evaluation (empty without it): which zone holds the rounds up
+        **zone_time_summary(zone_times or {}),
     }
     if central is not None and final_obj is not None:
         summary["gap_to_centralized"] = final_obj - central

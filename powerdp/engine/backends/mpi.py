@@ -66,6 +66,18 @@ def rank() -> int:
     return MPI.COMM_WORLD.Get_rank()
 
 
+#: a wait sleeps between probes for at most WAIT_SHARE of the time it has waited so far (between
+#: WAIT_MIN_S and WAIT_MAX_S): it wakes a few dozen times a second instead of spinning, and a message
+#: is picked up at most ~WAIT_SHARE late
+WAIT_SHARE, WAIT_MIN_S, WAIT_MAX_S = 0.05, 2e-3, 0.05
+
+
+def wait_delay(previous: float, waited: float) -> float:
+    """The sleep before the next probe: doubling from 0.1 ms up to WAIT_SHARE·``waited`` (bounds above)."""
+    cap = min(max(WAIT_SHARE * waited, WAIT_MIN_S), WAIT_MAX_S)
+    return min(max(2 * previous, 1e-4), cap)
+
+
 class RankLost(Exception):
     """A peer rank sent no heartbeat for longer than the timeout."""
 
@@ -118,16 +130,17 @@ class Liveness:
         """Receive the next message from ``source``, or raise :class:`RankLost`."""
         if source in self.lost:
             raise RankLost(source, time.monotonic() - self.last_seen[source])
-        delay = 0.0
+        delay, start = 0.0, time.monotonic()
         while not self.comm.iprobe(source=source, tag=tag):
             self.drain()
-            silent = time.monotonic() - self.last_seen[source]
+            now = time.monotonic()
+            silent = now - self.last_seen[source]
             if silent > self.timeout:
                 self.lost.add(source)
                 raise RankLost(source, silent)
             if delay:
                 time.sleep(delay)
-            delay = min(max(2 * delay, 1e-4), 2e-3)
+            delay = wait_delay(delay, now - start)
         self.last_seen[source] = time.monotonic()
         return self.comm.recv(source=source, tag=tag)
 
