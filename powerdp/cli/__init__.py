@@ -162,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     from ..runs.stopping import stop_signals
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    from .learn import audit_as_learn
+
+    try:
+        argv = audit_as_learn(argv)  # powerdp audit DATASET: the learning audit (powerdp learn --audit)
+    except PowerDPError as exc:
+        print(f"powerdp: error: {exc}", file=sys.stderr)
+        return exc.exit_status
     parser = build_parser()
     args = parser.parse_args(argv)
     args._explicit = explicit_options(argv)

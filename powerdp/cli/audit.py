@@ -74,7 +74,9 @@ def add_audit_parser(sub) -> None:
         description=AUDIT_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("case", metavar="CASE", help="bundled case name, MATPOWER .m file, or pandapower:NAME")
+    p.add_argument("case", metavar="CASE", help="bundled case name, MATPOWER .m file, or pandapower:NAME; or a learning DATASET "
+                   "(digits, mnist, a .csv or .npz): the learning audit of powerdp learn --audit, with its flags "
+                   "(--clients, --algorithm, ...; --runs N: N runs per data set, --zone P: the audited client)")
     add_verbosity(p)
     p.add_argument(
         "--algorithm",

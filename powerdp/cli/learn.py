@@ -12,7 +12,16 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..apps.learning.config import ALGORITHM_NAMES, DEFAULT_ETA, RUNNERS, LearnConfig
+from ..apps.learning.config import (
+    ALGORITHM_NAMES,
+    BACKENDS,
+    DEFAULT_ETA,
+    DEFAULT_ROUNDS,
+    NONPRIVATE_ROUNDS,
+    NONPRIVATE_TOL,
+    RUNNERS,
+    LearnConfig,
+)
 from ..apps.learning.data import BUNDLED
 from ..errors import ConfigError
 from ..runs.kinds import run_kind
@@ -35,8 +44,11 @@ LEARN_DESCRIPTION = textwrap.dedent(
     arrays X and y. A stratified test split (--test-fraction) is held out.
 
     Public preprocessing (stated in the summary): features scaled to [0, 1] with
-    public bounds (the pixel range of a bundled set, or --feature-range LO,HI), then
-    every row clipped to ||x||_2 <= --clip. That bound makes the sensitivities hold
+    public bounds (the pixel range of a bundled set, --feature-range LO,HI for every
+    column, or --bounds FILE per column: a CSV column,low,high), then every row
+    clipped to ||x||_2 <= --clip; a warning names the columns whose raw values fall
+    far outside their bounds. Never scale by the data's own mean or spread: that is
+    not private (docs/learning.md). That bound makes the sensitivities hold
     whatever the data: one replaced sample moves a client's gradient by at most
     2*sqrt(2)*R/I in L2 and 4*R1/I in L1 (I = all training samples; add-remove
     neighbours: half).
@@ -57,7 +69,14 @@ LEARN_DESCRIPTION = textwrap.dedent(
                      with the refused assumption named (docs/amplification.md)
 
     The penalty is rho_t = min(1e9, c1*1.2^floor(t/Tc) + c2/eps) (000 eq. 73) for a
-    private run, a small constant for a non-private one (--rho-schedule, --rho).
+    private run, with the public step 300/R^2 and all --rounds (1000). A non-private
+    run adapts rho by residual balancing, backtracks a diagonal curvature metric on
+    each client's data, and stops when its relative residuals are below --tol (1e-5),
+    at most after 5000 rounds; a run that reaches the cap first says so.
+
+    --backend process or mpi runs the clients in worker processes or on MPI ranks
+    (mpiexec -n K python -m powerdp learn ... --backend mpi); a seeded run is
+    bit-identical on every backend.
 
     The run prints setup stages, one line per evaluation (or a progress bar) and a
     summary; --out DIR keeps the run's two views apart: DIR/coordinator_view/ (what a
@@ -106,6 +125,8 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split-seed", type=int, default=0, metavar="N", help="public seed of the test split and the clients' shares (default: 0)")
     p.add_argument("--test-fraction", type=float, default=0.2, metavar="F", help="held-out test fraction (default: 0.2)")
     p.add_argument("--feature-range", type=_range, metavar="LO,HI", help="public bounds of the features (a user's file; bundled sets have theirs)")
+    p.add_argument("--bounds", metavar="FILE", help="public bounds per column: a CSV with header column,low,high, one row per "
+                   "feature (instead of --feature-range); known in advance, never computed from the private data")
     p.add_argument("--clip", type=float, default=1.0, metavar="R", help="clip every row to ||x||_2 <= R (default: 1)")
     p.add_argument("--clip-l1", type=float, metavar="R1", help="also clip every row to ||x||_1 <= R1 (default: implied, sqrt(J)*R)")
     p.add_argument("--box", type=_box, default=1.0, metavar="U", help="the feasible set [-U, U]^n of the weights (default: 1; none: R^n)")
@@ -118,11 +139,15 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-delta", type=float, metavar="D", help="total delta with --target-epsilon (Gaussian: required)")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound (default) or paper: the papers' data-dependent value, NOT private")
     p.add_argument("--adjacency", choices=["replace-one", "add-remove"], default="replace-one", help="neighbouring data sets (default: replace-one)")
-    p.add_argument("--rounds", type=int, default=d["rounds"].default, metavar="T", help=f"ADMM rounds (default: {d['rounds'].default})")
+    p.add_argument("--rounds", type=int, metavar="T", help=f"ADMM rounds (default: {DEFAULT_ROUNDS} for a private run; a "
+                   f"non-private one stops when its residuals are small, at most after {NONPRIVATE_ROUNDS})")
     p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
     p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of 000 eq. 73 when private, a small constant otherwise")
     p.add_argument("--rho", type=float, metavar="RHO", help="the constant penalty (with --rho-schedule constant)")
-    p.add_argument("--eta", default="auto", metavar="ETA", help=f"proximal step: auto (default: {DEFAULT_ETA:g}/R^2), a constant, or capped, sqrt, theorem")
+    p.add_argument("--eta", default="auto", metavar="ETA", help=f"proximal step: auto (default: private runs {DEFAULT_ETA:g}/R^2, "
+                   "non-private runs backtracking on each client's curvature), a constant, or capped, sqrt, theorem")
+    p.add_argument("--tol", type=float, metavar="TOL", help=f"stop when both relative residuals are <= TOL (default: {NONPRIVATE_TOL:g} "
+                   "for nonprivate, off for private runs; 0: run every round)")
     p.add_argument("--eta-scale", type=float, default=1.0, metavar="A", help="outp: the factor a of Huang et al.'s step size (default: 1)")
     p.add_argument("--trust-radius", type=float, default=1.0, metavar="A", help="objt: the trust-region constant a (default: 1)")
     p.add_argument("--trust-schedule", choices=["constant", "inverse-square"], default="constant", help="objt: radius a (default) or a/t^2")
@@ -131,6 +156,10 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--evaluate-every", type=int, default=d["evaluate_every"].default, metavar="K", help="evaluate the model (and the ledger) every K rounds (default: 10)")
     p.add_argument("--no-evaluation", action="store_true", help="do not evaluate the model each round (no centralized reference)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized reference solve")
+    p.add_argument("--backend", choices=list(BACKENDS), default="serial",
+                   help="where the clients run: serial (default), process (worker processes), mpi (under mpiexec -n K: "
+                   "rank 0 coordinates, ranks 1..K-1 host the clients); a seeded run is bit-identical on all three")
+    p.add_argument("--workers", type=int, metavar="N", help="process backend: worker processes (default: one per core)")
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, model and checkpoints to DIR (refused if DIR holds a run)")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
@@ -174,12 +203,13 @@ def config_from_args(args: argparse.Namespace) -> LearnConfig:
         raise ConfigError("give a DATASET (or --resume DIR)")
     return LearnConfig(
         dataset=args.dataset, label=args.label, clients=args.clients, split=args.split, split_seed=args.split_seed,
-        test_fraction=args.test_fraction, feature_range=args.feature_range, clip=args.clip, clip_l1=args.clip_l1,
+        test_fraction=args.test_fraction, feature_range=args.feature_range, bounds=args.bounds, clip=args.clip, clip_l1=args.clip_l1,
         box=args.box, reg=args.reg, algorithm=args.algorithm, epsilon=args.epsilon, delta=args.delta,
         target_epsilon=args.target_epsilon, target_delta=args.target_delta, sensitivity=args.sensitivity,
         adjacency=args.adjacency, rounds=args.rounds, local_updates=args.local_updates, rho_schedule=args.rho_schedule,
         rho=args.rho, eta=args.eta, eta_scale=args.eta_scale, trust_radius=args.trust_radius, trust_schedule=args.trust_schedule, seed=args.seed,
         evaluate=not args.no_evaluation, evaluate_every=args.evaluate_every, checkpoint_every=args.checkpoint_every,
+        tol=args.tol, backend=args.backend, workers=args.workers,
     )
 
 
@@ -195,14 +225,16 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     explicit = getattr(args, "_explicit", set())  # the destinations given on the command line
-    allowed = ("rounds", "checkpoint_every", "evaluate_every", "quiet", "verbose", "json", "resume", "no_reference", "func")
+    allowed = ("rounds", "checkpoint_every", "evaluate_every", "quiet", "verbose", "json", "resume", "no_reference", "func",
+               "backend", "workers")
     refused = sorted(d for d in explicit if d not in allowed)
     if refused:
         raise ConfigError(
             f"--resume {args.resume}: {', '.join('--' + d.replace('_', '-') for d in refused)} would change the saved run; "
-            "a resumed run accepts only --rounds (to extend it), --checkpoint-every, --evaluate-every, --json, --no-reference, -q, -v"
+            "a resumed run accepts only --rounds (to extend it), --checkpoint-every, --evaluate-every, --backend, --workers, "
+            "--json, --no-reference, -q, -v"
         )
-    changes = {d: getattr(args, d) for d in ("rounds", "checkpoint_every", "evaluate_every") if d in explicit}
+    changes = {d: getattr(args, d) for d in ("rounds", "checkpoint_every", "evaluate_every", "backend", "workers") if d in explicit}
     return saved.replace(**changes) if changes else saved
 
 
@@ -277,12 +309,53 @@ def cmd_learn(args: argparse.Namespace) -> int:
         cfg, out=out, resume=args.resume is not None, overwrite=args.overwrite, progress=_printer(args, cfg), status=status,
         reference=not args.no_reference,
     )
+    if result is None:  # an MPI rank that hosted clients: rank 0 reports
+        return 0
     s = result.summary
     if args.json is not None:
         _write_json(args.json, s)
     if not quiet:
         _print_summary(s, cfg, out)
     return 0
+
+
+#: ``powerdp audit`` flags and their ``powerdp learn`` names when the audited thing is a learning DATASET
+AUDIT_FLAGS = {"--runs": "--audit", "--zone": "--audit-client", "--zones": "--clients"}
+#: ``powerdp audit`` flags of a power-flow audit that a learning audit has no use for
+AUDIT_ONLY = ("--bus", "--beta", "--jobs", "--force")
+#: rounds of an audited learning run unless --rounds says otherwise (as powerdp audit's default)
+AUDIT_ROUNDS = 5
+AUDIT_RUNS = 50
+
+
+def is_learning_dataset(name: str) -> bool:
+    """Whether ``powerdp audit NAME`` audits learning: a bundled learning set or a .csv / .npz file."""
+    return name in BUNDLED or Path(name).suffix.lower() in (".csv", ".npz")
+
+
+def audit_as_learn(argv: list[str]) -> list[str]:
+    """``powerdp audit DATASET ...`` as the ``powerdp learn DATASET ... --audit N`` it means, else ``argv`` unchanged.
+
+    ``--runs N`` becomes ``--audit N`` (default 50), ``--zone P`` ``--audit-client P``, ``--zones P`` ``--clients P``;
+    the rounds default to 5, as a power-flow audit's."""
+    try:
+        at = next(i for i, a in enumerate(argv) if not a.startswith("-"))
+    except StopIteration:
+        return argv
+    rest = argv[at + 1:]
+    if argv[at] != "audit" or not rest or rest[0].startswith("-") or not is_learning_dataset(rest[0]):
+        return argv
+    out = [*argv[:at], "learn"]
+    for a in rest:
+        flag, eq, value = a.partition("=")
+        if flag in AUDIT_ONLY:
+            raise ConfigError(f"{flag}: a power-flow audit flag; powerdp audit {rest[0]} audits learning (powerdp learn --audit)")
+        out.append(AUDIT_FLAGS.get(flag, flag) + eq + value)
+    if "--audit" not in out:
+        out += ["--audit", str(AUDIT_RUNS)]
+    if "--rounds" not in out and not any(a.startswith("--rounds=") for a in out):
+        out += ["--rounds", str(AUDIT_ROUNDS)]
+    return out
 
 
 def _audit(args, cfg: LearnConfig, quiet: bool) -> int:

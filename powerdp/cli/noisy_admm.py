@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: flags of the consensus runs that noisy-admm does not read (refused when given)
 _NOT_READ = ("clients", "split", "clip_l1", "box", "reg", "epsilon", "target_epsilon", "target_delta", "sensitivity",
              "adjacency", "local_updates", "rho_schedule", "rho", "eta_scale", "trust_radius", "trust_schedule",
-             "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client")
+             "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client", "tol", "backend", "workers", "bounds")
 _ONLY_HERE = ("beta", "sigma", "l1", "l2", "ridge_in_f", "mu", "users", "dim", "runs", "order", "target_shift")
 
 
@@ -59,7 +59,8 @@ def cmd_noisy_admm(args: argparse.Namespace) -> int:
     cfg = NoisyADMMConfig(
         dataset=args.dataset or SYNTHETIC, label=args.label, test_fraction=args.test_fraction, split_seed=args.split_seed,
         feature_range=args.feature_range, clip=args.clip, mu=args.mu, users=args.users, dim=args.dim, l1=args.l1, l2=args.l2,
-        ridge_in_f=args.ridge_in_f, beta=args.beta, sigma=args.sigma, eta=args.eta, rounds=args.rounds, runs=args.runs,
+        ridge_in_f=args.ridge_in_f, beta=args.beta, sigma=args.sigma, eta=args.eta,
+        rounds=args.rounds if args.rounds is not None else NoisyADMMConfig.rounds, runs=args.runs,
         order=args.order, target_shift=args.target_shift, delta=args.delta, seed=args.seed,
     )
     run = run_noisy_admm(cfg, out=args.out, overwrite=args.overwrite)

@@ -194,7 +194,7 @@ def load_regression(config: NoisyADMMConfig) -> tuple[ElasticNet, tuple[np.ndarr
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".npz"):
         raise ConfigError(f"{path}: unknown data format {path.suffix!r}; give a .csv (header row, label column) or an .npz (X, y)")
-    X, y = _read_csv(path, c.label) if suffix == ".csv" else _read_npz(path)
+    X, y = _read_csv(path, c.label)[:2] if suffix == ".csv" else _read_npz(path)
     try:
         y = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,13 +26,13 @@ from ... import privacy
 from ...engine.consensus.messages import ConsensusMessage, SolverStats, ZoneUpdate
 from ...engine.consensus.perturbations import PERTURBATIONS, Perturbation
 from ...engine.consensus.updates import UPDATES, LocalUpdate
-from ...files.checkpoint import load_state, save_state
 from ...opf.box import BoxProblem, IdentityReduction
 from ...opf.local_solver import BOX_SOLVERS, solver_class
 from ...privacy import PrivacyLedger, Sensitivity
 from .config import LearnConfig
 from .model import SoftmaxLoss, lipschitz_bound
 from .sensitivity import gradient_sensitivity, paper_sensitivity
+from .steps import BacktrackingLinearizedUpdate, curvature_diagonal
 
 __all__ = ["ClientAgent", "ClientDiagnostics", "client_rng"]
 
@@ -80,7 +79,11 @@ class ClientAgent:
         u = config.box if config.box is not None else np.inf
         self.problem = BoxProblem(np.full(self.n, -u), np.full(self.n, u), name=f"client {client}")
         self.reduction = IdentityReduction(self.problem)
-        self.update: LocalUpdate = UPDATES[engine.spec.update](engine)
+        self.update: LocalUpdate = (  # a non-private run's "auto" step backtracks on f_p (its data: no privacy to keep)
+            BacktrackingLinearizedUpdate(engine, curvature_diagonal(self.loss.X, K, I, self.loss.reg))
+            if config.eta_rule == "backtracking"
+            else UPDATES[engine.spec.update](engine)
+        )
         solver_problem, pattern = self.update.local_problem(self.reduction, None)
         self.solver = solver_class(config.local_solver, "local_solver", BOX_SOLVERS).from_config(solver_problem, pattern, engine)
         self.rng = client_rng(config, client)  # engine: the zone's noise generator
@@ -180,6 +183,8 @@ class ClientAgent:
             "rng": self.rng.bit_generator.state,
             "ledger_steps": ledger.steps if ledger is not None else 0,
         }
+        if isinstance(self.update, BacktrackingLinearizedUpdate):
+            meta["step"] = self.update.state()
         return arrays, meta
 
     def load_state_dict(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
@@ -191,6 +196,8 @@ class ClientAgent:
         self.lam = np.asarray(arrays["lam"], dtype=float)
         if meta.get("rng") is not None:
             self.rng.bit_generator.state = meta["rng"]
+        if isinstance(self.update, BacktrackingLinearizedUpdate):
+            self.update.load(meta["step"])
         if self.ledger is not None and int(meta["ledger_steps"]) > self.ledger.steps:
             if self.config.spec.perturbation == "output":  # the mechanism of each past round, as it was recorded
                 for t in range(1, self.round + 1):
@@ -198,12 +205,3 @@ class ClientAgent:
                     self.ledger.record(self.config.local_updates, mechanism=self.perturbation.mechanism)
             else:
                 self.ledger.record(int(meta["ledger_steps"]) - self.ledger.steps)
-
-    def save(self, directory: str | Path, round: int) -> None:
-        """This client's state after ``round`` (``client_P_round_T.npz`` + ``.json``), each file written whole."""
-        arrays, meta = self.state_dict()
-        save_state(Path(directory) / f"client_{self.zone}_round_{round}", {**arrays, **meta})
-
-    def load(self, directory: str | Path, round: int) -> None:
-        state = load_state(Path(directory) / f"client_{self.zone}_round_{round}")
-        self.load_state_dict(state, state)

@@ -22,7 +22,8 @@ from ...opf.local_solver import BOX_SOLVERS, solver_class
 from .data import parse_split
 from .sensitivity import ADJACENCIES
 
-__all__ = ["LearnConfig", "ALGORITHMS", "RUNNERS", "ALGORITHM_NAMES", "RHO_SCHEDULES", "penalty", "NONPRIVATE_RHO", "DEFAULT_ETA"]
+__all__ = ["LearnConfig", "ALGORITHMS", "RUNNERS", "ALGORITHM_NAMES", "RHO_SCHEDULES", "penalty", "NONPRIVATE_RHO", "DEFAULT_ETA",
+           "NONPRIVATE_TOL", "ADAPT_RHO_ROUNDS", "BACKENDS", "DEFAULT_ROUNDS", "NONPRIVATE_ROUNDS"]
 
 #: the papers' algorithms: engine combination, and settings the algorithm fixes
 ALGORITHMS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -53,10 +54,19 @@ def runner_part(algorithm: str, which: int):
 
 
 RHO_SCHEDULES = ("auto", "paper", "constant")
-#: ρ of a non-private run under rho_schedule "auto" and the default η (measured on digits, docs/learning.md:
-#: with η = 300, ρ = 0.001 reaches a 3e-4 relative gap to the centralized optimum in 1000 rounds)
+#: the first ρ of a non-private run under rho_schedule "auto"; residual balancing (Boyd et al. §3.4.1) adapts it
+#: in the first ADAPT_RHO_ROUNDS rounds and then holds it (the convergence proof needs ρ fixed eventually)
 NONPRIVATE_RHO = 1e-3
-DEFAULT_ETA = 300.0  # at R₂ = 1; "auto" scales it as 1/R₂² (the curvature scales as R₂²)
+ADAPT_RHO_ROUNDS = 500
+#: a non-private run stops when both relative residuals (Boyd et al. §3.3.1) are below this (``tol`` "auto")
+NONPRIVATE_TOL = 1e-5
+#: η of a private run under eta "auto", at R₂ = 1, scaled as 1/R₂² (the curvature scales as R₂²); public, as the
+#: privacy analysis needs (output perturbation's sensitivity is Δ/(1/η + ρ)). A non-private run backtracks instead.
+DEFAULT_ETA = 300.0
+BACKENDS = ("serial", "process", "mpi")
+#: rounds of a private run unless given; the round cap of a non-private one (MNIST at box 1, R₂ = 1 needs ~3000)
+DEFAULT_ROUNDS = 1000
+NONPRIVATE_ROUNDS = 5000
 
 
 def penalty(t: int, epsilon: float | None, c1: float = 2.0, c2: float = 5.0, tc: float = 1e4) -> float:
@@ -76,6 +86,7 @@ class LearnConfig(AlgorithmChoices):
     split_seed: int = 0  # public: the train/test split and the clients' shares
     test_fraction: float = 0.2
     feature_range: tuple[float, float] | None = None  # public bounds of a user's features (bundled sets have theirs)
+    bounds: str | None = None  # a file of per-column public bounds, CSV column,low,high (instead of feature_range)
     clip: float = 1.0  # R₂: every row clipped to ‖x‖₂ ≤ R₂
     clip_l1: float | None = None  # R₁ (default √J·R₂, implied by R₂)
     box: float | None = 1.0  # u of W_p = [−u, u]ⁿ; None: W_p = Rⁿ
@@ -87,18 +98,24 @@ class LearnConfig(AlgorithmChoices):
     target_delta: float | None = None
     sensitivity: str = "sound"  # or "paper": the papers' data-dependent value, NOT private
     adjacency: str = "replace-one"  # or "add-remove"
-    rounds: int = 1000
+    # rounds (private runs: T, what the budget is spent over); None: DEFAULT_ROUNDS for a private run, the cap
+    # NONPRIVATE_ROUNDS for a non-private one (which stops earlier by the residual rule)
+    rounds: int | None = None
     local_updates: int = 1
     rho: float | None = None  # the constant ρ of rho_schedule "constant"
-    # "auto": ρ̂_t for a private run, the constant NONPRIVATE_RHO for a non-private one; "paper": ρ̂_t of 000 eq. 73
-    # (ρ̂_1 = 102 at ε̄ = 0.05); "constant": rho
+    # "auto": ρ̂_t for a private run; for a non-private one NONPRIVATE_RHO adapted by residual balancing; "paper":
+    # ρ̂_t of 000 eq. 73 (ρ̂_1 = 102 at ε̄ = 0.05); "constant": rho
     rho_schedule: str = "auto"
     rho_c1: float = 2.0
     rho_c2: float = 5.0
     rho_tc: float = 1e4
-    # η_t of the linearized updates: a constant (default; the smoothness bound 1/L_p = 2I/(I_p R²) is loose by
-    # the spread of the samples' directions), or capped / sqrt / theorem as for power flow
-    eta: str | float = "auto"  # auto: DEFAULT_ETA / clip²
+    # η_t of the linearized updates: "auto" is DEFAULT_ETA / clip² for a private run (public) and backtracking on
+    # each client's own curvature for a non-private one (powerdp/learning/steps.py); or a constant, capped, sqrt,
+    # theorem as for power flow
+    eta: str | float = "auto"
+    # the stopping rule: both relative residuals (Boyd et al. §3.3.1) ≤ tol ends the run before `rounds`;
+    # None ("auto"): NONPRIVATE_TOL for a non-private run, off (0) for a private one; 0: never
+    tol: float | None = None
     eta_scale: float = 1.0  # a of OutP's η_t (Huang et al.)
     trust_radius: float = 1.0  # a of ObjT's radius δ_t
     trust_schedule: str = TRUST_SCHEDULES[0]  # constant (δ_t = a) or inverse-square (a/t²)
@@ -109,7 +126,9 @@ class LearnConfig(AlgorithmChoices):
     evaluate_every: int = 10  # rounds between evaluations of the global model (and of the ledger's figure)
     checkpoint_every: int = 10
     local_solver: str = "box"
-    backend: str = "serial"
+    backend: str = "serial"  # serial, process (worker processes) or mpi (ranks; every rank runs the same program)
+    workers: int | None = None  # process backend: worker processes (default: one per core, at most one per client)
+    rank_timeout: float = 60.0  # mpi backend: a rank silent this long (no heartbeat) is reported lost
     blas_threads: int | None = 1  # BLAS threads during the run (None: the library's default)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -143,6 +162,8 @@ class LearnConfig(AlgorithmChoices):
             if not hi > lo:
                 raise bad("feature_range", "give LO,HI with HI > LO")
             self.feature_range = (lo, hi)
+        if self.bounds is not None and self.feature_range is not None:
+            raise bad("bounds", "give public bounds once: a bounds file or one feature_range for every column")
         for name in ("clip", "reg"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and (v > 0 if name == "clip" else v >= 0)):
@@ -161,7 +182,9 @@ class LearnConfig(AlgorithmChoices):
             raise bad("sensitivity", "choose 'sound' or 'paper' (the papers' data-dependent value, not private)")
         if self.adjacency not in ADJACENCIES:
             raise bad("adjacency", f"choose one of {', '.join(ADJACENCIES)}")
-        if int(self.rounds) != self.rounds or self.rounds < 1:
+        if self.rounds is None:
+            self.rounds = DEFAULT_ROUNDS if spec.private else NONPRIVATE_ROUNDS
+        if isinstance(self.rounds, bool) or int(self.rounds) != self.rounds or self.rounds < 1:
             raise bad("rounds", "must be a positive integer")
         if int(self.local_updates) != self.local_updates or self.local_updates < 1:
             raise bad("local_updates", "must be a positive integer")
@@ -193,8 +216,14 @@ class LearnConfig(AlgorithmChoices):
             raise bad("box", "OutP's step size (Huang et al.) needs a bounded feasible set; give --box U")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
             raise bad("seed", "must be a non-negative integer, or unset for secret noise")
-        if self.backend != "serial":
-            raise bad("backend", "learning runs on the serial backend only (for now)")
+        if self.backend not in BACKENDS:
+            raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
+        if self.workers is not None and (isinstance(self.workers, bool) or int(self.workers) != self.workers or self.workers < 1):
+            raise bad("workers", "must be a positive integer")
+        if not (isinstance(self.rank_timeout, (int, float)) and self.rank_timeout > 0):
+            raise bad("rank_timeout", "must be a positive number of seconds")
+        if self.tol is not None and not (isinstance(self.tol, (int, float)) and math.isfinite(self.tol) and self.tol >= 0):
+            raise bad("tol", "must be a non-negative number (0: run every round)")
         solver_class(self.local_solver, "local_solver", BOX_SOLVERS).check_config(self)
         if isinstance(self.evaluate_every, bool) or int(self.evaluate_every) != self.evaluate_every or self.evaluate_every < 1:
             raise bad("evaluate_every", "must be a positive integer")
@@ -231,6 +260,27 @@ class LearnConfig(AlgorithmChoices):
     def engine_eta(self) -> str | float:
         eta = ALGORITHMS[self.algorithm][1].get("eta", self.eta)
         return DEFAULT_ETA / self.clip**2 if eta == "auto" else eta
+
+    @property
+    def eta_rule(self) -> str:
+        """How η is chosen: ``backtracking`` (non-private "auto"), ``public constant`` (private "auto"), or the setting."""
+        eta = ALGORITHMS[self.algorithm][1].get("eta", self.eta)
+        if eta == "auto":
+            return "public constant" if self.private else "backtracking"
+        return str(eta)
+
+    @property
+    def coordinator_rho_schedule(self) -> str:
+        """``adaptive`` (residual balancing) for a non-private run under rho_schedule "auto", else ``constant``
+        (the coordinator then takes ρ_t of :meth:`penalty` each round)."""
+        return "adaptive" if self.rho_schedule == "auto" and not self.private else "constant"
+
+    @property
+    def stopping_tolerance(self) -> float:
+        """The stopping rule's tolerance on both relative residuals (0: none): ``tol``, or its "auto" value."""
+        if self.tol is not None:
+            return float(self.tol)
+        return 0.0 if self.private else NONPRIVATE_TOL
 
     @property
     def private_steps(self) -> int:

@@ -23,7 +23,8 @@ import numpy as np
 
 from ...errors import ConfigError
 
-__all__ = ["Dataset", "BUNDLED", "load_dataset", "preprocess", "split_clients", "parse_split", "SPLITS"]
+__all__ = ["Dataset", "BUNDLED", "load_dataset", "preprocess", "split_clients", "parse_split", "SPLITS", "read_bounds",
+           "columns_outside"]
 
 DATA_DIR = Path(__file__).resolve().parent / "bundled"
 #: bundled data sets → their public feature range (pixel intensities)
@@ -41,8 +42,11 @@ class Dataset:
     X_test: np.ndarray
     y_test: np.ndarray
     classes: np.ndarray  # the original label of each class index
-    feature_range: tuple[float, float] | None = None  # public bounds used to scale, if any
+    # public bounds used to scale, if any: (lo, hi) for every column, or per column (an array of lows, of highs)
+    feature_range: tuple[Any, Any] | None = None
     preprocessing: dict[str, Any] = field(default_factory=dict)
+    feature_names: list[str] | None = None  # a CSV's column names (else x0, x1, ...)
+    bounds_source: str | None = None  # the per-column bounds file, if any
 
     @property
     def n_classes(self) -> int:
@@ -60,7 +64,48 @@ def _mnist5k() -> tuple[np.ndarray, np.ndarray]:
     return tab[:, :-1], tab[:, -1].astype(np.int64)
 
 
-def _read_csv(path: Path, label: str) -> tuple[np.ndarray, np.ndarray]:
+def read_bounds(path: str | Path, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column public bounds from a CSV ``column,low,high`` (one row per feature column, by name or index)."""
+    import pandas as pd
+
+    path = Path(path)
+    try:
+        tab = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a readable bounds file ({exc}); give a CSV with columns column,low,high") from None
+    missing = [c for c in ("column", "low", "high") if c not in tab.columns]
+    if missing:
+        raise ConfigError(f"{path}: no column {missing[0]!r}; a bounds file has the header column,low,high")
+    given = {str(c): (float(lo), float(hi)) for c, lo, hi in zip(tab["column"], tab["low"], tab["high"], strict=True)}
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise ConfigError(f"{path}: column {unknown[0]!r} is not a feature of the data (features: {', '.join(names[:8])}...)")
+    absent = [c for c in names if c not in given]
+    if absent:
+        raise ConfigError(f"{path}: no bounds for column(s) {', '.join(absent[:8])}; every feature needs low,high")
+    lo = np.array([given[c][0] for c in names])
+    hi = np.array([given[c][1] for c in names])
+    bad = [c for c, a, b in zip(names, lo, hi, strict=True) if not (np.isfinite(a) and np.isfinite(b) and b > a)]
+    if bad:
+        raise ConfigError(f"{path}: column {bad[0]!r}: give finite bounds with high > low")
+    return lo, hi
+
+
+#: a column is far outside its declared range when more than this fraction of its values lie outside it, or any
+#: value lies more than one range width beyond it: then clipping, not the data, decides that column's scaled values
+OUTSIDE_FRACTION = 0.01
+
+
+def columns_outside(X: np.ndarray, lo, hi, names: list[str]) -> list[str]:
+    """The columns whose raw values fall far outside the declared range [lo, hi] (:data:`OUTSIDE_FRACTION`)."""
+    scaled = (X - lo) / (np.asarray(hi, dtype=float) - lo)
+    outside = (scaled < 0) | (scaled > 1)
+    far = (scaled < -1) | (scaled > 2)
+    flagged = (outside.mean(axis=0) > OUTSIDE_FRACTION) | far.any(axis=0)
+    return [names[j] for j in np.flatnonzero(flagged)]
+
+
+def _read_csv(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     import pandas as pd
 
     try:
@@ -77,7 +122,7 @@ def _read_csv(path: Path, label: str) -> tuple[np.ndarray, np.ndarray]:
     if not np.all(np.isfinite(X)):
         row = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0])
         raise ConfigError(f"{path}: row {row + 1} has a missing or non-finite feature")
-    return X, frame[label].to_numpy()
+    return X, frame[label].to_numpy(), [str(c) for c in features.columns]
 
 
 def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -98,14 +143,17 @@ def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 def load_dataset(
     source: str, label: str = "label", test_fraction: float = 0.2, split_seed: int = 0,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: tuple[float, float] | None = None, bounds: str | Path | None = None,
 ) -> Dataset:
     """The raw data set ``source`` (a bundled name, a .csv or an .npz), split into training and test samples.
 
-    The split is stratified and fixed by ``split_seed`` (public). ``feature_range`` overrides the
-    public bounds of a bundled set; a user's file is scaled only when bounds are given.
+    The split is stratified and fixed by ``split_seed`` (public). ``feature_range`` (one range for every column)
+    or ``bounds`` (a file of per-column ranges, :func:`read_bounds`) override the public bounds of a bundled set;
+    a user's file is scaled only when bounds are given.
     """
     from sklearn.model_selection import train_test_split
+
+    names = None
 
     if source == "digits":
         from sklearn.datasets import load_digits
@@ -119,7 +167,7 @@ def load_dataset(
         if not path.is_file():
             raise ConfigError(f"data set {source!r}: neither a bundled one ({', '.join(BUNDLED)}) nor an existing .csv/.npz file")
         if path.suffix.lower() == ".csv":
-            X, y = _read_csv(path, label)
+            X, y, names = _read_csv(path, label)
         elif path.suffix.lower() == ".npz":
             X, y = _read_npz(path)
         else:
@@ -133,12 +181,19 @@ def load_dataset(
         X_tr, X_te, y_tr, y_te = train_test_split(X, y_idx, test_size=test_fraction, random_state=split_seed, stratify=y_idx)
     except ValueError as exc:
         raise ConfigError(f"data set {source!r}: cannot split off a test set ({exc})") from None
-    rng = feature_range if feature_range is not None else BUNDLED.get(source)
+    names = names or [f"x{j}" for j in range(X.shape[1])]
+    if bounds is not None:
+        if feature_range is not None:
+            raise ConfigError("give public bounds once: one range for every column (feature_range) or a bounds file, not both")
+        rng = read_bounds(bounds, names)
+    else:
+        rng = feature_range if feature_range is not None else BUNDLED.get(source)
+        rng = None if rng is None else (float(rng[0]), float(rng[1]))
     return Dataset(
         name=Path(source).name if source not in BUNDLED else source,
         X_train=np.ascontiguousarray(X_tr), y_train=y_tr.astype(np.int64),
         X_test=np.ascontiguousarray(X_te), y_test=y_te.astype(np.int64), classes=classes,
-        feature_range=None if rng is None else (float(rng[0]), float(rng[1])),
+        feature_range=rng, feature_names=names, bounds_source=None if bounds is None else str(bounds),
     )
 
 
@@ -166,22 +221,49 @@ def preprocess(data: Dataset, clip: float = 1.0, clip_l1: float | None = None) -
             X = np.clip((X - lo) / (hi - lo), 0.0, 1.0)
         return clip_rows(X, clip, clip_l1)
 
+    _warn_if_clipping_dominates(data, clip)
+
     r1 = clip_l1 if clip_l1 is not None else clip * np.sqrt(data.n_features)  # ‖x‖₁ ≤ √J‖x‖₂
     out = Dataset(
         name=data.name, X_train=apply(data.X_train), y_train=data.y_train, X_test=apply(data.X_test),
-        y_test=data.y_test, classes=data.classes, feature_range=data.feature_range,
+        y_test=data.y_test, classes=data.classes, feature_range=data.feature_range, feature_names=data.feature_names,
+        bounds_source=data.bounds_source,
     )
+    if data.feature_range is None:
+        scaling = "none (no public bounds given)"
+    elif data.bounds_source is not None:
+        scaling = f"(x - low) / (high - low) per column, clipped to [0, 1] (public bounds from {Path(data.bounds_source).name})"
+    else:
+        scaling = f"(x - {data.feature_range[0]:g}) / {data.feature_range[1] - data.feature_range[0]:g}, clipped to [0, 1] (public bounds)"
     out.preprocessing = {
-        "feature_scaling": (
-            f"(x - {data.feature_range[0]:g}) / {data.feature_range[1] - data.feature_range[0]:g}, clipped to [0, 1] (public bounds)"
-            if data.feature_range is not None else "none (no public bounds given)"
-        ),
+        "feature_scaling": scaling,
         "row_clip_l2": float(clip),
         "row_clip_l1": None if clip_l1 is None else float(clip_l1),
         "R2": float(clip),
         "R1": float(min(r1, clip * np.sqrt(data.n_features))),
     }
     return out
+
+
+def _warn_if_clipping_dominates(data: Dataset, clip: float) -> None:
+    """One warning line naming the columns whose raw training values fall far outside the declared range (or, without
+    bounds, exceed the row bound R₂ by themselves): clipping, not the data, then decides those columns. It reads the
+    data, so it is said to the data's holder only (a log line; nothing of it enters a run's files)."""
+    import logging
+
+    names = data.feature_names or [f"x{j}" for j in range(data.n_features)]
+    if data.feature_range is not None:
+        cols = columns_outside(data.X_train, *data.feature_range, names)
+        what = "fall far outside their declared public range"
+        fix = "widen their bounds (--bounds FILE or --feature-range) to ranges known in advance"
+    else:
+        cols = [names[j] for j in np.flatnonzero(np.abs(data.X_train).max(axis=0) > clip)] if data.n_features > 1 else []
+        what = f"exceed the row bound ||x||_2 <= {clip:g} by themselves (no public bounds given)"
+        fix = "declare public bounds per column (--bounds FILE, a CSV column,low,high) so that each is scaled to [0, 1]"
+    if cols:
+        shown = ", ".join(cols[:10]) + (f" and {len(cols) - 10} more" if len(cols) > 10 else "")
+        logging.getLogger("powerdp.apps.learning").warning(
+            "%s: column(s) %s %s, so clipping will dominate them; %s", data.name, shown, what, fix)
 
 
 def parse_split(split: str) -> tuple[str, float | None]:

@@ -3,7 +3,7 @@
 :func:`run_federated` is the one entry point of the CLI (``powerdp learn``), sweeps and notebooks. It uses
 the engine's :class:`~powerdp.engine.consensus.coordinator.Coordinator` as it is (every client shares every entry of
 the global model), writes an output directory with the two views of a run apart, as ``powerdp run`` does
-(docs/privacy.md, "What a deployment publishes"; powerdp/runs/views.py), and can continue an interrupted run
+(docs/privacy.md, "What a deployment publishes"; powerdp/admm/results.py), and can continue an interrupted run
 (``resume=True``)::
 
     DIR/config.json                the resolved LearnConfig (public settings)
@@ -17,7 +17,7 @@ the global model), writes an output directory with the two views of a run apart,
                                    the preprocessing (its norms are of the data)
     DIR/inputs.json                the data set's file and its SHA-256 (checked, and reopened by that path, on resume)
     DIR/checkpoint/                state.* (the coordinator's state and history columns), evaluation.* (the
-                                   evaluation's history columns), each client's own files
+                                   evaluation's history columns), each client's own files (written on its host)
 
 The rounds run in the shared loop (:mod:`powerdp.runs.loop`) and the files are the shared run directory's
 (:class:`powerdp.runs.record.RunRecord`): both ``history.csv`` are appended every round; a checkpoint every
@@ -36,22 +36,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...engine.consensus.coordinator import Coordinator
+from ...engine.consensus.coordinator import Coordinator, Residuals
 from ...engine.consensus.messages import ZoneUpdate
+from ...engine.sharing.hosts import launch_sharing, make_sharing_backend
 from ...errors import ConfigError, PowerDPError
 from ...files.atomic import atomic_write
 from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
 from ...runs.inputs import file_entry
 from ...runs.loop import Rounds, run_rounds
 from ...runs.record import RunRecord, check_resume
-from ...runs.views import (
-    COORDINATOR_VIEW,
-    save_summary_views,
-)
+from ...runs.views import COORDINATOR_VIEW, save_summary_views
 from .client import ClientAgent
-from .config import LearnConfig
+from .config import ADAPT_RHO_ROUNDS, LearnConfig
 from .data import Dataset, load_dataset, preprocess, split_clients
+from .hosts import client_specs
 from .model import SoftmaxLoss, centralized_fit, error_rate
+from .sensitivity import gradient_sensitivity
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +72,12 @@ COORDINATOR_KEYS = (
     "rounds", "local_updates", "stopped", "final_feasibility", "private", "noise_source", "seed", "sensitivity",
     "sensitivity_note", "adjacency", "epsilon_per_step_setting", "epsilon_total", "epsilon_per_step", "epsilon_basic",
     "target_epsilon", "target_delta", "rho_schedule", "rho_first", "wall_s", "round_ms", "setup_s", "backend",
-    "local_solver", "resumed_from",
+    "local_solver", "resumed_from", "eta_rule", "rho_final", "stopping_tolerance", "final_relative_residuals",
 )
 #: the mixed top-level files of learning runs written before the views were split
 LEGACY_FILES = ("history.csv", "summary.json", "model.npz", "privacy.json")
-RESUME_MAY_CHANGE = ("rounds", "checkpoint_every", "evaluate", "evaluate_every", "blas_threads")
+#: a seeded run is bit-identical on every backend, so a resume may also move it to another one
+RESUME_MAY_CHANGE = ("rounds", "checkpoint_every", "evaluate", "evaluate_every", "blas_threads", "backend", "workers", "rank_timeout")
 
 
 class LearnFailed(PowerDPError):
@@ -130,7 +131,7 @@ def prepare_data(config: LearnConfig, data: Dataset | None = None, parts: list[n
     ``source``: where to load ``config.dataset`` from (a resumed run: its recorded absolute path)."""
     raw = data if data is not None else load_dataset(
         source if source is not None else config.dataset, label=config.label, test_fraction=config.test_fraction, split_seed=config.split_seed,
-        feature_range=config.feature_range,
+        feature_range=config.feature_range, bounds=config.bounds,
     )
     pre = raw if raw.preprocessing else preprocess(raw, clip=config.clip, clip_l1=config.clip_l1)
     if parts is None:
@@ -141,12 +142,19 @@ def prepare_data(config: LearnConfig, data: Dataset | None = None, parts: list[n
 
 
 def build_clients(config: LearnConfig, prepared: PreparedData) -> list[ClientAgent]:
+    """Every client in this process (benchmarks; a run builds them on its backend's hosts from :func:`specs`)."""
     d = prepared.data
     R2, R1 = d.preprocessing["R2"], d.preprocessing["R1"]
     return [
         ClientAgent(p, d.X_train[idx], d.y_train[idx], d.n_classes, prepared.n_train, config, R2, R1)
         for p, idx in enumerate(prepared.parts)
     ]
+
+
+def specs(config: LearnConfig, prepared: PreparedData):
+    """The clients' specs for the backend's hosts: each holds that client's samples only."""
+    d = prepared.data
+    return client_specs(config, d.X_train, d.y_train, prepared.parts, d.n_classes, d.preprocessing["R2"], d.preprocessing["R1"])
 
 
 def centralized_reference(config: LearnConfig, prepared: PreparedData) -> dict[str, float]:
@@ -180,7 +188,8 @@ def run_federated(
     observe: Callable[[list[ZoneUpdate]], None] | None = None,
     parts: list[np.ndarray] | None = None,
 ) -> LearnResult:
-    """Run the (private) federated ADMM of docs/learning.md and return its :class:`LearnResult`.
+    """Run the (private) federated ADMM of docs/learning.md and return its :class:`LearnResult`. Under
+    ``backend="mpi"`` call it on every rank: rank 0 returns the result, the others host clients and return None.
 
     ``data``: a :class:`Dataset` (raw or already preprocessed) instead of ``config.dataset``. ``out``: the
     output directory (refused if it holds a run, unless ``resume`` or ``overwrite``). ``progress`` is called
@@ -188,11 +197,16 @@ def run_federated(
     ``reference``: also solve the centralized problem (needs ``config.evaluate``). ``parts``: each client's sample
     indices into ``data`` (default: ``config.split``).
     """
-    from threadpoolctl import threadpool_limits
-
     config.validate()
     if resume and out is None:
         raise ConfigError("resume needs the output directory of the run")
+    return launch_sharing(config, lambda: _run_here(config, data, out, resume, overwrite, progress, status, reference, observe, parts))
+
+
+def _run_here(config, data, out, resume, overwrite, progress, status, reference, observe, parts) -> LearnResult:
+    """The coordinator's side of :func:`run_federated` (the only side of a serial or process run)."""
+    from threadpoolctl import threadpool_limits
+
     # one BLAS thread: a client's products are small (400 × 784 × 10 on the MNIST subset: 0.57 ms on one
     # thread, 0.98 ms on two; benchmarks/learning.py), and clients are the unit of parallelism
     with threadpool_limits(limits=config.blas_threads):
@@ -222,25 +236,23 @@ def _dataset_source(records: dict[str, dict], config: LearnConfig, out: Path) ->
     return config.dataset
 
 
-def _prune(d: Path, t: int) -> None:
-    """Every client's files of rounds other than ``t`` (and an earlier version's coordinator_round_T.npz)."""
-    for old in d.iterdir():
-        if old.suffix in (".npz", ".json") and "_round_" in old.name and not old.stem.endswith(f"_round_{t}"):
-            old.unlink(missing_ok=True)
+def _start_files(record: RunRecord, config: LearnConfig, history: list[dict]) -> None:
+    record.write_config(config.to_dict())
+    record.start(history, legacy=LEGACY_FILES)
 
 
 def _run(config, data, out_dir, resume, progress, status, reference, observe, parts=None) -> LearnResult:
     say = status or (lambda msg: None)
-    seen = observe or (lambda updates: None)
     t_setup = time.perf_counter()
     record = RunRecord(out_dir, COORDINATOR_COLUMNS, HISTORY_COLUMNS, command="powerdp learn") if out_dir is not None else None
+    resumed = None
     source = config.dataset
     if resume:
-        state, saved_history = record.load_checkpoint()  # missing or unreadable: fails before any work
+        resumed = record.load_checkpoint()  # missing or unreadable: fails before any work
         saved = LearnConfig.from_dict(record.read_config(), source=str(out_dir / "config.json"))
         _check_resume(saved, config, out_dir)
-        if int(state["round"]) > config.rounds:
-            raise ConfigError(f"{out_dir}: the run already has {state['round']} rounds; give more than that to extend it")
+        if int(resumed[0]["round"]) > config.rounds:
+            raise ConfigError(f"{out_dir}: the run already has {resumed[0]['round']} rounds; give more than that to extend it")
         if data is None:  # the data set by the path recorded when the run was made, unchanged
             source = _dataset_source(record.verify_inputs("resume"), config, out_dir)
     say(f"loading {config.dataset}")
@@ -252,19 +264,31 @@ def _run(config, data, out_dir, resume, progress, status, reference, observe, pa
     if reference and config.evaluate:
         say("centralized reference solve (L-BFGS-B on the pooled data, same box and ℓ2 term)")
         central = centralized_reference(config, prepared)
-    clients = build_clients(config, prepared)
-    n = clients[0].n
-    coordinator = Coordinator(n, [np.arange(n)] * config.clients, config.penalty(1))
+    n = d.n_features * d.n_classes
+    coordinator = Coordinator(n, [np.arange(n)] * config.clients, config.penalty(1), config.coordinator_rho_schedule)
+    if config.backend != "serial":
+        say(f"starting the {config.backend} backend's hosts")
+    backend = make_sharing_backend(config.backend, specs(config, prepared), config)
+    try:
+        return _loop(config, prepared, central, coordinator, backend, record, resumed, progress, observe, t_setup)
+    finally:
+        backend.close()
+
+
+def _loop(config, prepared, central, coordinator, backend, record, resumed, progress, observe, t_setup) -> LearnResult:
+    """The rounds on the shared loop (runs/loop.py): broadcast, the clients' steps on their hosts, the coordinator's
+    update, the evaluation."""
+    seen = observe or (lambda updates: None)
+    d = prepared.data
     pooled = SoftmaxLoss(d.X_train, d.y_train, d.n_classes, prepared.n_train, reg=config.reg) if config.evaluate else None
     history: list[dict[str, Any]] = []
-    if resume:
+    if resumed is not None:
+        state, history = resumed
         coordinator.load_state_dict(state)
-        for c in clients:
-            c.load(record.checkpoint_dir, coordinator.round)
-        history = saved_history
+        backend.call("restore", (str(record.checkpoint_dir), coordinator.round))
         _start_files(record, config, history)
     else:
-        initial = [c.initialize() for c in clients]
+        initial = backend.call("init")
         seen(initial)
         coordinator.start(initial)
         if record is not None:
@@ -273,46 +297,74 @@ def _run(config, data, out_dir, resume, progress, status, reference, observe, pa
     start = coordinator.round + 1
     setup_s = time.perf_counter() - t_setup
     run_start = time.perf_counter()
+    tol = config.stopping_tolerance
+    converged = {"round": None}
 
     def step(t: int) -> dict[str, Any]:
         t0 = time.perf_counter()
-        coordinator.rho = rho = config.penalty(t)  # ρ_t: data-independent schedule
+        if config.coordinator_rho_schedule == "adaptive":  # residual balancing, then ρ held (non-private runs)
+            coordinator.rho_schedule = "adaptive" if t <= ADAPT_RHO_ROUNDS else "constant"
+        else:
+            coordinator.rho = config.penalty(t)  # ρ_t: data-independent schedule
+        rho = coordinator.rho
         msgs = coordinator.broadcast()
-        updates = [c.step(m) for c, m in zip(clients, msgs, strict=True)]
+        updates = backend.call("step_each", {m.zone: m for m in msgs})
         seen(updates)
         res = coordinator.receive(updates)
         wall = time.perf_counter() - t0
-        spend = t % config.evaluate_every == 0 or t == config.rounds or not history
-        return _row(t, config, coordinator, clients, pooled if spend else None, d, res, rho, wall, spend, history)
+        done = tol > 0 and max(relative_residuals(coordinator, res, rho)) <= tol
+        converged["round"] = t if done else None
+        spend = t % config.evaluate_every == 0 or t == config.rounds or not history or done
+        diags = _diagnostics(backend, privacy=spend)
+        return _row(t, coordinator, diags, pooled if spend else None, d, res, rho, wall, spend, history)
 
     def partial(rows, stopped):
         run_s = None if stopped == "failed" else time.perf_counter() - run_start
-        return _result(config, prepared, coordinator, clients, rows, central, setup_s, run_s, stopped)
+        return _result(config, prepared, coordinator, backend, rows, central, setup_s, run_s, stopped)
 
     def checkpoint(rows):
-        t = coordinator.round
-        record.save_checkpoint(coordinator.state_dict(), rows, t, agents=lambda cd: [c.save(cd, t) for c in clients],
-                               prune=lambda cd: _prune(cd, t))
+        t = coordinator.round  # each client's state on its own host, then the coordinator's
+        record.save_checkpoint(coordinator.state_dict(), rows, t, agents=lambda cd: backend.call("save", (str(cd), t)),
+                               prune=lambda cd: backend.call("prune", (str(cd), t)))
 
     rounds = Rounds(step=step, partial=partial, checkpoint=checkpoint,
+                    converged=lambda row: converged["round"] == row["round"],
                     failed=lambda t, detail, result, exc: LearnFailed(f"run stopped in round {t}: {detail}", result))
-    stopped = run_rounds(rounds, start, config.rounds, history, record, config.checkpoint_every, progress, resume)
+    stopped = run_rounds(rounds, start, config.rounds, history, record, config.checkpoint_every, progress, resumed is not None)
+    stopped = "converged" if stopped == "tolerance" else stopped
     result = partial(history, stopped)
-    result.summary["resumed_from"] = start - 1 if resume else None
-    if out_dir is not None:
-        result.save(out_dir)
+    result.summary["resumed_from"] = start - 1 if resumed is not None else None
+    if tol > 0 and stopped == "rounds":  # a run that should converge and did not: say so (its model is short of the optimum)
+        log.warning("%s stopped at the round cap (%d) before its residuals met the tolerance %g (relative primal %.2e, "
+                    "dual %.2e): the model may be short of the optimum; give more --rounds", config.algorithm, config.rounds,
+                    tol, *result.summary["final_relative_residuals"])
+    if record is not None:
+        result.save(record.directory)
     return result
 
 
-def _start_files(record: RunRecord, config: LearnConfig, history: list[dict]) -> None:
-    record.write_config(config.to_dict())
-    record.start(history, legacy=LEGACY_FILES)
+def relative_residuals(coordinator: Coordinator, res, rho: float) -> tuple[float, float]:
+    """Boyd et al. §3.3.1's residuals relative to their scales: ‖w − z‖/max(‖w‖, ‖z‖) and
+    ρ‖w − w_prev‖/‖λ‖ over the stacked clients (every entry shared), ρ the round's penalty."""
+    stacked = coordinator.w[coordinator.gidx]
+    primal = res.primal / max(float(np.linalg.norm(stacked)), float(np.linalg.norm(coordinator.released)), 1e-300)
+    prev = getattr(coordinator, "w_prev", None)  # none in a coordinator restored from a checkpoint
+    if prev is None:
+        return primal, float("nan")
+    step = float(np.linalg.norm((coordinator.w - prev)[coordinator.gidx]))
+    dual = rho * step / max(float(np.linalg.norm(coordinator.lam)), 1e-300)
+    return primal, dual
 
 
-def _row(t, config, coordinator, clients, pooled, d, res, rho, wall, spend=True, history=()) -> dict[str, Any]:
+def _diagnostics(backend, evaluate: bool = False, privacy: bool = True) -> list:
+    """Every client's evaluation figures, in client order (asked of the hosts; they never cross in a deployment)."""
+    out = backend.call("diag", {"evaluate": evaluate, "privacy": privacy})
+    return [out[p] for p in sorted(out)]
+
+
+def _row(t, coordinator, diags, pooled, d, res, rho, wall, spend=True, history=()) -> dict[str, Any]:
     """One history row. The ledger's figure (an accountant call) and the model's evaluation are computed every
     ``evaluate_every`` rounds and at the last; in between the spend is carried forward and the rest is NaN."""
-    diags = [c.diagnostics(evaluate=False, privacy=spend) for c in clients]
     row: dict[str, Any] = {
         "round": t,
         "noise_magnitude": float(sum(x.noise_magnitude for x in diags)),  # evaluation only (000 eq. 29)
@@ -339,11 +391,16 @@ def global_model(coordinator: Coordinator) -> np.ndarray:
     return coordinator.average()
 
 
-def _result(config, prepared, coordinator, clients, history, central, setup_s, run_s, stopped) -> LearnResult:
+def _result(config, prepared, coordinator, backend, history, central, setup_s, run_s, stopped) -> LearnResult:
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     d = prepared.data
-    diags = [c.diagnostics(evaluate=False) for c in clients]
-    w = global_model(coordinator) if coordinator.round > 0 else np.zeros(clients[0].n)
+    try:
+        diags = _diagnostics(backend)
+    except PowerDPError:  # a host that failed the round cannot answer: the ledger is then unknown
+        if stopped != "failed":
+            raise
+        diags = []
+    w = global_model(coordinator) if coordinator.round > 0 else np.zeros(coordinator.n_shared)
     last = history[-1] if history else {}
     privacy = {x.zone: x.privacy for x in diags if x.privacy is not None}
     summary: dict[str, Any] = {
@@ -378,7 +435,8 @@ def _result(config, prepared, coordinator, clients, history, central, setup_s, r
         "sensitivity": config.sensitivity,
         "sensitivity_note": (
             "the papers' data-dependent sensitivity: NOT differentially private" if config.private and config.sensitivity == "paper"
-            else (clients[0].grad_sensitivity.note if clients[0].grad_sensitivity is not None else None)
+            else (gradient_sensitivity(d.preprocessing["R2"], d.preprocessing["R1"], prepared.n_train, config.adjacency).note
+                  if config.private else None)
         ),
         "adjacency": config.adjacency,
         "epsilon_per_step_setting": config.step_epsilon,
@@ -389,6 +447,11 @@ def _result(config, prepared, coordinator, clients, history, central, setup_s, r
         "target_delta": config.target_delta,
         "rho_schedule": config.rho_schedule,
         "rho_first": config.penalty(1),
+        "rho_final": coordinator.rho,
+        "eta_rule": config.eta_rule,
+        "stopping_tolerance": config.stopping_tolerance,
+        "final_relative_residuals": (list(relative_residuals(coordinator, Residuals(last["feasibility"], last["dual_residual"]), last["rho"]))
+                                     if history and coordinator.round > 1 else None),
         "wall_s": float(frame["wall_s"].sum()) if run_s is None else float(run_s),
         "round_ms": float(1e3 * frame["wall_s"].median()) if len(frame) else None,
         "setup_s": float(setup_s),

@@ -98,8 +98,10 @@ def handle(agents: dict, cmd: str, arg: Any):
         return [agents[a].initialize() for a in order]
     if cmd == "step":
         return [agents[a].step(arg) for a in order]
-    if cmd == "diag":
-        return {a: agents[a].diagnostics() for a in order}
+    if cmd == "step_each":  # one message per agent, {agent: message} (consensus runs: learning clients)
+        return [agents[a].step(arg[a]) for a in order]
+    if cmd == "diag":  # arg: the diagnostics' keyword arguments, if any
+        return {a: agents[a].diagnostics(**(arg or {})) for a in order}
     if cmd == "stats":  # the simulation's evaluation only: what each agent's local step cost
         return {a: agents[a].last_stats for a in order}
     if cmd == "save":
@@ -161,13 +163,22 @@ class SerialSharing:
             self._limits = None
 
 
+def _sender(update) -> int:
+    """The agent that sent ``update``: a sharing :class:`~powerdp.engine.sharing.coordinator.Contribution` (``agent``) or a
+    consensus :class:`~powerdp.engine.consensus.messages.ZoneUpdate` (``zone``)."""
+    return update.agent if hasattr(update, "agent") else update.zone
+
+
 class _Hosted(HostedBackend):
     """Common relay of the process and MPI backends: the same command to every host, answers merged."""
 
     def call(self, cmd: str, arg: Any = None):
-        out = self._call(cmd, [arg] * self.n_hosts)
-        if cmd in ("init", "step"):
-            return sorted((u for host in out for u in host), key=lambda u: u.agent)
+        if cmd == "step_each":  # each host gets its own agents' messages only
+            out = self._call(cmd, [{a: arg[a] for a in group} for group in self.groups])
+        else:
+            out = self._call(cmd, [arg] * self.n_hosts)
+        if cmd in ("init", "step", "step_each"):
+            return sorted((u for host in out for u in host), key=_sender)
         if cmd in ("diag", "stats"):
             merged: dict = {}
             for part in out:

@@ -1,0 +1,38 @@
+"""A seeded federated-learning run (objg, 10 clients on digits) is bit-identical on the serial and MPI backends
+(`mpiexec -n 3`: rank 0 coordinates, ranks 1-2 host five clients each). Needs the mpi extra; `pytest -m mpi`."""
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+ARGS = ["learn", "digits", "--clients", "10", "--algorithm", "objg", "--seed", "1", "--rounds", "20", "--evaluate-every", "5", "-q"]
+
+
+def test_learning_identical_on_serial_and_mpi(tmp_path):
+    pytest.importorskip("mpi4py")
+    exe = shutil.which("mpiexec") or shutil.which("mpirun")
+    if exe is None:
+        pytest.skip("mpiexec not found")
+    py = [sys.executable, "-m", "powerdp"]
+    serial = _run(py, tmp_path / "serial", [])
+    mpi = _run([exe, "-n", "3", *py], tmp_path / "mpi", ["--backend", "mpi"])
+    assert np.array_equal(serial[0], mpi[0])
+    cols = [c for c in serial[1].columns if c != "wall_s"]
+    assert serial[1]["noise_magnitude"].iloc[-1] > 0
+    pd.testing.assert_frame_equal(serial[1][cols], mpi[1][cols], check_exact=True)
+
+
+def _run(prefix, out, extra):
+    proc = subprocess.run([*prefix, *ARGS, *extra, "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from powerdp.apps.learning.runner import HISTORY_COLUMNS
+    from powerdp.apps.power_flow.result import read_history
+
+    with np.load(out / "coordinator_view" / "model.npz") as npz:
+        return npz["w"], read_history(out, HISTORY_COLUMNS)
