@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import secrets
 import time
 from contextlib import contextmanager
@@ -35,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from powerdp.apps.power_flow.agent import _TEST_LEAK_ENV, ZoneAgent
+from powerdp.apps.power_flow.agent import ZoneAgent
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.plan import resolve_config, resolve_partition
 from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.grid.loading import load_case
+from powerdp.privacy.faults import InjectedFaults
 from powerdp.studies.audit import clopper_pearson, epsilon_lower_bound, neighbouring_network
 
 BUS = 4  # external id of the moved load (zone 0 of case14's 2-zone partition)
@@ -110,6 +110,8 @@ def noise_magnitude_attack(bits: int, leak: bool, target_epsilon: float = 0.5) -
     cfg = RunConfig(case="case14", zones=2, algorithm="inpl", target_epsilon=target_epsilon, rounds=5,
                     evaluate=False, checkpoint_every=0)
     cfg, nets, parts, b = _setting(cfg)
+    if leak:  # the test-only side channel: Σ|ξ| back in every ZoneUpdate
+        cfg = cfg.replace(faults=InjectedFaults(leak="noise_magnitude"))
     zone = int(parts[0].zone_of_bus[b])
     # both hypotheses' 2d on the zone's balance variables (public to the adversary: it knows D and D')
     grads = []
@@ -117,33 +119,24 @@ def noise_magnitude_attack(bits: int, leak: bool, target_epsilon: float = 0.5) -
         keys = part.shared_by_zone(cfg.flows)[zone]
         agent = ZoneAgent(net, zone, part.own_buses(zone), keys, cfg.replace(algorithm="nonprivate", target_epsilon=None))
         grads.append(agent.gradient(np.zeros(agent.n))[agent.noise_cols])
-    old = os.environ.get(_TEST_LEAK_ENV)
-    if leak:
-        os.environ[_TEST_LEAK_ENV] = "noise_magnitude"
     tp = fp = pos = neg = 0
     fields: set[str] = set()
-    try:
-        for _ in range(bits):
-            h = secrets.randbits(1)
-            with _zone_oracle() as agents:
-                _, updates = _transcript(cfg, nets[h], parts[h])
-            target = next(a for a in agents if a.zone == zone)
-            c = grads[h] + target.perturbation.xi  # the exact fit of c = 2d + ξ (oracle)
-            mine = [u for u in updates if u.zone == zone]
-            fields |= {k for u in mine for k in vars(u)}
-            m = getattr(mine[-1], "noise_magnitude", None)  # only if a message carries it
-            implied = [np.abs(c - g).sum() for g in grads]  # Σ|ξ_j| under each hypothesis
-            if m is not None:
-                guess = int(abs(implied[1] - m) < abs(implied[0] - m))
-            else:  # Laplace likelihood ratio: the smaller Σ|ξ_j| is the likelier hypothesis
-                guess = int(implied[1] < implied[0])
-            pos, neg = pos + h, neg + (1 - h)
-            tp, fp = tp + (guess and h), fp + (guess and not h)
-    finally:
-        if old is None:
-            os.environ.pop(_TEST_LEAK_ENV, None)
-        else:
-            os.environ[_TEST_LEAK_ENV] = old
+    for _ in range(bits):
+        h = secrets.randbits(1)
+        with _zone_oracle() as agents:
+            _, updates = _transcript(cfg, nets[h], parts[h])
+        target = next(a for a in agents if a.zone == zone)
+        c = grads[h] + target.perturbation.xi  # the exact fit of c = 2d + ξ (oracle)
+        mine = [u for u in updates if u.zone == zone]
+        fields |= {k for u in mine for k in vars(u)}
+        m = getattr(mine[-1], "noise_magnitude", None)  # only if a message carries it
+        implied = [np.abs(c - g).sum() for g in grads]  # Σ|ξ_j| under each hypothesis
+        if m is not None:
+            guess = int(abs(implied[1] - m) < abs(implied[0] - m))
+        else:  # Laplace likelihood ratio: the smaller Σ|ξ_j| is the likelier hypothesis
+            guess = int(implied[1] < implied[0])
+        pos, neg = pos + h, neg + (1 - h)
+        tp, fp = tp + (guess and h), fp + (guess and not h)
     out = bound(tp, pos, fp, neg)
     out.update(attack="noise magnitude", leak_switch=leak, message_fields=sorted(fields), claim=target_epsilon, bits=bits)
     return out

@@ -15,8 +15,8 @@ import numpy as np
 
 from powerdp.apps.power_flow.agent import ZoneDiagnostics
 from powerdp.engine.consensus.messages import ConsensusMessage, ZoneUpdate
-from powerdp.files.checkpoint import load_state, prune_zone_states, save_state, zone_checkpoint_path
 from powerdp.privacy import noise_rng
+from powerdp.privacy.sampler import gaussian_release
 
 
 class FakeAgent:
@@ -41,26 +41,25 @@ class FakeAgent:
 
     def step(self, msg: ConsensusMessage) -> ZoneUpdate:
         self.round = msg.round
-        self.released = 0.5 * (msg.w + self.target) + 0.01 * self.rng.standard_normal(self.n_shared)
+        self.released = gaussian_release(0.5 * (msg.w + self.target), 0.01, None, self.rng)[0]
         return self._update(msg.round)
 
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
         return ZoneDiagnostics(self.zone, float(np.sum((self.released - self.target) ** 2)), 0.0, 0.0, {"pid": self.pid, "seen_load": self.seen_load})
 
-    def save_checkpoint(self, directory) -> Path:
-        state = {"round": self.round, "released": self.released, "rng": self.rng.bit_generator.state}
-        return save_state(zone_checkpoint_path(directory, self.zone, self.round), state)
+    def save_checkpoint(self, folders) -> Path:
+        state = {"round": self.round, "released": self.released, "rng": self.rng.state}
+        return folders.save_state(self.zone, self.round, state)
 
-    def load_checkpoint(self, directory, round: int) -> None:
-        state = load_state(zone_checkpoint_path(directory, self.zone, round))
+    def load_checkpoint(self, folders, round: int) -> None:
+        state = folders.load_state(self.zone, round)
         self.round, self.released = int(state["round"]), state["released"]
-        self.rng.bit_generator.state = state["rng"]
+        self.rng.state = state["rng"]
 
-    def prune_checkpoints(self, directory, keep_round: int) -> None:
-        prune_zone_states(directory, self.zone, keep_round)
+    def prune_checkpoints(self, folders, keep_round: int) -> None:
+        folders.prune(self.zone, keep_round)
 
-    def save_solution(self, directory) -> Path:
-        path = Path(directory) / f"zone_{self.zone}.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(map(repr, self.released)))
-        return path
+    def save_solution(self, folders) -> Path:
+        import pandas as pd
+
+        return folders.write_csv(pd.DataFrame({"value": self.released}), folders.solution_path(self.zone))

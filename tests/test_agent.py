@@ -67,13 +67,13 @@ def test_moving_one_load_moves_one_gradient_entry_by_2beta(zone_setup, case14):
 def test_noise_support(zone_setup, noise_on, expected):
     agent = make_agent(zone_setup, algorithm="objl", noise_on=noise_on)
     sizes = []
-    sample = agent.mechanism.sample
+    release = agent.mechanism.release
 
-    def spy(rng, size=None):
-        sizes.append(size)
-        return sample(rng, size)
+    def spy(value, rng):
+        sizes.append(len(value))
+        return release(value, rng)
 
-    agent.mechanism.sample = spy
+    agent.mechanism.release = spy
     w = agent.initialize().released
     agent.step(ConsensusMessage(round=1, zone=0, w=w, rho=100.0))
     n_y = 2 * len(zone_setup[1].own_buses(0))

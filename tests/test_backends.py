@@ -11,6 +11,7 @@ from powerdp.engine.backends import BACKENDS, AgentSpec, backend_class, make_bac
 from powerdp.engine.backends.serial import SerialBackend
 from powerdp.engine.consensus.coordinator import Coordinator
 from powerdp.errors import ConfigError
+from powerdp.files.zone_folders import simulation_folders
 from powerdp.grid.partition import bundled_partition
 
 FAKE = "tests.fakes:FakeAgent"
@@ -83,16 +84,17 @@ def test_zone_checkpoints_resume_bit_for_bit(setup, tmp_path):
     coord.start(a.initialize())
     for _ in range(3):
         coord.receive(a.step(coord.broadcast()))
-    a.save_checkpoint(str(tmp_path))
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.glob("zone_*.private/round_3.npz")) == [
-        f"zone_{z}.private/round_3.npz" for z in range(3)
+    folders = simulation_folders(tmp_path)
+    a.save_checkpoint(folders)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.glob("zones.private/zone_*/checkpoint/round_3.npz")) == [
+        f"zones.private/zone_{z}/checkpoint/round_3.npz" for z in range(3)
     ]
     msgs = coord.broadcast()
     expected = [u.released for u in a.step(msgs)]
     b = make_backend("process", net, specs, cfg.replace(workers=2))
     try:
         b.initialize()
-        b.load_checkpoint(str(tmp_path), 3)
+        b.load_checkpoint(folders, 3)
         got = [u.released for u in b.step(msgs)]
     finally:
         b.close()

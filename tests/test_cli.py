@@ -250,7 +250,8 @@ def test_run_without_evaluation_from_a_config_file(tmp_path, capsys):
     assert saved["evaluate"] is False and saved["warm_start"] is False
     history = read_history(out)
     assert history["objective"].isna().all() and history["feasibility"].notna().all()
-    assert sorted(p.name for p in (out / "zones").glob("zone_*.csv")) == ["zone_0.csv", "zone_1.csv", "zone_2.csv"]
+    assert sorted(str(p.relative_to(out)) for p in (out / "zones.private").glob("zone_*/solution.csv")) == [
+        f"zones.private/zone_{z}/solution.csv" for z in range(3)]
 
 
 # ------------------------------------------------------- AC check and export

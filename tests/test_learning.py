@@ -73,12 +73,17 @@ def _one_round(agent, w, lam=None):
 
 def test_remark_3_1_outpert_is_objpert_with_scaled_noise():
     """W = Rⁿ: OutPert's output noise ξ equals ObjPert's objective noise −(1/η + ρ)ξ (000 Remark 3.1): with the same
-    Gaussian draws, the two releases sit exactly symmetric around the noise-free one."""
+    Gaussian draws, the two releases sit exactly symmetric around the noise-free one. A statement about real-valued
+    noise: the continuous (old numpy) sampler shows it draw for draw; the product's grid sampler draws integers whose
+    law, not each draw, scales with σ (tests/test_sampler.py)."""
+    from powerdp.privacy.faults import InjectedFaults
+
+    continuous = InjectedFaults(sampler="numpy")
     w = np.linspace(0.2, -0.1, 18)
     lam = np.linspace(-0.05, 0.05, 18)
     base = _one_round(_client("nonprivate"), w, lam)
-    obj = _one_round(_client("objg", epsilon=0.5), w, lam)
-    out = _one_round(_client("outg", epsilon=0.5), w, lam)
+    obj = _one_round(_client("objg", epsilon=0.5, faults=continuous), w, lam)
+    out = _one_round(_client("outg", epsilon=0.5, faults=continuous), w, lam)
     assert np.abs(out - base).max() > 1e-4  # the noise is there
     np.testing.assert_allclose(obj - base, -(out - base), rtol=0, atol=1e-13)
 
@@ -372,18 +377,17 @@ def test_dataset_object_can_be_passed(digits):
 
 
 # ---------------------------------------------------------------- the audit (one sample moved)
-def test_audit_passes_an_honest_run_and_fails_a_broken_one(monkeypatch, tmp_path, capsys):
+def test_audit_passes_an_honest_run_and_fails_a_broken_one(tmp_path, capsys):
     from powerdp.cli import main
-    from powerdp.privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
+    from powerdp.privacy.faults import InjectedFaults
     from powerdp.studies.learning_audit import run_learning_audit
 
     cfg = LearnConfig(dataset="digits", algorithm="objg", epsilon=0.5, rounds=2, clients=3)
     honest = run_learning_audit(cfg, runs=20)
     assert honest["verdict"] == "passed" and honest["epsilon_lower_bound"] <= honest["epsilon_total"]
-    monkeypatch.setenv(_TEST_DISABLE_NOISE_ENV, "1")  # noise off behind the ledger's back: a perfect attack
     argv = ["learn", "digits", "--clients", "3", "--algorithm", "objg", "--epsilon", "0.5", "--rounds", "2", "--audit", "20",
             "--json", str(tmp_path / "a.json")]
-    assert main(argv) == 3
+    assert main(argv, faults=InjectedFaults(disable_noise=True)) == 3  # noise off behind the ledger's back
     res = json.loads((tmp_path / "a.json").read_text())
     assert res["verdict"] == "failed" and res["epsilon_lower_bound"] > res["epsilon_total"] == pytest.approx(honest["epsilon_total"])
     assert "audit FAILED" in capsys.readouterr().err

@@ -49,11 +49,11 @@ def test_check_message_refuses_extra_fields_and_foreign_types():
         check_message(SolverStats(1, 1, 0.0, 0.0, ("ok",), 1.0))
 
 
-def test_agents_send_only_allowed_messages(monkeypatch):
+def test_agents_send_only_allowed_messages():
     """A real run: every update the coordinator receives passes the allow-list; with the test-only leak it does not."""
-    from powerdp.apps.power_flow.agent import _TEST_LEAK_ENV
     from powerdp.apps.power_flow.config import RunConfig
     from powerdp.apps.power_flow.runner import run_distributed
+    from powerdp.privacy.faults import InjectedFaults
 
     got = []
     cfg = RunConfig(case="case14", zones=2, algorithm="objl", epsilon=1.0, rounds=2, checkpoint_every=0)
@@ -61,9 +61,8 @@ def test_agents_send_only_allowed_messages(monkeypatch):
     assert len(got) == 2 * 3
     for u in got:
         check_message(u)
-    monkeypatch.setenv(_TEST_LEAK_ENV, "noise_magnitude")
     leaky = []
-    run_distributed(cfg, reference=False, observe=leaky.extend)
+    run_distributed(cfg.replace(faults=InjectedFaults(leak="noise_magnitude")), reference=False, observe=leaky.extend)
     with pytest.raises(ValueError, match="outside the allow-list"):
         check_message(leaky[-1])
 

@@ -95,7 +95,8 @@ def test_lost_rank_is_named_and_the_run_resumes(tmp_path):
         assert "round 3" in proc.stderr and "MPI rank 2 (zones [" in proc.stderr and "no heartbeat" in proc.stderr, proc.stderr[-2000:]
         assert "history and last checkpoint kept in" in proc.stderr
     assert len(read_history(out)) == 2
-    assert sorted(p.parent.name for p in (out / "checkpoint").glob("zone_*.private/round_2.npz")) == [f"zone_{z}.private" for z in range(3)]
+    assert sorted(p.parent.parent.name for p in (out / "zones.private").glob("zone_*/checkpoint/round_2.npz")) == [
+        f"zone_{z}" for z in range(3)]
 
     resumed = subprocess.run(
         [exe, "-n", "3", sys.executable, "-m", "powerdp", "--quiet", "run", "--resume", str(out)],
@@ -186,3 +187,104 @@ def test_deployment_rank_zero_has_no_loads_and_the_run_equals_the_simulation(tmp
         want = pd.read_csv(tmp_path / "simulated" / "coordinator_view" / name, float_precision="round_trip")
         cols = [c for c in got.columns if c != "wall_s"]
         pd.testing.assert_frame_equal(got[cols], want[cols], check_exact=True)
+
+
+# Every rank traces its own file operations (powerdp.studies.file_audit) while it runs the deployment.
+TRACED_RANK = """
+import sys
+from mpi4py import MPI
+from powerdp.cli import main
+from powerdp.studies.file_audit import trace_file_writes
+
+rank = MPI.COMM_WORLD.Get_rank()
+with trace_file_writes(f"{sys.argv[1]}/trace_{rank}.log") as trace:
+    status = main(sys.argv[2:])
+sys.exit(status)
+"""
+
+#: every file the coordinator (rank 0) writes under its --out in a deployment; nothing else may be there
+COORDINATOR_FILES = {
+    "config.json", "inputs.json", "partition.csv", "coordinator_view/history.csv", "coordinator_view/consensus.csv",
+    "coordinator_view/summary.json", "simulation_evaluation/history.csv", "simulation_evaluation/summary.json",
+    "checkpoint/state.json", "checkpoint/state.npz", "checkpoint/evaluation.json", "checkpoint/evaluation.npz",
+}
+
+
+def _tree(root):
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+def test_deployment_zone_ranks_write_nothing_under_out_and_resume_bit_identically(tmp_path):
+    """mpiexec -n 3, a deployment (issue 26): no file under the coordinator's --out written by a zone rank (each
+    rank's file operations traced, the files listed before and after, and their content searched for the zones'
+    values); every zone-private folder 0700 and file 0600, under a permissive umask; the run resumes under MPI, and
+    the seeded deployment equals the seeded simulation bit for bit."""
+    import os
+
+    import numpy as np
+
+    from powerdp.cli import main
+    from powerdp.files.private import private_tree_problems
+
+    exe = _mpiexec()
+    split = tmp_path / "split"
+    old_umask = os.umask(0)
+    try:
+        assert main(["-q", "partition", "case14", "--zones", "2", "--split", str(split)]) == 0
+        script = tmp_path / "traced_rank.py"
+        script.write_text(TRACED_RANK)
+        out = tmp_path / "deployed"
+        before = _tree(tmp_path)
+        common = ["--no-evaluation", "--algorithm", "objl", "--epsilon", "0.3", "--seed", "4", "--backend", "mpi",
+                  "--checkpoint-every", "1"]
+        first = subprocess.run(
+            [exe, "-n", "3", sys.executable, str(script), str(tmp_path), "--quiet", "run", "--deployment", str(split),
+             *common, "--rounds", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
+        assert first.returncode == 0, first.stderr[-2000:]
+        resumed = subprocess.run(
+            [exe, "-n", "3", sys.executable, str(script), str(tmp_path), "--quiet", "run", "--resume", str(out),
+             "--rounds", "5"], capture_output=True, text=True, timeout=300)  # the traces of the resumed run
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+    finally:
+        os.umask(old_umask)
+    after = _tree(tmp_path)
+    new_or_changed = {f for f in after if before.get(f) != after[f]}
+    # listing: under --out only the coordinator's files, nothing of a zone
+    assert {f.removeprefix("deployed/") for f in new_or_changed if f.startswith("deployed/")} <= COORDINATOR_FILES
+    # the trace: what each zone rank wrote lies in its own zone_P.private, and nothing under --out
+    for r in (1, 2):
+        writes = {line.split("\t")[3] for line in (tmp_path / f"trace_{r}.log").read_text().splitlines()
+                  if line.split("\t")[1] == "write" and not line.split("\t")[3].startswith("/dev/")}
+        assert writes, f"rank {r} wrote nothing: no trace"
+        assert not [w for w in writes if w.startswith(str(out))], r
+        roots = {w.removeprefix(str(split) + "/").split("/")[0] for w in writes}
+        assert len(roots) == 1 and roots <= {"zone_0.private", "zone_1.private"}, roots
+    # permissions: every zone-private folder 0700, every file 0600 (the umask was 0000)
+    for z in (0, 1):
+        assert private_tree_problems(split / f"zone_{z}.private") == []
+    # content: the zones' own numbers (solution of non-shared variables, noise magnitudes) appear in no file of --out
+    runs = list((split / "zone_0.private" / "runs").iterdir())
+    assert len(runs) == 1
+    secrets_ = set()
+    for z in (0, 1):
+        mine = split / f"zone_{z}.private" / "runs" / runs[0].name
+        sol = pd.read_csv(mine / "solution.csv", float_precision="round_trip")
+        stats = pd.read_csv(mine / "stats.csv", float_precision="round_trip")
+        assert stats["round"].tolist() == [0, 1, 2, 3, 4, 5]  # the resumed zone kept its earlier rounds in its own log
+        shared = {v for v in ("pf", "qf", "pt", "qt", "w", "wr", "wi", "vm", "va")}
+        values = [v for n, v in zip(sol["variable"], sol["value"]) if n not in shared and abs(v) > 1e-6]
+        secrets_ |= {repr(float(v)) for v in [*values, *stats["noise_magnitude"]] if len(repr(float(v))) >= 8}  # not 0.0, 1.0
+    assert len(secrets_) > 20
+    for f in out.rglob("*"):
+        if f.is_file() and f.suffix in (".csv", ".json"):
+            text = f.read_text()
+            assert not [v for v in secrets_ if v in text], f
+    # the seeded deployment, stopped after 3 rounds and resumed to 5, equals the seeded simulation bit for bit
+    sim = run_distributed(RunConfig(case="case14", zones=2, algorithm="objl", epsilon=0.3, rounds=5, seed=4, evaluate=False),
+                          out=tmp_path / "simulated", reference=False)
+    for name in ("history.csv", "consensus.csv"):
+        got = pd.read_csv(out / "coordinator_view" / name, float_precision="round_trip")
+        want = pd.read_csv(tmp_path / "simulated" / "coordinator_view" / name, float_precision="round_trip")
+        cols = [c for c in got.columns if c != "wall_s"]
+        pd.testing.assert_frame_equal(got[cols], want[cols], check_exact=True)
+    assert np.isfinite(sim.history["feasibility"]).all()

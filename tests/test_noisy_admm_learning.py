@@ -51,9 +51,13 @@ def test_cli_run_json_keys_and_ledger(tmp_path, capsys):
     dgrad = 2.0 * 1.0 * np.sqrt(0.25)  # Δ = 2|shift|·max‖a_i‖, ‖a_i‖ = √μ
     rho = zcdp_convex(101, eta, 0.9, dgrad, 0.1, nu)
     assert rho == pytest.approx(5.1562 / 50 * eta**2 / 0.02, rel=1e-3)  # C/T·η²Δ²/(2σ²), C = 2(1 + βη), T = 50
-    assert s["ledger_source"] == "Cor. 6.2" and s["amplified"] is True
-    assert s["zcdp_total"] == pytest.approx(rho, rel=1e-12)
-    assert s["epsilon_total"] == pytest.approx(zcdp_to_dp(rho, 1e-6), rel=1e-12)
+    f = s["first_user"]  # 001's amplified figure, labelled, beside the headline
+    assert f["source"] == "Cor. 6.2" and f["amplified"] is True and "not the dataset's guarantee" in f["scope"]
+    assert f["zcdp"] == pytest.approx(rho, rel=1e-12)
+    assert f["epsilon"] == pytest.approx(zcdp_to_dp(rho, 1e-6), rel=1e-12)
+    # the headline: every user (101 iterations over 200 users, one run: each user at most once)
+    assert s["amplified"] is False and s["every_user"]["uses"] == 1
+    assert s["zcdp_total"] == s["every_user"]["zcdp"] and s["epsilon_total"] == s["every_user"]["epsilon"]
     assert any("Assumption 7.1" in r for r in s["refused_assumptions"])
     # every user: the last user's step is released after one step, no amplification
     assert s["every_user"]["zcdp"] == pytest.approx(one_step_zcdp(eta, dgrad, 0.1), rel=1e-12)
@@ -78,7 +82,8 @@ def test_fallback_names_the_refused_assumption(tmp_path):
     assert main(["learn", "--algorithm", "noisy-admm", *SMALL, "--eta", "2.5", "--seed", "0", "--json", str(out), "-q"]) == 0
     s = json.loads(out.read_text())
     rho1 = one_step_zcdp(2.5, 1.0, 0.1)  # plain: the user's one Gaussian step of sensitivity ηΔ
-    assert s["amplified"] is False and s["ledger_source"] == "one step" and s["zcdp_total"] == pytest.approx(rho1, rel=1e-12)
+    f = s["first_user"]
+    assert f["amplified"] is False and f["source"] == "one step" and f["zcdp"] == pytest.approx(rho1, rel=1e-12)
     assert any("Lemma 6.5" in r and "η = 2.5" in r for r in s["refused_assumptions"])
     assert any("Assumption 7.1" in r for r in s["refused_assumptions"])
     # the user of iteration 1 used again (more iterations than users): composition over its uses, refusal named
@@ -199,3 +204,28 @@ def test_coordinator_view_is_the_release_and_the_ledger(tmp_path):
         assert repr(float(run.summary[key])) not in text, key
     ev = json.loads((tmp_path / "r" / "simulation_evaluation" / "summary.json").read_text())["summary"]
     assert data_derived <= set(ev) and ev["final_objective"] == run.summary["final_objective"]
+
+
+def test_the_headline_composes_over_the_published_runs(tmp_path):
+    """Issue 26 item 5: every one of the R runs is published, so the headline ε is the dataset-level guarantee over
+    them: ρ = max_i Σ_r u_{r,i} · η²Δ²/(2σ²) (docs/amplification.md, "What a run publishes"). --runs 100 reports
+    exactly that, larger than --runs 1 by the ratio of the most-used user's uses; the first user's figure is
+    the same per-run number in both."""
+    common = ["learn", "--algorithm", "noisy-admm", "--users", "200", "--dim", "8", "--rounds", "50", "--seed", "1", "-q"]
+    got = {}
+    for runs in (1, 100):
+        out = tmp_path / f"r{runs}.json"
+        assert main([*common, "--runs", str(runs), "--json", str(out)]) == 0
+        got[runs] = json.loads(out.read_text())
+    one, many = got[1], got[100]
+    local = one_step_zcdp(one["eta"], one["gradient_sensitivity"], one["sigma"])
+    for runs, s in got.items():  # the published order is public (split seed 0): recount every user's uses
+        order = user_order(200, runs, 50, "permutation", 0)
+        m = int(np.bincount(order.ravel(), minlength=200).max())
+        assert s["every_user"]["uses"] == m and s["every_user"]["runs"] == runs
+        assert s["zcdp_total"] == pytest.approx(m * local, rel=1e-12)
+        assert s["epsilon_total"] == pytest.approx(zcdp_to_dp(m * local, s["delta_total"]), rel=1e-12)
+    assert got[1]["every_user"]["uses"] == 1 and many["every_user"]["uses"] > 10
+    assert many["zcdp_total"] / one["zcdp_total"] == pytest.approx(many["every_user"]["uses"], rel=1e-12)
+    assert many["epsilon_total"] > 5 * one["epsilon_total"]
+    assert many["first_user"] == one["first_user"]  # per run, labelled: not the headline

@@ -89,7 +89,7 @@ def test_every_load_derived_value_lives_only_in_the_simulation_evaluation(finish
     assert LOAD_DERIVED_COLUMNS & set(pd.read_csv(evaluation / "history.csv", nrows=0).columns) == {
         "objective", "noise_magnitude", "max_violation", "solver_iterations", "solves", "solver_s"}
     # outside simulation_evaluation/ (and the zones' and checkpoint's private folders) no file holds any of them
-    public = [p for p in d.rglob("*") if p.is_file() and p.parts[len(d.parts)] not in (EVALUATION_VIEW, "zones", "checkpoint")]
+    public = [p for p in d.rglob("*") if p.is_file() and p.parts[len(d.parts)] not in (EVALUATION_VIEW, "zones.private", "checkpoint")]
     assert {str(p.relative_to(d)) for p in public} >= {"config.json", "partition.csv", "inputs.json"}
     for p in public:
         assert p.name not in LOAD_DERIVED_FILES, p

@@ -209,8 +209,10 @@ def test_zone_checkpoints_are_written_on_the_zones_hosts(tmp_path, coordinator_i
         return False
 
     assert not any(holds_state(payload) for _, payload in received)
-    names = sorted(str(p.relative_to(tmp_path / "p" / "checkpoint")) for p in (tmp_path / "p" / "checkpoint").glob("zone_*.private/*.npz"))
-    assert names == [f"zone_{z}.private/round_4.npz" for z in range(3)]
+    private = tmp_path / "p" / "zones.private"
+    names = sorted(str(p.relative_to(private)) for p in private.glob("zone_*/checkpoint/*.npz"))
+    assert names == [f"zone_{z}/checkpoint/round_4.npz" for z in range(3)]
+    assert not list((tmp_path / "p" / "checkpoint").glob("zone_*"))
     # a process-backend checkpoint resumes on the serial backend, bit for bit
     full = run_distributed(cfg.replace(rounds=6, backend="serial"), reference=False)
     run_distributed(cfg.replace(rounds=6, backend="serial"), out=tmp_path / "p", resume=True, reference=False)

@@ -293,7 +293,7 @@ def test_out_holding_a_run_is_refused_unless_overwrite(finished_run, capsys):
     (d / "notes.txt").write_text("mine")
     assert main(["-q", "run", "case14", "--rounds", "1", "--no-reference", "--overwrite", "--out", str(d)]) == 0
     assert _history_rows(d) == 1 and (d / "notes.txt").read_text() == "mine"
-    assert sorted(p.name for p in (d / "checkpoint").glob("zone_*.private/*")) == ["round_1.json"] * 3 + ["round_1.npz"] * 3
+    assert sorted(p.name for p in (d / "zones.private").glob("zone_*/checkpoint/*")) == ["round_1.json"] * 3 + ["round_1.npz"] * 3
 
 
 @posix_only
@@ -418,8 +418,8 @@ def test_plot_errors_and_a_single_run(finished_run, tmp_path, capsys):
     [
         ("checkpoint/state.json", b"garbage"),
         ("checkpoint/state.npz", None),  # truncated
-        ("checkpoint/zone_1.private/round_3.npz", None),
-        ("checkpoint/zone_1.private/round_3.json", b"{"),
+        ("zones.private/zone_1/checkpoint/round_3.npz", None),
+        ("zones.private/zone_1/checkpoint/round_3.json", b"{"),
         ("config.json", b'{"case": "case14", "rounds": '),
     ],
 )

@@ -70,12 +70,11 @@ def test_split_keeps_hvdc_lines(hvdc_case, tmp_path):
     assert pub.n_dcline == net.n_dcline and np.array_equal(pub.dcline.pmaxf, net.dcline.pmaxf)
 
 
-def test_a_deployment_refuses_a_message_outside_the_allow_list(split, monkeypatch):
-    from powerdp.apps.power_flow.agent import _TEST_LEAK_ENV
+def test_a_deployment_refuses_a_message_outside_the_allow_list(split):
+    from powerdp.privacy.faults import InjectedFaults
 
-    monkeypatch.setenv(_TEST_LEAK_ENV, "noise_magnitude")
     cfg = RunConfig(case="case14", zones=3, algorithm="objl", epsilon=0.3, rounds=2, evaluate=False, checkpoint_every=0,
-                    deployment=str(split))
+                    deployment=str(split), faults=InjectedFaults(leak="noise_magnitude"))
     from powerdp.apps.power_flow.runner import RunFailed
 
     with pytest.raises(RunFailed, match="zone 0 broke the protocol: .* outside the allow-list: noise_magnitude"):

@@ -158,7 +158,10 @@ def _os_error(exc: OSError) -> str:
     return f"{where}{exc.strerror or exc}"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, faults=None) -> int:
+    """The ``powerdp`` command. ``faults`` is test-only (an :class:`~powerdp.privacy.faults.InjectedFaults`): the
+    audits (``audit``, ``learn --audit``) then run a deliberately broken configuration, which they must fail (exit
+    status 3). No flag, file or environment variable can set it."""
     from ..runs.stopping import stop_signals
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -172,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args._explicit = explicit_options(argv)
+    args._faults = faults
     if getattr(args, "quiet", False) and getattr(args, "verbose", False):
         parser.error("-q/--quiet and -v/--verbose exclude each other")
     setup_logging(args.quiet, args.verbose)

@@ -42,7 +42,11 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     active load moved by beta, and the bus whose move changes its zone's
     released values the most. --bus names it instead.
 
-    Every other channel is attacked the same way (Bonferroni-corrected), and
+    Every other channel is attacked the same way, and the round-1 release of
+    output perturbation also by an exact floating-point reachability test
+    (could the sampler have produced these doubles from either dataset's
+    noise-free value?); the release and the other channels form one
+    Bonferroni-corrected family (5 % family-wise error), and
     a message field outside the protocol's allow-list fails the audit by itself.
     A run whose claim rests on an unsound sensitivity rule (--sensitivity paper
     with output perturbation) is never called passed ("no guarantee").
@@ -52,14 +56,23 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     claim: the attack is one simple test. A non-private algorithm claims
     nothing; its bound shows how much a run reveals.
 
+    --deployment also audits the files of a deployment: the case is split into
+    a temporary folder (powerdp partition --split), the run is made once as a
+    deployment with every zone in its own process, and every file operation of
+    every process is traced: a zone process that writes under the
+    coordinator's --out or outside its own zone_P.private folder, or a
+    zone-private folder not 0700 or file not 0600, fails the audit
+    (docs/privacy.md, "Files and permissions").
+
     The repeats run in parallel (--jobs) on the serial backend with evaluation
     off and no output directory; the result does not depend on --jobs. A
     progress bar goes to stderr (-q: none).
 
     exit status: 0 the audit passed (or the algorithm is not private); 1 a run
     failed; 2 bad input; 3 the audit failed: a lower bound exceeds the
-    claimed epsilon, a message field outside the allow-list crossed, or the
-    claim rests on an unsound sensitivity rule; 130 interrupted.
+    claimed epsilon, a message field outside the allow-list crossed, a zone
+    file is misplaced or readable by others (--deployment), or the claim rests
+    on an unsound sensitivity rule; 130 interrupted.
     """
 )
 
@@ -108,6 +121,8 @@ def add_audit_parser(sub) -> None:
     p.add_argument("--jobs", type=int, metavar="J", help="parallel runs (default: one per core)")
     p.add_argument("--seed", type=int, default=None, metavar="S",
                    help="seeded runs S, S+1, ... and the replay adversary who knows the seed (default: secret noise, as deployed)")
+    p.add_argument("--deployment", action="store_true",
+                   help="also audit the files of a deployment: where each zone process writes, and their permissions")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the result (bound, claim, rates, intervals, settings) as JSON")
     p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
     p.set_defaults(func=cmd_audit)
@@ -145,6 +160,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..studies.audit import run_audit
 
     cfg = _audit_config(args)
+    if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)
+        cfg = cfg.replace(faults=args._faults)
     if args.json is not None:
         _check_output_file(args.json, "--json")
         if str(args.json) != "-" and args.json.exists() and not args.force:
@@ -170,7 +187,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                     print(f"powerdp: audit: {done}/{_total} runs", file=sys.stderr, flush=True)
     try:
         res = run_audit(cfg, runs=args.runs, bus=args.bus, zone=args.zone, jobs=args.jobs, progress=progress,
-                        status=_status_printer(args))
+                        status=_status_printer(args), deployment=args.deployment)
     finally:
         if bar is not None:
             bar.close()
@@ -182,9 +199,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(
             f"powerdp: audit FAILED: the empirical lower bound eps >= {res.epsilon_lower_bound:.3g} (worst channel "
             f"{max([res.epsilon_lower_bound] + [c['epsilon_lower_bound'] for n, c in res.channels.items() if n != 'replay']):.3g}) "
-            f"against the claimed eps = {res.epsilon_total:.3g} of zone {res.settings['zone']}"
+            f"against the claimed eps = {'none' if res.epsilon_total is None else format(res.epsilon_total, '.3g')} of zone "
+            f"{res.settings['zone']}"
             + (f"; fields outside the allow-list: {', '.join(res.settings['fields_outside_allow_list'])}"
-               if res.settings.get("fields_outside_allow_list") else ""),
+               if res.settings.get("fields_outside_allow_list") else "")
+            + (f"; deployment files: {res.files['problems'][0]}"
+               + (f" (and {len(res.files['problems']) - 1} more)" if len(res.files["problems"]) > 1 else "")
+               if res.files and res.files["failed"] else "")
+            + (f"; failed checks: {', '.join(res.settings['failed_checks'])} (released doubles the sampler cannot produce)"
+               if res.settings.get("failed_checks") else ""),
             file=sys.stderr,
         )
         return EXIT_AUDIT_FAILED
@@ -219,6 +242,13 @@ def _print_audit(res) -> None:
         print(f"channel       {what}: TPR {c['tpr']:.3f}, FPR {c['fpr']:.3f}, ε ≥ {c['epsilon_lower_bound']:.3f}")
     if s.get("fields_outside_allow_list"):
         print(f"LEAK          message field(s) outside the allow-list: {', '.join(s['fields_outside_allow_list'])}")
+    if res.files is not None:
+        f = res.files
+        print(f"files         deployment: {f['zone_processes']} zone processes, {len(f['zone_writes'])} paths written by "
+              f"them, {f['checked']} private files and folders checked: "
+              + ("none misplaced, all 0700/0600" if not f["failed"] else f"{len(f['problems'])} finding(s)"))
+        for line in f["problems"][:10]:
+            print(f"LEAK          {line}")
     verdict = {
         "passed": "passed: no channel's lower bound exceeds the claim",
         "failed": "FAILED: a lower bound exceeds the claim, or a field outside the allow-list crossed (a privacy bug)",

@@ -301,6 +301,8 @@ def cmd_learn(args: argparse.Namespace) -> int:
     quiet = getattr(args, "quiet", False)
     status = None if quiet else (lambda msg: print(f"powerdp: {msg}...", file=sys.stderr, flush=True))
     if args.audit is not None:
+        if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)
+            cfg = cfg.replace(faults=args._faults)
         return _audit(args, cfg, quiet)
     if not quiet:
         print(f"columns: objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} rounds); "
@@ -368,8 +370,8 @@ def _audit(args, cfg: LearnConfig, quiet: bool) -> int:
     line = (f"audit {res['verdict'].upper()}: lower bound ε ≥ {res['epsilon_lower_bound']:.3f} from {args.audit} + {args.audit} runs; "
             f"claimed total ε {claim:.4g}" if claim is not None else
             f"audit: not private; lower bound ε ≥ {res['epsilon_lower_bound']:.3f} (what a run reveals)")
-    if res["noise_switched_off"]:
-        line += " (POWERDP_TEST_DISABLE_NOISE=1: noise switched off, a test-only broken run)"
+    if res["faults"]:
+        line += f" ({res['faults']})"
     print(("powerdp: " if res["verdict"] == "failed" else "") + line, file=sys.stderr if res["verdict"] == "failed" else sys.stdout)
     return 3 if res["verdict"] == "failed" else 0
 

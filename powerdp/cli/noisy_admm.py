@@ -80,13 +80,15 @@ def print_summary(s: dict[str, Any], out=None) -> None:
     print("── the coordinator's view (what a deployment publishes) ──")
     print(f"released      {s['released']}")
     if s["private"]:
-        kind = "amplified" if s["amplified"] else "NOT amplified"
-        print(f"privacy       user of iteration 1: ε {s['epsilon_total']:.4g} at δ {s['delta_total']:g} "
-              f"(zCDP {s['zcdp_total']:.4g}, {s['ledger_source']}, {kind}); noise {s['noise_source']}")
+        e, f = s["every_user"], s["first_user"]
+        print(f"privacy       every user (the dataset), over the {e['runs']} published run(s): ε {s['epsilon_total']:.4g} "
+              f"at δ {s['delta_total']:g} (zCDP {s['zcdp_total']:.4g}: the most-used user's {e['uses']} step(s), "
+              f"no amplification); noise {s['noise_source']}")
+        kind = "amplified" if f["amplified"] else "NOT amplified"
+        print(f"first user    the user of iteration 1, one run alone: ε {f['epsilon']:.4g} (zCDP {f['zcdp']:.4g}, "
+              f"{f['source']}, {kind}); not the dataset's guarantee")
         for r in s["refused_assumptions"]:
             print(f"  refused     {r}")
-        e = s["every_user"]
-        print(f"every user    ε {e['epsilon']:.4g} (zCDP {e['zcdp']:.4g}, {e['uses']} use(s), no amplification)")
     else:
         print("privacy       none (sigma = 0)")
     print("── the simulation's evaluation (needs every user's data; a deployment cannot compute it) ──")

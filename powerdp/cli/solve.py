@@ -140,7 +140,9 @@ def add_solve_parsers(sub) -> None:
         metavar="DIR",
         type=Path,
         help="write a deployment: DIR/public/ (the network without loads, and the partition: the coordinator's) and "
-        "DIR/zone_P.private/loads.csv (zone P's loads: only zone P's operator gets it); run it with powerdp run --deployment DIR",
+        "DIR/zone_P.private/loads.csv (zone P's loads: only zone P's operator gets it); run it with powerdp run --deployment DIR. "
+        "Each zone_P.private folder is created 0700 and its file 0600 (only their owner can read them), and no per-zone "
+        "load figure is printed",
     )
     pp.set_defaults(func=cmd_partition)
 
@@ -330,7 +332,8 @@ def cmd_partition(args: argparse.Namespace) -> int:
     else:
         part = partition(net, args.from_, allow_disconnected=args.allow_disconnected)
     if not args.quiet:
-        print(part)
+        # a deployment's per-zone load totals are each zone's secret: a split prints the partition without them
+        print(part.describe(loads=not args.split))
     if args.out:
         part.to_csv(args.out)
         if not args.quiet:

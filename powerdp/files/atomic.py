@@ -22,13 +22,14 @@ def write_error(path: str | Path, exc: OSError) -> OutputError:
     return OutputError(f"cannot write {path}: {reason}")
 
 
-def atomic_write(path: str | Path, write: Callable[[object], None], binary: bool = False) -> Path:
+def atomic_write(path: str | Path, write: Callable[[object], None], binary: bool = False, opener=None) -> Path:
     """Call ``write(fh)`` on ``PATH.tmp``, then rename it to ``path``; on failure remove the temporary,
-    keep ``path`` as it was and raise :class:`OutputError` naming ``path``."""
+    keep ``path`` as it was and raise :class:`OutputError` naming ``path``. ``opener``: as :func:`open`'s
+    (``powerdp.files.private`` creates the temporary 0600 with it)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb" if binary else "w", **({} if binary else {"newline": ""})) as fh:
+        with open(tmp, "wb" if binary else "w", opener=opener, **({} if binary else {"newline": ""})) as fh:
             write(fh)
         os.replace(tmp, path)
     except OSError as exc:

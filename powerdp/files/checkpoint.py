@@ -47,10 +47,21 @@ def _write(path: Path, write) -> None:
     atomic_write(path, write, binary=True)
 
 
-def save_state(stem: str | Path, state: dict[str, Any]) -> Path:
-    """Write ``state`` to ``STEM.npz`` (arrays) and ``STEM.json`` (the rest); returns the stem."""
+def save_state(stem: str | Path, state: dict[str, Any], private: bool = False) -> Path:
+    """Write ``state`` to ``STEM.npz`` (arrays) and ``STEM.json`` (the rest); returns the stem.
+
+    ``private``: a zone's (or an agent's) own state: its folders are created 0700 and its files 0600
+    (:mod:`powerdp.files.private`).
+    """
     stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    if private:
+        from .private import private_dir, write_private
+
+        private_dir(stem.parent)
+        write = lambda path, fn: write_private(path, fn, binary=True)  # noqa: E731
+    else:
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        write = _write
     arrays: dict[str, np.ndarray] = {}
     meta: dict[str, Any] = {}
     tuples: dict[str, int | None] = {}
@@ -66,9 +77,9 @@ def save_state(stem: str | Path, state: dict[str, Any]) -> Path:
     if any(a.dtype == object for a in arrays.values()):
         raise TypeError("a checkpoint holds numeric arrays only")
     meta[_TUPLE] = tuples
-    _write(stem.with_suffix(".npz"), lambda fh: np.savez(fh, **arrays))
+    write(stem.with_suffix(".npz"), lambda fh: np.savez(fh, **arrays))
     text = json.dumps(meta).encode()
-    _write(stem.with_suffix(".json"), lambda fh: fh.write(text))
+    write(stem.with_suffix(".json"), lambda fh: fh.write(text))
     return stem
 
 

@@ -383,6 +383,11 @@ class Partition:
         )
 
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, loads: bool = True) -> str:
+        """The header line and :meth:`summary` as a table; ``loads=False`` leaves out the per-zone load totals
+        (``partition --split``: each zone's loads are its own)."""
         net = self.network
         src = f", from {self.source}" if self.source and self.method not in METHODS else ""
         head = (
@@ -393,7 +398,8 @@ class Partition:
             + f"{len(self.shared_keys('expressions'))} shared W-{'and HVDC ' if self.network.n_dcline else ''}variables, "
             f"{len(self.shared_keys('variables'))} with flow variables"
         )
-        return head + "\n" + self.summary().to_string(index=False, float_format=lambda x: f"{x:.1f}")
+        table = self.summary() if loads else self.summary().drop(columns=["load_mw", "load_mvar"])
+        return head + "\n" + table.to_string(index=False, float_format=lambda x: f"{x:.1f}")
 
     def __repr__(self) -> str:
         return (

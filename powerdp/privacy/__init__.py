@@ -11,8 +11,9 @@ Pure mathematics: nothing here builds a model or calls a solver.
   *not* a proven bound for constrained problems and is labelled so.
 * :class:`LaplaceMechanism` and :class:`GaussianMechanism` draw the noise ξ of
   one local step; :func:`make_mechanism` picks one from a :class:`Sensitivity`.
-* :func:`noise_rng` gives every zone its own generator: secret (OS entropy) by default,
-  :func:`zone_rng` (reproducible from the run seed) for seeded experiments.
+* :func:`noise_rng` gives every zone its own :class:`NoiseSource`: secret (the OS's CSPRNG) by default,
+  :func:`zone_rng` (reproducible from the run seed) for seeded experiments; :mod:`.sampler` is the one
+  sampler every release goes through (a data-independent grid, exact integer noise).
 * :class:`PrivacyLedger` counts the released local steps of one zone and
   reports what they cost: per step, basic composition, the paper's
   Theorem 4.9 (Gaussian) and a tight figure from Google's ``dp-accounting``.
@@ -29,6 +30,7 @@ ledger composes.
 """
 
 from .accounting import TIGHT_METHODS, PrivacyLedger, theorem_4_9_epsilon
+from .faults import InjectedFaults
 from .mechanisms import (
     MECHANISMS,
     NOISE_SOURCES,
@@ -42,6 +44,7 @@ from .mechanisms import (
     zone_rng,
 )
 from .params import ADJACENCIES, SENSITIVITY_RULES, PrivacyWarning
+from .sampler import NoiseSource
 from .sensitivity import Sensitivity, gradient_sensitivity, output_sensitivity
 
 __all__ = [
@@ -53,6 +56,8 @@ __all__ = [
     "make_mechanism",
     "zone_rng",
     "noise_rng",
+    "NoiseSource",
+    "InjectedFaults",
     "noise_source",
     "NOISE_SOURCES",
     "PrivacyLedger",

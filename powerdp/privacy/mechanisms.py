@@ -3,22 +3,24 @@
 A mechanism has ``kind`` (its registry name), ``norm`` (``"l1"`` or ``"l2"``: the
 sensitivity field it is calibrated to), ``from_sensitivity(sensitivity, epsilon,
 delta)``, ``per_step()`` → (ε, δ), ``noise_multiplier`` (scale / sensitivity, what
-an accountant composes), ``sample(rng, size)`` and ``dp_event()`` (the
-``dp_accounting`` event one step stands for).
+an accountant composes), ``release(value, rng)`` → (released value, noise), ``sample(rng, size)`` (the
+noise alone) and ``dp_event()`` (the ``dp_accounting`` event one step stands for). Every draw goes through
+:mod:`powerdp.privacy.sampler` (values on a data-independent grid, exact integer noise).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-import os
 import warnings
 from typing import Any, Literal
 
 import numpy as np
 
 from ..errors import ConfigError
+from .faults import InjectedFaults
 from .params import PrivacyWarning, check_delta, check_kind, check_positive, check_real
+from .sampler import NoiseSource, gaussian_release, grid_step, laplace_release
 from .sensitivity import Sensitivity
 
 __all__ = [
@@ -32,28 +34,6 @@ Kind = Literal["laplace", "gaussian"]
 # --------------------------------------------------------------------------- #
 # mechanisms
 # --------------------------------------------------------------------------- #
-
-
-#: TEST-ONLY. When this environment variable is "1", every mechanism still draws its noise (the
-#: generator advances as usual) and the ledger still records the spend, but the noise returned is zero:
-#: a deliberately broken private run, which ``powerdp audit`` must catch (tests/test_audit.py).
-#: An environment variable so that it reaches worker processes; never set it outside tests.
-_TEST_DISABLE_NOISE_ENV = "POWERDP_TEST_DISABLE_NOISE"
-
-
-def _noise(xi: np.ndarray) -> np.ndarray:
-    """``xi``, or zeros when the test-only switch :data:`_TEST_DISABLE_NOISE_ENV` is on."""
-    if os.environ.get(_TEST_DISABLE_NOISE_ENV) == "1":
-        return np.zeros_like(xi)
-    return xi
-
-
-def _check_rng(rng: Any) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise ConfigError(
-            f"rng must be a numpy.random.Generator (see zone_rng), got {type(rng).__name__}"
-        )
-    return rng
 
 
 class LaplaceMechanism:
@@ -110,8 +90,18 @@ class LaplaceMechanism:
     def per_step(self) -> tuple[float, float]:
         return (self.epsilon, 0.0)
 
-    def sample(self, rng: np.random.Generator, size: Any = None) -> np.ndarray:
-        return _noise(np.asarray(_check_rng(rng).laplace(0.0, self.scale, size), dtype=float))
+    @property
+    def grid(self) -> float:
+        """γ, the grid of this mechanism's releases (:func:`sampler.grid_step` of the scale; data-independent)."""
+        return grid_step(self.scale)
+
+    def release(self, value: Any, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(``value`` released on the grid with discrete Laplace noise, the noise): :func:`sampler.laplace_release`."""
+        return laplace_release(value, self.scale, self.sensitivity, rng)
+
+    def sample(self, rng: Any, size: Any = None) -> np.ndarray:
+        """The noise of one release of ``size`` entries (on the grid γℤ; see :meth:`release`)."""
+        return _noise_only(self, rng, size)
 
     def __repr__(self) -> str:
         coords = "" if self.coordinates is None else f", coordinates={self.coordinates!r}"
@@ -187,8 +177,18 @@ class GaussianMechanism:
     def per_step(self) -> tuple[float, float]:
         return (self.epsilon, self.delta)
 
-    def sample(self, rng: np.random.Generator, size: Any = None) -> np.ndarray:
-        return _noise(np.asarray(_check_rng(rng).normal(0.0, self.sigma, size), dtype=float))
+    @property
+    def grid(self) -> float:
+        """γ, the grid of this mechanism's releases (:func:`sampler.grid_step` of σ; data-independent)."""
+        return grid_step(self.sigma)
+
+    def release(self, value: Any, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(``value`` released on the grid with discrete Gaussian noise, the noise): :func:`sampler.gaussian_release`."""
+        return gaussian_release(value, self.sigma, self.sensitivity, rng)
+
+    def sample(self, rng: Any, size: Any = None) -> np.ndarray:
+        """The noise of one release of ``size`` entries (on the grid γℤ; see :meth:`release`)."""
+        return _noise_only(self, rng, size)
 
     def __repr__(self) -> str:
         return (
@@ -198,6 +198,11 @@ class GaussianMechanism:
 
 
 Mechanism = LaplaceMechanism | GaussianMechanism
+
+
+def _noise_only(mech: Mechanism, rng: Any, size: Any) -> np.ndarray:
+    shape = () if size is None else size
+    return mech.release(np.zeros(shape), rng)[1]
 
 #: mechanism name → class; a new mechanism is one class with the same protocol and one entry here
 MECHANISMS: dict[str, type] = {"laplace": LaplaceMechanism, "gaussian": GaussianMechanism}
@@ -222,7 +227,7 @@ def make_mechanism(
 
 
 def zone_rng(seed: int, zone: int) -> np.random.Generator:
-    """The noise generator of one zone: ``Generator(PCG64(SeedSequence([seed, zone])))``.
+    """The seeded noise stream of one zone: ``Generator(PCG64(SeedSequence([seed, zone])))``.
 
     It depends only on the run seed and the zone id — not on the process,
     thread or host that runs the zone — so the same seed gives the same noise
@@ -244,21 +249,18 @@ def noise_source(seed: int | None) -> str:
     return "secret" if seed is None else "seeded"
 
 
-def noise_rng(seed: int | None, zone: int) -> np.random.Generator:
-    """THE noise generator of a zone (every agent makes its generator here, and nowhere else).
+def noise_rng(seed: int | None, zone: int, *, faults: InjectedFaults | None = None) -> NoiseSource:
+    """THE noise source of a zone (every agent makes its source here, and nowhere else).
 
-    ``seed`` None (the default of every run): ``PCG64(SeedSequence())``, seeded from the operating
-    system's entropy inside the zone's own process, so nobody else (the coordinator included) can
-    know or replay it; its state is kept only in the zone's own checkpoint files. A seed: the
-    reproducible :func:`zone_rng`, for experiments; such a run is private only against observers who
-    do not know the seed (docs/privacy.md, "Threat model"), and says so (``noise_source``).
+    ``seed`` None (the default of every run): the operating system's CSPRNG (``os.urandom``), read inside the
+    zone's own process, so nobody else (the coordinator included) can know or replay it; nothing about it is
+    kept (a resumed secret run draws fresh bits). A seed: the reproducible :func:`zone_rng` stream, for
+    experiments; such a run is private only against observers who do not know the seed (docs/privacy.md,
+    "Threat model"), and says so (``noise_source``). ``faults`` is test-only (:mod:`powerdp.privacy.faults`).
     """
-    if seed is None:
-        for name, value in (("zone", zone),):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))
-    return zone_rng(seed, zone)
+    if isinstance(zone, bool) or not isinstance(zone, numbers.Integral) or zone < 0:
+        raise ConfigError(f"zone must be a non-negative integer, got {zone!r}")
+    return NoiseSource(None if seed is None else zone_rng(seed, zone), faults=faults)
 
 
 def mechanism_to_dict(mech: Mechanism) -> dict[str, Any]:

@@ -30,7 +30,8 @@ RUN_FILES = ("config.json", "inputs.json", "partition.csv", "failure.txt",
              "history.csv", "history.csv.tmp", "summary.json", "consensus.csv")
 LEGACY_TABLES = ("generators.csv", "buses.csv", "branches.csv", "zones.csv", "pandapower.json",
                  "model.npz", "privacy.json", "lines.csv")  # the last three: learning runs', the DC market's
-RUN_DIRS = ("checkpoint", "zones", "coordinator_view", "simulation_evaluation")
+RUN_DIRS = ("checkpoint", "zones", "zones.private", "agents.private", "clients.private", "coordinator_view",
+            "simulation_evaluation")
 
 
 def ensure_dir(path: str | Path, what: str = "output directory") -> Path:

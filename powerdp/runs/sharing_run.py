@@ -17,7 +17,8 @@ deployment publishes"; powerdp/runs/views.py)::
     DIR/simulation_evaluation/     what only a simulation holding every agent's data can compute (never published):
         history.csv                per round: the agents' solver work, the evaluation's columns (prefixed ``eval_``)
         summary.json               ``evaluation``: the application's final figures (cost, test log-loss, ...)
-    DIR/checkpoint/                state.npz/json (coordinator) + agent_M_round_T.npz/json (the history is in the views)
+    DIR/checkpoint/                state.npz/json (the coordinator's; the history is in the views)
+    DIR/agents.private/agent_M/    agent M's own checkpoint/round_T.npz/json (0700, files 0600), never beside the coordinator's
 
 A result's ``history`` and ``summary`` in memory hold both views (``summary["coordinator_view"]``,
 ``summary["evaluation"]``), as ``--json`` writes them.
@@ -224,7 +225,7 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
             coordinator.load_state_dict(nested_state(main))
             if history is None:  # an earlier version's checkpoint: the rounds up to it from history.csv
                 history = _saved_history(out, coordinator.round)
-            backend.call("restore", (str(record.checkpoint_dir), coordinator.round))
+            backend.call("restore", (str(out), coordinator.round))  # each agent from OUT/agents.private/agent_M
             if coordinator.round > settings.rounds:
                 raise ConfigError(f"{out}: the run already has {coordinator.round} rounds; rounds = {settings.rounds} cannot shorten it")
         else:
@@ -271,8 +272,9 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
 
         def checkpoint(rows):
             t = coordinator.round
-            record.save_checkpoint(flat_state(coordinator.state_dict()), rows, t, agents=lambda d: backend.call("save", (str(d), t)),
-                                   prune=lambda d: backend.call("prune", (str(d), t)))
+            # each agent into OUT/agents.private/agent_M (0700/0600), then the coordinator's state
+            record.save_checkpoint(flat_state(coordinator.state_dict()), rows, t, agents=lambda d: backend.call("save", (str(out), t)),
+                                   prune=lambda d: backend.call("prune", (str(out), t)))
 
         rounds = Rounds(
             step=step, partial=partial, checkpoint=checkpoint,

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from ..apps.power_flow.agent import _TEST_LEAK_ENV
 from ..apps.power_flow.config import RunConfig
 from ..apps.power_flow.plan import resolve_config, resolve_partition
 from ..apps.power_flow.result import split_history
@@ -40,7 +39,16 @@ from ..errors import ConfigError, Interrupted, PowerDPError
 from ..grid.loading import load_case
 from ..grid.network import Network
 from ..grid.partition import Partition
-from ..privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
+from .distinguishers import (
+    DEFAULT_CONFIDENCE,
+    _channel_bounds,
+    attack,
+    best_threshold,
+    check_bound,
+    clopper_pearson,
+    epsilon_lower_bound,
+    linear_distinguisher,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,121 +57,17 @@ __all__ = [
     "neighbouring_network", "AuditResult", "AuditRunFailed", "run_audit", "MIN_RUNS", "DEFAULT_CONFIDENCE",
 ]
 
-DEFAULT_CONFIDENCE = 0.95
+
+def _channel_checks() -> list:
+    """Checks beyond the linear attack on message channels, each one test of the Bonferroni family: an object with
+    ``name``, ``applies(config)`` and ``run(config, runners, zone, x0, x1, confidence)`` → a channel result: counts
+    ``tp``/``positives``/``fp``/``negatives`` of its guesses (the audit adds their ε bound, :func:`check_bound`)
+    and ``failed`` True to fail the audit by itself. Extend the list to add one."""
+    from .fp_attack import FloatingPointCheck
+
+    return [FloatingPointCheck]
+
 MIN_RUNS = 20  # runs per dataset: half train the distinguisher, half test it (10 + 10 can show ε ≥ 0.81 at most)
-
-
-# --------------------------------------------------------------------------- statistics
-
-
-def clopper_pearson(k, n, confidence: float = DEFAULT_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-    """The two-sided Clopper–Pearson interval of a binomial rate with ``k`` successes in ``n`` trials.
-
-    Exact: lower = Beta⁻¹(α/2; k, n−k+1), upper = Beta⁻¹(1−α/2; k+1, n−k), α = 1 − confidence,
-    with lower = 0 at k = 0 and upper = 1 at k = n. Each end is a one-sided bound at 1 − α/2.
-    Vectorized over ``k`` (and ``n``).
-    """
-    from scipy.stats import beta
-
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    alpha = 1.0 - confidence
-    with np.errstate(invalid="ignore"):
-        lo = np.where(k > 0, beta.ppf(alpha / 2, np.maximum(k, 1e-300), n - k + 1), 0.0)
-        hi = np.where(k < n, beta.ppf(1 - alpha / 2, k + 1, np.maximum(n - k, 1e-300)), 1.0)
-    return lo, hi
-
-
-def epsilon_lower_bound(fpr_hi, fnr_hi, delta: float = 0.0) -> np.ndarray:
-    """The ε that an attack with these (upper bounds on its) error rates proves, at least 0.
-
-    An (ε, δ)-DP mechanism forces every test to satisfy FPR + e^ε·FNR ≥ 1 − δ and
-    FNR + e^ε·FPR ≥ 1 − δ (Kairouz et al. 2015), so
-    ε ≥ max(ln((1 − δ − FNR)/FPR), ln((1 − δ − FPR)/FNR)) (Jagielski et al. 2020; Nasr et al. 2021).
-    With upper confidence bounds on both rates the bound holds at that confidence.
-    """
-    fpr = np.asarray(fpr_hi, dtype=float)
-    fnr = np.asarray(fnr_hi, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):  # x/0 = inf for x > 0; a numerator ≤ 0 proves nothing
-        a = np.where(1 - delta - fnr > 0, np.log((1 - delta - fnr) / fpr), -np.inf)
-        b = np.where(1 - delta - fpr > 0, np.log((1 - delta - fpr) / fnr), -np.inf)
-    return np.maximum(np.maximum(a, b), 0.0)
-
-
-def linear_distinguisher(x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
-    """Weights of a linear score s = x·w separating the rows of ``x1`` from those of ``x0``.
-
-    The difference of the class means, each coordinate divided by the pooled variance (the
-    likelihood-ratio direction of two Gaussians with a shared diagonal covariance). Coordinates
-    that never vary (round 0, deterministic runs) keep the plain mean difference; a variance far
-    below the largest one is floored at 1e-9 of it so a nearly constant coordinate cannot dominate.
-    """
-    diff = x1.mean(axis=0) - x0.mean(axis=0)
-    var = 0.5 * (x0.var(axis=0) + x1.var(axis=0))
-    var[(x0 == x0[0]).all(axis=0) & (x1 == x1[0]).all(axis=0)] = 0.0  # exactly constant (np.var may leave 1e-35)
-    top = float(var.max()) if var.size else 0.0
-    w = diff if top <= 0.0 else np.where(var > 0, diff / np.maximum(var, 1e-9 * top), diff / top)
-    scale = float(np.abs(w).max()) if w.size else 0.0
-    return w / scale if scale > 0 else w  # the test "score > τ" does not depend on the scale
-
-
-def _rates(s0: np.ndarray, s1: np.ndarray, tau) -> tuple[np.ndarray, np.ndarray]:
-    """False and true positives of the test "score > τ" (vectorized over τ)."""
-    fp = len(s0) - np.searchsorted(np.sort(s0), tau, side="right")
-    tp = len(s1) - np.searchsorted(np.sort(s1), tau, side="right")
-    return fp, tp
-
-
-def _bound(fp, tp, n0: int, n1: int, delta: float, confidence: float) -> np.ndarray:
-    _, fpr_hi = clopper_pearson(fp, n0, confidence)
-    _, fnr_hi = clopper_pearson(n1 - np.asarray(tp), n1, confidence)
-    return epsilon_lower_bound(fpr_hi, fnr_hi, delta)
-
-
-def best_threshold(s0: np.ndarray, s1: np.ndarray, delta: float = 0.0, confidence: float = DEFAULT_CONFIDENCE) -> float:
-    """The threshold τ of "score > τ" whose ε bound on these (training) scores is largest.
-
-    Candidates are the 1st to 99th percentiles of the pooled scores: the far tails hold too few
-    scores for a test there to carry over to new runs (an extreme threshold that wins on the training
-    half by chance proves nothing on the test half). Each is moved to the middle of the gap between the
-    scores around it. Ties go to the smallest τ; when no candidate gives a positive bound, the median.
-    """
-    pooled = np.sort(np.concatenate([s0, s1]))
-    cand = np.unique(np.quantile(pooled, np.linspace(0.01, 0.99, 99)))
-    # each candidate moved to the middle of its gap between scores: the same training counts, more margin
-    i = np.searchsorted(pooled, cand, side="right")
-    inside = i < len(pooled)
-    cand[inside] = 0.5 * (pooled[i[inside] - 1] + pooled[i[inside]])
-    fp, tp = _rates(s0, s1, cand)
-    bounds = _bound(fp, tp, len(s0), len(s1), delta, confidence)
-    if not bounds.max() > 0:  # no threshold shows anything: the neutral test at the median
-        return float(np.median(pooled))
-    return float(cand[int(np.argmax(bounds))])
-
-
-def attack(x0: np.ndarray, x1: np.ndarray, delta: float = 0.0, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
-    """Train the linear distinguisher and its threshold on the first half of each side's rows,
-    test on the second half; the test's rates, their Clopper–Pearson intervals and the ε bound."""
-    n0, n1 = len(x0) // 2, len(x1) // 2
-    w = linear_distinguisher(x0[:n0], x1[:n1])
-    tau = best_threshold(x0[:n0] @ w, x1[:n1] @ w, delta, confidence)
-    s0, s1 = x0[n0:] @ w, x1[n1:] @ w
-    m0, m1 = len(s0), len(s1)
-    fp, tp = (int(v) for v in _rates(s0, s1, tau))
-    fpr_lo, fpr_hi = (float(v) for v in clopper_pearson(fp, m0, confidence))
-    tpr_lo, tpr_hi = (float(v) for v in clopper_pearson(tp, m1, confidence))
-    eps = float(epsilon_lower_bound(fpr_hi, 1 - tpr_lo, delta))
-    return {
-        "epsilon_lower_bound": eps,
-        "tpr": tp / m1,
-        "fpr": fp / m0,
-        "tpr_interval": [tpr_lo, tpr_hi],
-        "fpr_interval": [fpr_lo, fpr_hi],
-        "test_runs": [m0, m1],
-        "train_runs": [n0, n1],
-        "threshold": tau,
-        "confidence": confidence,
-    }
 
 
 # --------------------------------------------------------------------------- neighbouring data
@@ -341,6 +245,8 @@ class AuditResult:
     # per channel the coordinator holds beyond the release (message fields outside the allow-list, the
     # coordinator's view files, its timings; "replay" for seeded runs): the attack's rates and ε bound
     channels: dict[str, Any] = field(default_factory=dict)
+    # deployment mode: what every zone process wrote, where, with which permissions (powerdp.studies.file_audit)
+    files: dict[str, Any] | None = None
 
     @property
     def failed(self) -> bool:
@@ -407,6 +313,7 @@ def run_audit(
     network: Network | None = None,
     progress: Callable[[int, int], None] | None = None,
     status: Callable[[str], None] | None = None,
+    deployment: bool = False,
 ) -> AuditResult:
     """Audit ``config`` empirically: ``runs`` seeded runs on each of two neighbouring datasets.
 
@@ -427,6 +334,9 @@ def run_audit(
     network: an already-loaded network (else ``config.case`` is loaded).
     progress: called with (runs done, runs in total) after every run.
     status: called with a short message as each stage starts.
+    deployment: also audit a deployment's files (:func:`powerdp.studies.file_audit.audit_deployment_files`): the run made
+        once as a deployment, every zone in its own process; a zone file in the wrong place or with the wrong
+        permissions fails the audit.
     """
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < MIN_RUNS:
         raise ConfigError(f"runs = {runs!r}: give at least {MIN_RUNS} runs per dataset (half train, half test)")
@@ -454,10 +364,8 @@ def run_audit(
     else:
         b, z, probe = _probe(config, net, part, zone, jobs, say)
     net1 = neighbouring_network(net, b, config.beta, config.adjacency)
-    if os.environ.get(_TEST_DISABLE_NOISE_ENV) == "1":
-        log.warning("%s=1: noise is switched off behind the ledger's back (a test-only broken run)", _TEST_DISABLE_NOISE_ENV)
-    if os.environ.get(_TEST_LEAK_ENV):
-        log.warning("%s=%s: messages carry a test-only side channel", _TEST_LEAK_ENV, os.environ[_TEST_LEAK_ENV])
+    if config.faults is not None:
+        log.warning("%s", config.faults.describe())
     state = {"config": config, "nets": {"D": net, "D'": net1}, "parts": {"D": part, "D'": part.with_network(net1)}}
     seeded = config.seed is not None
     seeds: list[int | None] = [config.seed + k for k in range(runs)] if seeded else [None] * runs
@@ -477,20 +385,38 @@ def run_audit(
     if any(c["epsilon_total"] != claim["epsilon_total"] for c in claims):  # the ledger is data-independent
         raise RuntimeError("the ledger's claim differs between runs of the audit")
     delta = float(claim["delta_total"] or 0.0)
-    res = attack(x0, x1, delta=delta, confidence=confidence)
+    # one family: the release and every other channel the verdict reads, Bonferroni-corrected together, so the
+    # audit calls a correct run "failed" with probability ≤ 1 − confidence (the replay channel is reported only)
+    checks = [c for c in _channel_checks() if c.applies(config)]
+    family = 1 + len(set(runs0[0]) - {"released"}) + len(checks)
+    family_conf = 1.0 - (1.0 - confidence) / family
+    res = attack(x0, x1, delta=delta, confidence=family_conf)
     eps_lb = res["epsilon_lower_bound"]
     claimed = claim["epsilon_total"]
-    channels, off_list = _channel_bounds(runs0, runs1, delta, confidence, seeded)
+    channels, off_list = _channel_bounds(runs0, runs1, delta, confidence, seeded, family_conf)
+    runners = [lambda cfg, observe, h=h: run_distributed(cfg, network=state["nets"][h], partition=state["parts"][h], reference=False,
+                                                         observe=observe) for h in ("D", "D'")]
+    for check in checks:
+        say(f"{check.name} channel")
+        channels[check.name] = check_bound(check.run(config, runners, z, x0, x1, family_conf), delta, family_conf)
+    failed_checks = [c.name for c in checks if channels[c.name].get("failed")]
     threat_model = [c for name, c in channels.items() if name != "replay"]  # replay: only who knows the seed
     worst = max([eps_lb] + [c["epsilon_lower_bound"] for c in threat_model])
     if claimed is None:
         verdict = "not private"
-    elif worst > claimed or off_list:
+    elif worst > claimed or off_list or failed_checks:
         verdict = "failed"
     elif not claim.get("private", True):
         verdict = "no guarantee"  # a reproduction switch (--sensitivity paper): never called passed
     else:
         verdict = "passed"
+    files = None
+    if deployment:  # powerdp.studies.file_audit: where the zone processes write, and with which permissions
+        from . import file_audit
+
+        say("deployment files: one run as a deployment, every zone in its own process, every file operation traced")
+        files = file_audit.audit_deployment_files(config, net, part).to_dict()
+        verdict = "failed" if files["failed"] else verdict
     settings = {
         "case": net.name,
         "algorithm": config.algorithm,
@@ -506,6 +432,7 @@ def run_audit(
         "seeds": [seeds[0], seeds[-1]] if seeded else None,
         "noise_source": config.noise_source,
         "fields_outside_allow_list": off_list,
+        "failed_checks": failed_checks,  # e.g. floating_point: released doubles the sampler cannot produce
         "rounds": config.rounds,
         "local_updates": config.local_updates,
         "epsilon": config.epsilon if config.private and config.target_epsilon is None else None,
@@ -528,46 +455,7 @@ def run_audit(
         probe=probe,
         wall_s=time.perf_counter() - t0,
         channels=channels,
+        files=files,
     )
 
 
-def replay_attack(x0: np.ndarray, x1: np.ndarray, replay0: np.ndarray, replay1: np.ndarray,
-                  delta: float = 0.0, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
-    """The replay adversary of a seeded run (it knows the seed): each transcript is compared with the replays of
-    both hypotheses under its seed (``replay0[k]``, ``replay1[k]``: the runs on D and D' with transcript k's seed)
-    and called D' when it lies closer to D''s replay. Rates and ε bound as :func:`attack` (no training needed)."""
-    def says_d1(x, r0, r1):
-        return np.linalg.norm(x - r1, axis=1) < np.linalg.norm(x - r0, axis=1)
-
-    m0, m1 = len(x0), len(x1)
-    fp, tp = int(says_d1(x0, replay0, replay1).sum()), int(says_d1(x1, replay0, replay1).sum())
-    fpr_lo, fpr_hi = (float(v) for v in clopper_pearson(fp, m0, confidence))
-    tpr_lo, tpr_hi = (float(v) for v in clopper_pearson(tp, m1, confidence))
-    return {
-        "epsilon_lower_bound": float(epsilon_lower_bound(fpr_hi, 1 - tpr_lo, delta)),
-        "tpr": tp / m1, "fpr": fp / m0, "tpr_interval": [tpr_lo, tpr_hi], "fpr_interval": [fpr_lo, fpr_hi],
-        "test_runs": [m0, m1], "confidence": confidence,
-    }
-
-
-def _channel_bounds(runs0: list[dict], runs1: list[dict], delta: float, confidence: float, seeded: bool):
-    """Per channel the coordinator holds (besides the allow-listed release, attacked by :func:`attack`): the
-    linear attack's ε bound, at a Bonferroni-corrected confidence so that the channels together keep ``confidence``;
-    for a seeded run also the replay adversary, which knows the seed (on the test half). Returns (channels, the
-    names of message fields outside the allow-list)."""
-    names = sorted(set(runs0[0]) - {"released"})
-    off_list = sorted(n.removeprefix("field:") for n in names if n.startswith("field:"))
-    n_tests = max(len(names), 1)
-    conf = 1.0 - (1.0 - confidence) / n_tests
-    out: dict[str, Any] = {}
-    for name in names:
-        a = np.stack([r[name] for r in runs0])
-        b = np.stack([r[name] for r in runs1])
-        out[name] = {k: v for k, v in attack(a, b, delta=delta, confidence=conf).items() if k != "threshold"}
-    if seeded:
-        half = len(runs0) // 2
-        x0 = np.stack([r["released"] for r in runs0])
-        x1 = np.stack([r["released"] for r in runs1])
-        # the adversary replays both hypotheses with the transcript's seed: the runs on D and D' with that seed
-        out["replay"] = replay_attack(x0[half:], x1[half:], x0[half:], x1[half:], delta, confidence)
-    return out, off_list

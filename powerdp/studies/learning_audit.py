@@ -11,7 +11,6 @@ other half; its error rates give a lower bound on ε, which must not exceed the 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +21,6 @@ from ..apps.learning.config import LearnConfig
 from ..apps.learning.data import Dataset
 from ..apps.learning.runner import prepare_data, run_federated
 from ..errors import ConfigError
-from ..privacy.mechanisms import _TEST_DISABLE_NOISE_ENV
 
 __all__ = ["run_learning_audit", "neighbouring_dataset"]
 
@@ -51,7 +49,7 @@ def run_learning_audit(
 ) -> dict[str, Any]:
     """Audit ``config`` with ``runs`` seeded runs on each of two neighbouring data sets; returns the attack's result,
     the claim, and the verdict ("passed", "failed": the lower bound exceeds the claim, or "not private")."""
-    from .audit import MIN_RUNS, attack
+    from .audit import MIN_RUNS, _channel_checks, attack, check_bound
 
     if runs < MIN_RUNS:
         raise ConfigError(f"runs = {runs!r}: give at least {MIN_RUNS} runs per data set (half train, half test)")
@@ -87,13 +85,21 @@ def run_learning_audit(
     delta = 0.0
     if config.private and config.mechanism == "gaussian":
         delta = float(config.target_delta) if config.target_epsilon is not None else float(res.privacy[client]["headline"]["delta"])
-    result = attack(np.stack(released["D"]), np.stack(released["D'"]), delta=delta, confidence=confidence)
-    lb = result["epsilon_lower_bound"]
-    verdict = "not private" if claim is None else ("failed" if lb > claim else "passed")
+    x0, x1 = np.stack(released["D"]), np.stack(released["D'"])
+    # the release and every check form one Bonferroni family: 5 % family-wise error in all
+    checks = [c for c in _channel_checks() if c.applies(config)]
+    family_conf = 1.0 - (1.0 - confidence) / (1 + len(checks))
+    result = attack(x0, x1, delta=delta, confidence=family_conf)
+    runners = [lambda cfg, observe, d=d, p=p: run_federated(cfg, data=d, parts=p, reference=False, observe=observe)
+               for d, p in ((d0, parts), (d1, parts1))]
+    channels = {c.name: check_bound(c.run(config, runners, client, x0, x1, family_conf), delta, family_conf) for c in checks}
+    lb = max([result["epsilon_lower_bound"]] + [c["epsilon_lower_bound"] for c in channels.values()])
+    failed = claim is not None and (lb > claim or any(c.get("failed") for c in channels.values()))
+    verdict = "not private" if claim is None else ("failed" if failed else "passed")
     return {
         "epsilon_lower_bound": lb, "epsilon_total": claim, "delta_total": delta, "verdict": verdict,
-        "noise_switched_off": os.environ.get(_TEST_DISABLE_NOISE_ENV) == "1",
+        "faults": config.faults.describe() if config.faults is not None else None,
         "settings": {"dataset": config.dataset, "algorithm": config.algorithm, "client": client, "runs": runs,
                      "rounds": config.rounds, "adjacency": config.adjacency, "canary": "sample 0 of the client replaced"},
-        "attack": result, "wall_s": time.perf_counter() - t0,
+        "attack": result, "channels": channels, "wall_s": time.perf_counter() - t0,
     }

@@ -37,10 +37,10 @@ from .steps import BacktrackingLinearizedUpdate, curvature_diagonal
 __all__ = ["ClientAgent", "ClientDiagnostics", "client_rng"]
 
 
-def client_rng(config: LearnConfig, client: int) -> np.random.Generator:
+def client_rng(config: LearnConfig, client: int) -> privacy.NoiseSource:
     """The client's noise generator: :func:`powerdp.privacy.noise_rng`, where every agent gets its generator
     (secret OS entropy for ``seed`` None, else the reproducible seeded one)."""
-    return privacy.noise_rng(config.seed, client)
+    return privacy.noise_rng(config.seed, client, faults=config.faults)
 
 
 def _message(t: int, client: int, released: np.ndarray) -> ZoneUpdate:
@@ -180,7 +180,8 @@ class ClientAgent:
         meta = {
             "zone": self.zone,
             "round": self.round,
-            "rng": self.rng.bit_generator.state,
+            # the generator only when seeded (bit-identical resume); a secret run resumes with fresh entropy
+            "rng": self.rng.state if self.config.seed is not None else None,
             "ledger_steps": ledger.steps if ledger is not None else 0,
         }
         if isinstance(self.update, BacktrackingLinearizedUpdate):
@@ -195,7 +196,7 @@ class ClientAgent:
         self.z_released = np.asarray(arrays["z_released"], dtype=float)
         self.lam = np.asarray(arrays["lam"], dtype=float)
         if meta.get("rng") is not None:
-            self.rng.bit_generator.state = meta["rng"]
+            self.rng.state = meta["rng"]
         if isinstance(self.update, BacktrackingLinearizedUpdate):
             self.update.load(meta["step"])
         if self.ledger is not None and int(meta["ledger_steps"]) > self.ledger.steps:

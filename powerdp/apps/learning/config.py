@@ -19,6 +19,7 @@ from ...engine.consensus.updates import ETA_SCHEDULES
 from ...engine.consensus.updates.trust_region import TRUST_SCHEDULES
 from ...errors import ConfigError
 from ...opf.local_solver import BOX_SOLVERS, solver_class
+from ...privacy.faults import InjectedFaults, check_faults
 from .data import parse_split
 from .sensitivity import ADJACENCIES
 
@@ -131,6 +132,9 @@ class LearnConfig(AlgorithmChoices):
     rank_timeout: float = 60.0  # mpi backend: a rank silent this long (no heartbeat) is reported lost
     blas_threads: int | None = 1  # BLAS threads during the run (None: the library's default)
     extra: dict[str, Any] = field(default_factory=dict)
+    # TEST-ONLY (powerdp.privacy.faults): set in Python by the test suite or the audit's self-test, never from a
+    # file or a flag (from_dict refuses it, to_dict leaves it out)
+    faults: InjectedFaults | None = field(default=None, repr=False)
 
     application = "learning"  # what BoxProjection.check_config looks for (a class attribute, not a field)
 
@@ -224,6 +228,7 @@ class LearnConfig(AlgorithmChoices):
             raise bad("rank_timeout", "must be a positive number of seconds")
         if self.tol is not None and not (isinstance(self.tol, (int, float)) and math.isfinite(self.tol) and self.tol >= 0):
             raise bad("tol", "must be a non-negative number (0: run every round)")
+        check_faults(self.faults)
         solver_class(self.local_solver, "local_solver", BOX_SOLVERS).check_config(self)
         if isinstance(self.evaluate_every, bool) or int(self.evaluate_every) != self.evaluate_every or self.evaluate_every < 1:
             raise bad("evaluate_every", "must be a positive integer")
@@ -337,20 +342,23 @@ class LearnConfig(AlgorithmChoices):
     # ------------------------------------------------------------ conversion
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        d.pop("faults")  # test-only: never written, so never read back
         if d["feature_range"] is not None:
             d["feature_range"] = list(d["feature_range"])
         return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "configuration") -> LearnConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = {f.name for f in dataclasses.fields(cls)} - {"faults"}  # test-only: set in Python, never from a file
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
         return cls(**data)
 
     def replace(self, **changes: Any) -> LearnConfig:
-        return LearnConfig.from_dict({**self.to_dict(), **changes})
+        faults = changes.pop("faults", self.faults)
+        new = LearnConfig.from_dict({**self.to_dict(), **changes})
+        return new if faults is None else dataclasses.replace(new, faults=faults)
 
 
 class EngineView:
@@ -377,6 +385,7 @@ class EngineView:
         self.mechanism = config.mechanism
         self.spec = config.spec
         self.seed = config.seed
+        self.faults = config.faults
         self.application = "learning"
 
     @property

@@ -27,6 +27,8 @@ LEARNING_BACKENDS = ("serial", "process", "mpi")
 class HostedClient:
     """A :class:`ClientAgent` on the sharing hosts' contract (built as ``HostedClient(agent=P, ...)``)."""
 
+    private_kind = "client"  # its checkpoints: OUT/clients.private/client_P (sharing_hosts' save/restore/prune)
+
     def __init__(self, agent: int, X: np.ndarray, y: np.ndarray, K: int, I: int, config: LearnConfig, R2: float, R1: float):
         self.client = ClientAgent(agent, X, y, K, I, config, R2, R1)
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...privacy.amplification import AmplifiedGuarantee, first_user_guarantee
+from ...privacy.sampler import NoiseSource, as_source, gaussian_release
 
 __all__ = ["ElasticNet", "elastic_net_data", "NoisyADMMResult", "noisy_admm", "uniform_order"]
 
@@ -141,7 +142,7 @@ class NoisyADMMResult:
 
 
 def noisy_admm(problem: ElasticNet, *, eta: float, beta: float, sigma: float, iterations: int, order: np.ndarray,
-               rng: np.random.Generator | None = None, x0: float | np.ndarray = 3.0, lam0: float | np.ndarray = 0.0,
+               rng: np.random.Generator | NoiseSource | None = None, x0: float | np.ndarray = 3.0, lam0: float | np.ndarray = 0.0,
                record_at: tuple[int, ...] = (), evaluate: bool = False, target_shift: float | None = None,
                delta: float = 1e-5) -> NoisyADMMResult:
     """Run ``order.shape[0]`` independent runs of Algorithm 1 for ``iterations`` iterations.
@@ -161,7 +162,7 @@ def noisy_admm(problem: ElasticNet, *, eta: float, beta: float, sigma: float, it
     if order.ndim != 2 or order.shape[1] < iterations or iterations < 1:
         raise ConfigError(f"order must be (runs, ≥ iterations) user indices, got shape {order.shape} for {iterations} iterations")
     seeded = rng is not None
-    rng = np.random.default_rng() if rng is None else rng  # secret OS entropy unless the caller seeds
+    rng = as_source(rng) if seeded else NoiseSource()  # the OS's CSPRNG unless the caller seeds
     runs, n = order.shape[0], problem.dim
     a, b = problem.features, problem.targets
     r_f, c2_g, c1 = problem.ridge_in_f, problem.c2 - problem.ridge_in_f, problem.c1
@@ -180,7 +181,7 @@ def noisy_admm(problem: ElasticNet, *, eta: float, beta: float, sigma: float, it
         grad = 2.0 * (np.einsum("rn,rn->r", ai, x) - bi)[:, None] * ai + 2.0 * r_f * x
         x = scale * (x - eta * (grad - beta * y - lam))  # Lemma 3.2 with A = I, B = −I, c = 0
         if sigma > 0:
-            x = x + sigma * rng.standard_normal((runs, n))
+            x = gaussian_release(x, sigma, None, rng)[0]  # the product's sampler: x on its grid plus discrete noise
         if t + 1 in record_at:
             recorded[t + 1] = (x.copy(), lam.copy())
         if evaluate:

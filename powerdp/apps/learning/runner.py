@@ -285,7 +285,7 @@ def _loop(config, prepared, central, coordinator, backend, record, resumed, prog
     if resumed is not None:
         state, history = resumed
         coordinator.load_state_dict(state)
-        backend.call("restore", (str(record.checkpoint_dir), coordinator.round))
+        backend.call("restore", (str(record.directory), coordinator.round))
         _start_files(record, config, history)
     else:
         initial = backend.call("init")
@@ -324,8 +324,9 @@ def _loop(config, prepared, central, coordinator, backend, record, resumed, prog
 
     def checkpoint(rows):
         t = coordinator.round  # each client's state on its own host, then the coordinator's
-        record.save_checkpoint(coordinator.state_dict(), rows, t, agents=lambda cd: backend.call("save", (str(cd), t)),
-                               prune=lambda cd: backend.call("prune", (str(cd), t)))
+        # each client into its own private folder on its host (OUT/clients.private/client_P), then the coordinator's
+        record.save_checkpoint(coordinator.state_dict(), rows, t, agents=lambda cd: backend.call("save", (str(record.directory), t)),
+                               prune=lambda cd: backend.call("prune", (str(record.directory), t)))
 
     rounds = Rounds(step=step, partial=partial, checkpoint=checkpoint,
                     converged=lambda row: converged["round"] == row["round"],

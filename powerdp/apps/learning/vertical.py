@@ -43,6 +43,7 @@ from scipy.linalg import cho_factor, cho_solve
 from ...engine.sharing.coordinator import LogisticZStep, SharingAgent, SharingMessage
 from ...engine.sharing.hosts import SharingAgentSpec
 from ...errors import ConfigError
+from ...privacy.sampler import gaussian_release
 from ...runs.sharing_run import SharingProblem, SharingSettings, run_sharing
 
 __all__ = ["VerticalData", "VerticalParty", "load_dataset", "DATASETS", "split_blocks", "centralized_logreg", "logloss",
@@ -190,9 +191,9 @@ class VerticalParty(SharingAgent):
         if self.rng is None:
             return contribution
         sigma = self.noise_multiplier * release_sensitivity(self._w, self.neighbours, self.lam, msg.rho + msg.tau, self.clip)
-        xi = sigma * self.rng.standard_normal(len(contribution))
+        released, xi = gaussian_release(contribution, sigma, sigma / self.noise_multiplier, self.rng)
         self.noise_l1 += float(np.abs(xi).sum())
-        return contribution + xi
+        return released
 
     def diagnostics(self) -> dict:
         return {"train_margin": self.D @ self.x, "test_margin": self.D_test @ self.x, "penalty": 0.5 * self.lam * float(self.x @ self.x),
@@ -201,14 +202,14 @@ class VerticalParty(SharingAgent):
     def extra_state(self) -> dict:
         meta = {"noise_l1": self.noise_l1}
         if self.rng is not None:
-            meta["rng"] = self.rng.bit_generator.state
+            meta["rng"] = self.rng.state
         return {"arrays": {"x": self.x}, "meta": meta}
 
     def load_extra_state(self, state: dict) -> None:
         self.x = np.asarray(state["arrays"]["x"], float)
         self.noise_l1 = float(state["meta"].get("noise_l1", 0.0))
         if self.rng is not None and "rng" in state["meta"]:
-            self.rng.bit_generator.state = state["meta"]["rng"]
+            self.rng.state = state["meta"]["rng"]
 
 
 def vertical_problem(data: VerticalData, lam: float, noise_multiplier: float | None = None, neighbours: str = "column",

@@ -29,13 +29,14 @@ from ...engine.sharing.hosts import SharingAgentSpec
 from ...errors import ConfigError
 from ...grid.network import Network
 from ...opf.dc import DCModel, dc_model, max_line_violation, solve_dc_opf
+from ...privacy.sampler import gaussian_release
 from ...runs.inputs import case_entry
 from ...runs.sharing_run import SharingProblem, SharingSettings, run_sharing
 
 __all__ = ["MarketZone", "market_problem", "run_market", "market_sensitivity", "cost_sensitivity", "default_market_rho"]
 
 
-def _rng(seed: int | None, agent: int) -> np.random.Generator:
+def _rng(seed: int | None, agent: int):
     """The agent's noise generator: powerdp.privacy.noise_rng (OS entropy unless the run is seeded)."""
     from ...privacy import noise_rng
 
@@ -107,20 +108,21 @@ class MarketZone(SharingAgent):
         sigma = self.noise_sigma
         if self.cost_gamma:
             sigma = max(sigma, self.noise_multiplier * cost_sensitivity(self.pmin, self.pmax, self.cost_gamma, msg.rho + msg.tau))
-        return contribution + sigma * self.rng.standard_normal(len(contribution))
+        sensitivity = sigma / self.noise_multiplier if self.noise_multiplier else None
+        return gaussian_release(contribution, sigma, sensitivity, self.rng)[0]
 
     def diagnostics(self) -> dict:
         return {"pg": self.p.copy(), "cost": float(np.sum(self.c2 * self.p**2 + self.c1 * self.p + self.c0)),
                 "true_release": self.B @ self.p - self.e}
 
     def extra_state(self) -> dict:
-        meta = {"rng": self.rng.bit_generator.state} if self.rng is not None else {}
+        meta = {"rng": self.rng.state} if self.rng is not None else {}
         return {"arrays": {"p": self.p}, "meta": meta}
 
     def load_extra_state(self, state: dict) -> None:
         self.p = np.asarray(state["arrays"]["p"], float)
         if self.rng is not None and "rng" in state["meta"]:
-            self.rng.bit_generator.state = state["meta"]["rng"]
+            self.rng.state = state["meta"]["rng"]
 
 
 def market_sensitivity(model: DCModel, buses: np.ndarray, beta: float, line_scale: float = 1.0) -> float:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
-import os
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from ...engine.consensus.messages import ConsensusMessage, SolverStats, ZoneUpda
 from ...engine.consensus.perturbations import PERTURBATIONS, Perturbation
 from ...engine.consensus.updates import UPDATES, LocalUpdate, step_size
 from ...errors import ConfigError
-from ...files.checkpoint import load_state, prune_zone_states, save_state, state_exists, zone_checkpoint_path
+from ...files.checkpoint import zone_checkpoint_path
+from ...files.zone_folders import ZoneFolders
 from ...grid.network import Network
 from ...opf.compiled import CompiledProblem, QuadraticObjective, compile_model
 from ...opf.formulation import BALANCE_VARIABLES, build_model
@@ -42,12 +42,6 @@ from .config import RunConfig
 
 __all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
 
-#: TEST-ONLY side channel: "noise_magnitude" makes every ZoneUpdate carry the round's Σ|ξ| in an extra
-#: field outside the allow-list (what the code before the privacy review did); ``powerdp audit`` must
-#: fail on it (tests/test_audit.py). Never set it outside tests.
-_TEST_LEAK_ENV = "POWERDP_TEST_LEAK"
-
-
 @dataclasses.dataclass(frozen=True)
 class _LeakyZoneUpdate(ZoneUpdate):
     """A ZoneUpdate with a field the allow-list forbids (the test-only leak switch)."""
@@ -55,8 +49,10 @@ class _LeakyZoneUpdate(ZoneUpdate):
     noise_magnitude: float = 0.0
 
 
-def _maybe_leak(update: ZoneUpdate, noise: float) -> ZoneUpdate:
-    if os.environ.get(_TEST_LEAK_ENV) == "noise_magnitude":
+def _maybe_leak(update: ZoneUpdate, noise: float, faults) -> ZoneUpdate:
+    """The test-only side channel (``RunConfig.faults.leak == "noise_magnitude"``): every ZoneUpdate carries the
+    round's Σ|ξ| in a field outside the allow-list, as before the privacy review; ``powerdp audit`` must fail on it."""
+    if faults is not None and faults.leak == "noise_magnitude":
         return _LeakyZoneUpdate(update.round, update.zone, update.released, float(noise))
     return update
 
@@ -201,7 +197,7 @@ class ZoneAgent:
         self._warm_start = bool(config.warm_start and solver_cls.supports_warm_start)
         self._z_flat = prob.x0.copy()  # data-independent flat start (docs/algorithm.md)
         self._r_flat = red.reduced.x0.copy()
-        self.rng = noise_rng(config.seed, self.zone)  # secret unless the run is seeded; never leaves the zone
+        self.rng = noise_rng(config.seed, self.zone, faults=config.faults)  # secret unless seeded; never leaves the zone
         self.grad_sensitivity = None
         # where ObjPert's noise goes: the balance variables y, the only entries of ∇f_p that hold
         # loads (noise_on "data"), or every entry of z as the paper draws it ("all")
@@ -344,7 +340,7 @@ class ZoneAgent:
             statuses=tuple(outcome.statuses),
             noise_magnitude=outcome.noise,
         ))
-        return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise)
+        return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise, cfg.faults)
 
     # ----------------------------------------------------------- evaluation
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
@@ -369,25 +365,35 @@ class ZoneAgent:
             stats=self.last_stats if evaluate else None,
         )
 
-    def save_solution(self, directory: str | Path) -> Path:
-        """Write the zone's released solution z_p to ``directory/zone_P.csv`` on its own host."""
+    def save_solution(self, folders: ZoneFolders) -> Path:
+        """Write the zone's released solution z_p and its own per-round statistics into its private folder
+        (:mod:`powerdp.files.zone_folders`), on its own host."""
         import pandas as pd
 
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
         keys = self.problem.var_keys
         frame = pd.DataFrame({"variable": [k[0] for k in keys], "index": [k[1] for k in keys], "value": self.z_released})
-        path = directory / f"zone_{self.zone}.csv"
-        frame.to_csv(path, index=False)
+        path = folders.write_csv(frame, folders.solution_path(self.zone))
         # the zone's own solver statistics and noise magnitude per round: zone-private, never handed over
-        rows = [{"round": r, "solves": st.solves, "solver_iterations": st.iterations, "solver_s": st.solver_s,
-                 "noise_magnitude": st.noise_magnitude} for r, st in self.stats_log]
-        pd.DataFrame(rows).to_csv(directory / f"private_stats_zone_{self.zone}.csv", index=False)
+        columns = ["round", "solves", "solver_iterations", "solver_s", "noise_magnitude"]
+        frame = pd.DataFrame([{"round": r, "solves": st.solves, "solver_iterations": st.iterations, "solver_s": st.solver_s,
+                               "noise_magnitude": st.noise_magnitude} for r, st in self.stats_log], columns=columns)
+        stats = folders.stats_path(self.zone)
+        if stats.is_file() and len(frame):  # a resumed run: the rounds before it, as the zone logged them then
+            try:
+                earlier = pd.read_csv(stats, float_precision="round_trip")
+                frame = pd.concat([earlier[earlier["round"] < frame["round"].min()][columns], frame], ignore_index=True)
+            except (ValueError, KeyError, OSError):  # a damaged log of the zone's own: rewritten from this run
+                pass
+        folders.write_csv(frame, stats)
         return path
 
     # ----------------------------------------------------------- checkpoint
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume this agent (kept on the zone's side): arrays and JSON values only."""
+        """Everything needed to resume this agent (kept on the zone's side): arrays and JSON values only.
+
+        The noise generator's state only when the run is seeded (a seeded run resumes bit-identically); a
+        secret-noise run keeps no generator state anywhere: a resumed zone draws from fresh OS entropy, as good.
+        """
         state: dict[str, Any] = {
             "zone": self.zone,
             "round": self.round,
@@ -395,29 +401,27 @@ class ZoneAgent:
             "z_last": self.z_last,
             "z_released": self.z_released,
             "lam": self.lam,
-            "rng": self.rng.bit_generator.state,
             "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
             "ledger_history": [[mechanism_to_dict(m), int(n)] for m, n in self.ledger.history] if self.ledger is not None else [],
             "warm": self._warm,
             "private_inputs": self.private_inputs,  # the zone's own input files and their hashes (a deployment's loads)
         }
+        if self.config.noise_source == "seeded":
+            state["rng"] = self.rng.state  # the seeded stream's state; a secret source keeps nothing
         state.update(self.perturbation.state_arrays())
         return state
 
-    def save_checkpoint(self, directory: str | Path) -> Path:
-        """Write this zone's state after its current round to its own zone-private files in ``directory``.
+    def save_checkpoint(self, folders: ZoneFolders) -> Path:
+        """Write this zone's state after its current round to its own private folder (``checkpoint/round_T.npz`` +
+        ``.json``, no pickle, 0600 in a 0700 folder): its iterate, duals and noise never pass through the coordinator."""
+        return folders.save_state(self.zone, self.round, self.state_dict())
 
-        The zone's host writes them itself (``zone_P.private/round_T.npz`` + ``.json``, no pickle): its
-        iterate, duals and noise generator never pass through the coordinator.
-        """
-        return save_state(zone_checkpoint_path(directory, self.zone, self.round), self.state_dict())
-
-    def load_checkpoint(self, directory: str | Path, round: int) -> None:
+    def load_checkpoint(self, folders: ZoneFolders, round: int) -> None:
         """Restore the state this zone saved after round ``round`` (see :meth:`save_checkpoint`)."""
-        path = zone_checkpoint_path(directory, self.zone, round)
-        if not state_exists(path):
+        if not folders.has_state(self.zone, round):
+            path = folders.checkpoint_stem(self.zone, round)
             raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path}.json/.npz is missing)")
-        self.load_state_dict(load_state(path))
+        self.load_state_dict(folders.load_state(self.zone, round))
 
     def _check_private_inputs(self, saved: dict[str, dict]) -> None:
         """The zone checks its own input files against the hashes in its own checkpoint: a resumed run on an edited
@@ -430,9 +434,9 @@ class ZoneAgent:
                     "made (SHA-256 differs from the zone's checkpoint); restore the original file, or start a new run"
                 )
 
-    def prune_checkpoints(self, directory: str | Path, keep_round: int) -> None:
+    def prune_checkpoints(self, folders: ZoneFolders, keep_round: int) -> None:
         """Delete this zone's checkpoint files of rounds other than ``keep_round``."""
-        prune_zone_states(directory, self.zone, keep_round)
+        folders.prune(self.zone, keep_round)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["zone"]) != self.zone:
@@ -442,7 +446,8 @@ class ZoneAgent:
         self.z_last = np.asarray(state["z_last"], dtype=float)
         self.z_released = np.asarray(state["z_released"], dtype=float)
         self.lam = np.asarray(state["lam"], dtype=float)
-        self.rng.bit_generator.state = state["rng"]
+        if "rng" in state and self.config.noise_source == "seeded":  # a secret run goes on with fresh entropy
+            self.rng.state = state["rng"]
         if self.ledger is not None:
             if self.ledger.steps == 0 and state.get("ledger_history"):
                 for mechanism, steps in state["ledger_history"]:

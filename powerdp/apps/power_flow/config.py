@@ -20,6 +20,7 @@ from ...engine.consensus.updates import ETA_SCHEDULES, UPDATES
 from ...errors import ConfigError
 from ...opf.local_solver import SOLVERS, solver_class
 from ...opf.objectives import OBJECTIVES
+from ...privacy.faults import InjectedFaults, check_faults
 
 __all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS", "LINEARIZE"]
 
@@ -97,6 +98,9 @@ class RunConfig(AlgorithmChoices):
     ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
     ipopt_options: dict[str, Any] = field(default_factory=dict)  # extra Ipopt options, e.g. {"print_level": 5}
     extra: dict[str, Any] = field(default_factory=dict)  # options of the update rule (e.g. trust_radius)
+    # TEST-ONLY (powerdp.privacy.faults): a deliberately broken run, set in Python by the test suite or the audit's
+    # self-test; never read from a file or a flag (from_dict refuses it, to_dict leaves it out)
+    faults: InjectedFaults | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -204,6 +208,7 @@ class RunConfig(AlgorithmChoices):
             raise bad("seed", "must be a non-negative integer, or unset for secret noise")
         if self.checkpoint_every < 0:
             raise bad("checkpoint_every", "must be >= 0 (0 turns checkpoints off)")
+        check_faults(self.faults)
         self.rounds = int(self.rounds)
         self.local_updates = int(self.local_updates)
         return self
@@ -310,15 +315,19 @@ class RunConfig(AlgorithmChoices):
 
     # ------------------------------------------------------------ conversion
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        d.pop("faults")  # test-only: never written, so never read back
+        return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "configuration") -> RunConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = {f.name for f in dataclasses.fields(cls)} - {"faults"}  # test-only: set in Python, never from a file
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
         return cls(**data)
 
     def replace(self, **changes: Any) -> RunConfig:
-        return RunConfig.from_dict({**self.to_dict(), **changes})
+        faults = changes.pop("faults", self.faults)
+        new = RunConfig.from_dict({**self.to_dict(), **changes})
+        return new if faults is None else dataclasses.replace(new, faults=faults)

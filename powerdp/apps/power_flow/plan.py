@@ -19,6 +19,7 @@ import numpy as np
 
 from ...engine.backends import AgentSpec
 from ...errors import ConfigError, ModelError, PowerDPError
+from ...files.zone_folders import LEGACY_TEST_ONLY, ZoneFolders, deployment_folders, new_run_id, simulation_folders
 from ...grid.loading import load_case
 from ...grid.network import Network
 from ...grid.partition import Partition
@@ -50,11 +51,12 @@ class RunPlan:
     reference: bool  # solve the centralized problem for the gap (the simulation's evaluation)
     record: RunRecord | None  # the run directory (None: no output)
     resume: bool
+    folders: ZoneFolders | None  # where each zone keeps its private files (None: no output)
 
 
 def plan_run(config: RunConfig, network: Network | None = None, partition: Partition | None = None,
              out: Path | None = None, resume: bool = False, reference: bool = True,
-             status: Callable[[str], None] | None = None) -> RunPlan:
+             status: Callable[[str], None] | None = None, zone_layout: str | None = None) -> RunPlan:
     """Plan a run (module docstring); ``out`` is an output directory already checked and locked."""
     say = status or (lambda msg: None)
     record = RunRecord(out, COORDINATOR_COLUMNS, HISTORY_COLUMNS) if out is not None else None
@@ -83,6 +85,7 @@ def plan_run(config: RunConfig, network: Network | None = None, partition: Parti
     config = resolve_config(config, net)
     if resume:
         check_resume_config(resolve_config(saved, net), config, out)
+    folders = zone_folders_of(config, out, resume, zone_layout, record)
     _check_costs(net, config)
     _warn_large_step(config)
     if partition is None and resume and (out / "partition.csv").is_file():  # the zones the run was made with
@@ -97,7 +100,7 @@ def plan_run(config: RunConfig, network: Network | None = None, partition: Parti
     zone_maps = tuple(np.array([key_index[k] for k in by_zone[p]], dtype=np.int64) for p in range(part.n_zones))
     specs = tuple(AgentSpec(zone=p, own_buses=part.own_buses(p), shared_keys=tuple(by_zone[p])) for p in range(part.n_zones))
     return RunPlan(config=config, network=net, partition=part, shared_keys=tuple(keys), zone_maps=zone_maps, specs=specs,
-                   reference=bool(reference and config.evaluate), record=record, resume=resume)
+                   reference=bool(reference and config.evaluate), record=record, resume=resume, folders=folders)
 
 
 
@@ -111,6 +114,56 @@ DEFAULT_RHO = 100.0
 
 
 EXACT_COST_RHO_FACTOR = 0.25  # ρ = 0.25 × the median marginal cost ($/h per p.u.), see default_rho
+
+
+def zone_folders_of(config: RunConfig, out_dir: Path | None, resume: bool, layout: str | None = None,
+                    record: RunRecord | None = None) -> ZoneFolders | None:
+    """Where the run's zones keep their private files (:mod:`powerdp.files.zone_folders`); None without an output
+    directory (nothing is written). A simulation's are ``OUT/zones.private/zone_P``; a deployment's are in each zone's
+    own ``DEP/zone_P.private/runs/RUN``, RUN a fresh id (resumed: the one in the checkpoint). ``layout`` (tests only)
+    selects the layout of earlier versions, which the file audit must catch."""
+    if out_dir is None:
+        return None
+    if layout == LEGACY_TEST_ONLY:
+        return ZoneFolders(str(out_dir), LEGACY_TEST_ONLY)
+    if layout is not None:
+        raise ValueError(f"unknown zone layout {layout!r}")
+    old = sorted((out_dir / "checkpoint").glob("zone_*.private")) if resume else []
+    if config.deployment is None:
+        if old:
+            _move_old_zone_states(out_dir, old)
+        return simulation_folders(out_dir)
+    record = record or RunRecord(out_dir, COORDINATOR_COLUMNS)
+    run = record.load_checkpoint()[0].get("zone_run") if resume else new_run_id()
+    if resume and (old or not run):
+        raise ConfigError(
+            f"{out_dir} was written by an earlier powerdp whose zone processes kept their state in the coordinator's "
+            f"directory ({old[0] if old else out_dir / 'checkpoint'}); it is not resumed from there: remove "
+            "that folder and start the run again"
+        )
+    return deployment_folders(config.deployment, run)
+
+
+def _move_old_zone_states(out_dir: Path, old: list[Path]) -> None:
+    """A simulation run directory of an earlier version (zone states in ``checkpoint/zone_P.private``): its zones'
+    states move into ``zones.private/zone_P/checkpoint``, closed to 0700/0600, before the run resumes."""
+    import os
+    import shutil
+
+    from ...files.private import DIR_MODE, FILE_MODE, private_dir
+
+    folders = simulation_folders(out_dir)
+    for d in old:
+        zone = int(d.name.removeprefix("zone_").removesuffix(".private"))
+        target = folders.checkpoint_dir(zone)
+        private_dir(target.parent)
+        if target.exists():
+            shutil.rmtree(target)
+        os.chmod(d, DIR_MODE)
+        for f in d.iterdir():
+            os.chmod(f, FILE_MODE)
+        d.rename(target)
+    shutil.rmtree(out_dir / "zones", ignore_errors=True)  # the old zones/ (solutions, statistics): written anew
 
 
 def bundled_case_name(case: Any) -> str | None:

@@ -15,9 +15,11 @@ A :class:`RunResult` saves to a directory holding the run's two views apart, nev
         generators.csv, buses.csv, branches.csv, zones.csv
                                   the final point in physical units, with the loads (powerdp.opf.tables)
         pandapower.json           the dispatch written into a copy of a pandapower source network
-    DIR/zones/zone_P.csv          each zone's final solution (variable, index, value): zone-private
+    DIR/zones.private/zone_P/     zone P's own files (0700, files 0600; powerdp.files.zone_folders): solution.csv
+                                  (its final solution: variable, index, value), stats.csv, checkpoint/ (a simulation
+                                  only: a deployment's zones keep theirs in DEP/zone_P.private/runs/RUN on their hosts)
     DIR/checkpoint/               what --resume needs: the coordinator's state and history columns (state.*),
-                                  the evaluation's history columns (evaluation.*), each zone's private folder
+                                  the evaluation's history columns (evaluation.*)
 
 :meth:`RunResult.load` reads it back, and reads run directories of earlier versions too (their
 top-level ``history.csv``, ``summary.json``, ``consensus.csv`` and tables: :data:`LEGACY_FILES`).
@@ -37,6 +39,7 @@ import pandas as pd
 from ...errors import ConfigError
 from ...files.atomic import atomic_to_csv, atomic_write_text
 from ...files.jsonable import jsonable
+from ...files.zone_folders import simulation_folders
 from ...opf.tables import Dispatch, ResultTables
 from ...runs import views
 from ...runs.views import (
@@ -70,7 +73,7 @@ COORDINATOR_KEYS = (
     "case", "algorithm", "objective", "n_zones", "n_shared", "load_values", "rounds", "stopped", "shedding_weight",
     "final_feasibility", "final_dual_residual", "wall_s", "setup_s", "local_solver", "epsilon_total", "epsilon_per_step",
     "epsilon_basic", "target_epsilon", "target_delta", "private", "noise_source", "privacy_warnings", "backend", "hosts",
-    "resumed_from",
+    "resumed_from", "zone_run",
 )
 
 HISTORY_COLUMNS = [
@@ -201,7 +204,7 @@ class RunResult:
         """Write the run into ``directory``, each view in its own folder (the module's docstring)."""
         d = Path(directory)
         coord, evaluation = d / COORDINATOR_VIEW, d / EVALUATION_VIEW
-        for sub in (d / "zones", coord, evaluation):
+        for sub in (coord, evaluation):
             sub.mkdir(parents=True, exist_ok=True)
         # each file written whole or not at all (files/atomic.py): a full disk keeps the last good copy and names the file
         atomic_write_text(d / "config.json", json.dumps(jsonable(self.config.to_dict()), indent=2) + "\n")
@@ -219,9 +222,10 @@ class RunResult:
             "view": VIEW_LABELS[EVALUATION_VIEW],
             "summary": views["simulation_evaluation"],
         }), indent=2) + "\n")
+        folders = simulation_folders(d)  # the simulation's evaluation holds every zone's solution: zone-private files
         for zone, sol in self.zone_solutions.items():
             keys = list(sol)
-            atomic_to_csv(_key_frame(keys, [sol[k] for k in keys]), d / "zones" / f"zone_{zone}.csv", index=False)
+            folders.write_csv(_key_frame(keys, [sol[k] for k in keys]), folders.solution_path(zone))
         if self.tables is not None:
             self.tables.save(evaluation)
         remove_legacy_files(d)
@@ -249,9 +253,13 @@ class RunResult:
         cons = read_file(coord / "consensus.csv", lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
         keys = [(v, _index(i)) for v, i in zip(cons["variable"], cons["index"])]
         sols = {}
-        for f in sorted((d / "zones").glob("zone_*.csv")):
+        folders = simulation_folders(d)
+        files = {int(f.parent.name.split("_")[1]): f for f in folders.root_path.glob("zone_*/solution.csv")}
+        for f in (d / "zones").glob("zone_*.csv"):  # earlier versions' zones/zone_P.csv
+            files.setdefault(int(f.stem.split("_")[1]), f)
+        for zone, f in sorted(files.items()):
             frame = read_file(f, lambda p: pd.read_csv(p, float_precision="round_trip"), ["variable", "index", "value"])
-            sols[int(f.stem.split("_")[1])] = {
+            sols[zone] = {
                 (v, _index(i)): float(x) for v, i, x in zip(frame["variable"], frame["index"], frame["value"])
             }
         privacy = {int(k): v for k, v in (data.get("privacy") or {}).items()}

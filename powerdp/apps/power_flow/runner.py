@@ -62,6 +62,7 @@ def run_distributed(
     status: Callable[[str], None] | None = None,
     ac_check: bool = False,
     observe: Callable[[list[ZoneUpdate]], None] | None = None,
+    _zone_layout: str | None = None,
 ) -> RunResult | None:
     """Run the (private) distributed ADMM of docs/algorithm.md and return its :class:`RunResult`.
 
@@ -85,6 +86,12 @@ def run_distributed(
         ``summary["ac_check"]``; docs/operating_point.md). Needs ``config.evaluate``.
     observe: called with the zones' :class:`ZoneUpdate` messages of every round, round 0 (the initial
         projection) included: exactly what the coordinator receives (``powerdp audit`` records them).
+    _zone_layout: TEST-ONLY: ``"legacy-test-only"`` writes the zones' files where earlier versions did (under
+        ``out``, default permissions), for the tests that show the file audit catching it. Never in a real run.
+
+    Each zone keeps its checkpoints, solution and statistics in a private folder of its own (0700, files 0600;
+    :mod:`powerdp.files.zone_folders`): ``out/zones.private/zone_P`` in a simulation, ``DEP/zone_P.private/runs/RUN``
+    on the zone's own host in a deployment (nothing of a zone under ``out``).
 
     With ``config.evaluate`` the result holds the final point in physical units
     (``result.generators``, ``.buses``, ``.branches``, ``.zones``), saved as CSVs in ``out``;
@@ -99,17 +106,20 @@ def run_distributed(
         )
     # the backend decides how the run starts (under MPI only rank 0 coordinates; docs/contributing.md)
     return launch(
-        config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check, observe)
+        config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check,
+                                    observe, _zone_layout)
     )
 
 
 def _locked_run(
     config, network, partition, out, resume, progress, reference, overwrite, status, ac_check=False, observe=None,
+    zone_layout=None,
 ) -> RunResult:
     if out is None:
         if resume:
             raise ConfigError("resume needs the output directory of the run")
-        return _run(plan_run(config, network, partition, None, False, reference, status), progress, status, ac_check, observe)
+        return _run(plan_run(config, network, partition, None, False, reference, status, zone_layout), progress, status, ac_check,
+                    observe)
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"output directory {out_dir} is an existing file, not a directory")
@@ -118,7 +128,8 @@ def _locked_run(
     ensure_dir(out_dir)
     with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(plan_run(config, network, partition, out_dir, resume, reference, status), progress, status, ac_check, observe)
+        return _run(plan_run(config, network, partition, out_dir, resume, reference, status, zone_layout), progress, status,
+                    ac_check, observe)
 
 
 def _checked(observe):
@@ -165,7 +176,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
         if plan.resume:
             state, saved = record.load_checkpoint()
             coordinator.load_state_dict(state)
-            backend.load_checkpoint(str(record.checkpoint_dir), coordinator.round)
+            backend.load_checkpoint(plan.folders, coordinator.round)
             history = [_renamed(row) for row in saved]  # checkpoints of older versions
             _start_files(record, config, part, history)  # drop rounds logged after the checkpoint, and a stale failure
             log.info("resuming %s at round %d", record.directory, coordinator.round + 1)
@@ -214,10 +225,11 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
             return RunFailed(f"run stopped in round {t}: {detail}{kept}", result, exc)
 
         def checkpoint(rows):
-            # each zone writes its own zone_Z.private/round_T files on its host (its state never reaches the coordinator)
-            record.save_checkpoint(coordinator.state_dict(), rows, coordinator.round,
-                                   agents=lambda d: backend.save_checkpoint(str(d)),
-                                   prune=lambda d: backend.prune_checkpoints(str(d), coordinator.round))
+            # each zone writes its own checkpoint/round_T files into its private folder on its host (plan.folders: never
+            # under the coordinator's views); the deployment's run id names those folders: a resumed run finds them again
+            record.save_checkpoint({**coordinator.state_dict(), "zone_run": plan.folders.run}, rows, coordinator.round,
+                                   agents=lambda d: backend.save_checkpoint(plan.folders),
+                                   prune=lambda d: backend.prune_checkpoints(plan.folders, coordinator.round))
 
         tol = config.tol_primal > 0 or config.tol_dual > 0
         rounds = Rounds(
@@ -227,9 +239,11 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
         stopped = run_rounds(rounds, start_round, config.rounds, history, record, config.checkpoint_every, progress, plan.resume)
         result = partial(history, stopped, complete=True)
         result.summary["resumed_from"] = start_round - 1 if plan.resume else None
+        if plan.folders is not None and plan.folders.run:  # names each zone's folder DEP/zone_P.private/runs/RUN on its host
+            result.summary["zone_run"] = plan.folders.run
         result.summary["reference_s"] = reference_s
         if record is not None and not config.evaluate:
-            backend.save_solutions(str(record.directory / "zones"))  # each zone's host writes its own solution
+            backend.save_solutions(plan.folders)  # each zone's host writes its own solution into its private folder
     finally:
         backend.close()
     out_dir = record.directory if record is not None else None

@@ -5,6 +5,7 @@
     DIR/public/network.npz, network.json   the network with every load removed (NaN): what the coordinator gets
     DIR/public/partition.csv               the zones (public)
     DIR/zone_P.private/loads.csv           zone P's own loads (bus, pd, qd in p.u.): only zone P's operator gets it
+                                           (the folder created 0700, the file 0600: powerdp.files.private)
 
 A run with ``RunConfig.deployment = DIR`` (``powerdp run --deployment DIR``) loads only the public part on
 the coordinator's side (:func:`load_public_network`: its loads are NaN, so nothing can use them), and every
@@ -23,6 +24,7 @@ import pandas as pd
 
 from ...errors import ConfigError
 from ...files.checkpoint import load_state, save_state, state_exists
+from ...files.private import write_private_csv
 from ...grid.network import DCLines, Network
 
 __all__ = ["split_case", "load_public_network", "zone_network", "zone_loads_path", "public_dir", "public_partition_path"]
@@ -61,10 +63,8 @@ def split_case(net: Network, part, directory: str | Path) -> list[Path]:
     written.append(part.to_csv(public_partition_path(d)))
     for z in range(part.n_zones):
         own = part.own_buses(z)
-        path = zone_loads_path(d, z)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame({"bus": net.bus_ids[own], "pd": net.pd[own], "qd": net.qd[own]}).to_csv(path, index=False)
-        written.append(path)
+        frame = pd.DataFrame({"bus": net.bus_ids[own], "pd": net.pd[own], "qd": net.qd[own]})
+        written.append(write_private_csv(frame, zone_loads_path(d, z), index=False))  # 0600 in a 0700 folder
     return written
 
 

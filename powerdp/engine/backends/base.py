@@ -18,7 +18,7 @@ from ..consensus.messages import ConsensusMessage, ZoneUpdate
 from ..consensus.settings import ConsensusSettings
 
 __all__ = ["AgentSpec", "Backend", "HostedBackend", "WorkerError", "assign_zones", "build_agents", "private_view", "serve",
-           "restore_zone", "peak_rss_mb", "single_threaded_pools"]
+           "restore_zone", "peak_rss_mb", "single_threaded_pools", "zone_failure", "ZONE_FAILED"]
 
 
 @dataclass(frozen=True)
@@ -43,18 +43,46 @@ def private_view(net: Network, own_buses: np.ndarray) -> Network:
     return net.with_loads(np.where(keep, net.pd, 0.0), np.where(keep, net.qd, 0.0))
 
 
-def restore_zone(agent, directory: str, round: int) -> None:
+def restore_zone(agent, folders, round: int) -> None:
     """``agent.load_checkpoint`` with an error naming the zone's file when it is missing or unreadable."""
-    from ...files.checkpoint import zone_checkpoint_path
 
     try:
-        agent.load_checkpoint(directory, round)
+        agent.load_checkpoint(folders, round)
     except PowerDPError:
         raise
     except Exception as exc:  # noqa: BLE001 - unpickling a damaged file raises anything
-        path = zone_checkpoint_path(directory, agent.zone, round)
+        path = folders.checkpoint_stem(agent.zone, round)
         what = "is missing" if isinstance(exc, FileNotFoundError) else f"is not a readable checkpoint ({type(exc).__name__}: {exc})"
         raise ConfigError(f"cannot resume zone {agent.zone}: {path} {what}") from None
+
+
+#: the error kind a deployment's zone host sends instead of its failure: "zone P failed", nothing else crosses
+ZONE_FAILED = "ZoneFailed"
+
+
+def zone_failure(config: ConsensusSettings, zones, exc: BaseException, detail: str) -> tuple[str, str] | None:
+    """In a deployment, a zone's failure crosses as "zone P failed" only: the detail (solver status, iteration
+    count, traceback) goes to the zone's own log (``DEP/zone_P.private/log.txt``, 0600), and this returns the
+    (kind, message) to send. Bad input (exit status 2: a missing checkpoint, a damaged load file) crosses as it
+    is; outside a deployment this returns None (a simulation reports the detail in its evaluation)."""
+    if config.deployment is None or (isinstance(exc, PowerDPError) and exc.exit_status == 2):
+        return None
+    import time
+
+    from ...files.private import private_dir
+    from ...files.zone_folders import zone_log_path
+
+    for z in zones:
+        path = zone_log_path(config.deployment, z)
+        try:
+            private_dir(path.parent)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as fh:
+                fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} zone {z} failed: {type(exc).__name__}: {exc}\n{detail}\n")
+        except OSError:  # the log is the zone's own business: its failure is reported all the same
+            pass
+    names = ", ".join(str(z) for z in zones)
+    return ZONE_FAILED, f"zone {names} failed"
 
 
 def peak_rss_mb() -> float:
@@ -113,20 +141,21 @@ class Backend:
     def diagnostics(self, with_solution: bool = False) -> list:
         raise NotImplementedError
 
-    def save_checkpoint(self, directory: str) -> None:
-        """Every zone writes its own state file into ``directory`` (on its own host)."""
+    def save_checkpoint(self, folders) -> None:
+        """Every zone writes its own state into its private folder (``folders``: a
+        :class:`~powerdp.files.zone_folders.ZoneFolders`), on its own host."""
         raise NotImplementedError
 
-    def load_checkpoint(self, directory: str, round: int) -> None:
+    def load_checkpoint(self, folders, round: int) -> None:
         """Every zone restores the state it saved after ``round``."""
         raise NotImplementedError
 
-    def prune_checkpoints(self, directory: str, round: int) -> None:
+    def prune_checkpoints(self, folders, round: int) -> None:
         """Every zone deletes its state files of other rounds than ``round``."""
         raise NotImplementedError
 
-    def save_solutions(self, directory: str) -> None:
-        """Every zone writes its released solution into ``directory`` (on its own host)."""
+    def save_solutions(self, folders) -> None:
+        """Every zone writes its released solution and its own statistics into its private folder (on its own host)."""
         raise NotImplementedError
 
     def setup_times(self) -> dict[int, dict[str, float]]:
@@ -213,18 +242,20 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consens
                     try:
                         agents[z].save_checkpoint(arg)
                     except OSError as exc:  # a full disk: named, and reported as an output error (exit 2), not a failed run
-                        raise _errors.OutputError(f"cannot write {exc.filename or f'the checkpoint of zone {z} in {arg}'}: {exc.strerror or exc}") from None
+                        if isinstance(exc, _errors.OutputError):
+                            raise
+                        raise _errors.OutputError(f"cannot write {exc.filename or f'the checkpoint of zone {z}'}: {exc.strerror or exc}") from None
                 out = None
             elif cmd == "restore":
-                directory, rnd = arg
+                folders, rnd = arg
                 for z in sorted(agents):
                     zone = z
-                    restore_zone(agents[z], directory, rnd)
+                    restore_zone(agents[z], folders, rnd)
                 out = None
             elif cmd == "prune":
-                directory, rnd = arg
+                folders, rnd = arg
                 for z in sorted(agents):
-                    agents[z].prune_checkpoints(directory, rnd)
+                    agents[z].prune_checkpoints(folders, rnd)
                 out = None
             elif cmd == "solutions":
                 for z in sorted(agents):
@@ -240,8 +271,14 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consens
             zone = None
             send(("ok", out))
     except Exception as exc:  # report every failure to the coordinator's side, then stop
+        tb = traceback.format_exc()
+        zones = [zone] if zone is not None else sorted(s.zone for s in specs)
+        redacted = zone_failure(config, zones, exc, tb)
         try:
-            send(("error", (type(exc).__name__, str(exc), zone, traceback.format_exc())))
+            if redacted is not None:  # a deployment: only "zone P failed" crosses
+                send(("error", (*redacted, zone, "")))
+            else:
+                send(("error", (type(exc).__name__, str(exc), zone, tb)))
         except Exception:
             pass
 
@@ -269,6 +306,8 @@ class HostedBackend(Backend):
         status, payload = self._recv_raw(h, what)
         if status == "error":
             kind, msg, zone, tb = payload
+            if kind == ZONE_FAILED:  # a deployment's zone: its own log keeps the details
+                raise WorkerError(f"{msg} (on {self._host_name(h)}; the zone's own log keeps the details)")
             bad_input = getattr(_errors, kind, None)
             if isinstance(bad_input, type) and issubclass(bad_input, PowerDPError) and bad_input.exit_status == 2:
                 raise bad_input(msg)  # bad input found on a host (an Ipopt option, a checkpoint file): not a failed run
@@ -297,8 +336,8 @@ class HostedBackend(Backend):
     def diagnostics(self, with_solution: bool = False) -> list:
         return self._merge(self._call("diag", [with_solution] * self.n_hosts))
 
-    def save_checkpoint(self, directory: str) -> None:
-        self._call_all("save", [str(directory)] * self.n_hosts)
+    def save_checkpoint(self, folders) -> None:
+        self._call_all("save", [folders] * self.n_hosts)
 
     def _call_all(self, cmd: str, args_per_host: Sequence[Any]) -> list[Any]:
         """As :meth:`_call`, but every host's answer is awaited before the first error is raised: a write that
@@ -315,14 +354,14 @@ class HostedBackend(Backend):
             raise first
         return answers
 
-    def load_checkpoint(self, directory: str, round: int) -> None:
-        self._call("restore", [(str(directory), int(round))] * self.n_hosts)
+    def load_checkpoint(self, folders, round: int) -> None:
+        self._call("restore", [(folders, int(round))] * self.n_hosts)
 
-    def prune_checkpoints(self, directory: str, round: int) -> None:
-        self._call("prune", [(str(directory), int(round))] * self.n_hosts)
+    def prune_checkpoints(self, folders, round: int) -> None:
+        self._call("prune", [(folders, int(round))] * self.n_hosts)
 
-    def save_solutions(self, directory: str) -> None:
-        self._call("solutions", [str(directory)] * self.n_hosts)
+    def save_solutions(self, folders) -> None:
+        self._call("solutions", [folders] * self.n_hosts)
 
     def host_memory(self) -> list[float]:
         return [float(m) for m in self._call("memory")]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from ...privacy import MECHANISMS, GaussianMechanism, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
+from ...privacy.sampler import snap
 
 if TYPE_CHECKING:
     from .settings import ConsensusSettings
@@ -108,8 +109,8 @@ class ObjectivePerturbation(Perturbation):
         self.ledger = _ledger(config, self.mechanism, zone)
 
     def perturb_objective(self, c: np.ndarray) -> float:
-        xi = self.mechanism.sample(self.rng, len(self.noise_cols))
-        c[self.noise_cols] += xi
+        # the mechanism is fl(g + ξ) on the noise support: g is put on the sampler's grid first, so g + ξ is exact
+        c[self.noise_cols], xi = self.mechanism.release(c[self.noise_cols], self.rng)
         return noise_magnitude(xi)
 
     def end_round(self, steps: int) -> None:
@@ -138,8 +139,8 @@ class OutputPerturbation(Perturbation):
         self.mechanism = _mechanism(self.config, self._sensitivity(t))
 
     def perturb_output(self, z: np.ndarray) -> tuple[np.ndarray, float]:
-        xi = self.mechanism.sample(self.rng, self.n)
-        return z + xi, noise_magnitude(xi)
+        released, xi = self.mechanism.release(z, self.rng)
+        return released, noise_magnitude(xi)
 
     def end_round(self, steps: int) -> None:
         self.ledger.record(steps, mechanism=self.mechanism)
@@ -171,7 +172,9 @@ class InputPerturbation(Perturbation):
         self.xi = self.mechanism.sample(rng, len(noise_cols))
 
     def perturb_objective(self, c: np.ndarray) -> float:
-        c[self.noise_cols] += self.xi
+        # ξ lies on the mechanism's grid; the linear term is put on it too, so c + ξ is exact (the sampler's rule)
+        gamma = self.mechanism.grid
+        c[self.noise_cols] = snap(c[self.noise_cols], gamma) * gamma + self.xi
         return noise_magnitude(self.xi)
 
     def state_arrays(self) -> dict[str, np.ndarray]:

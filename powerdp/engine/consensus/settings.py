@@ -24,7 +24,8 @@ class ConsensusSettings(Protocol):
     target_delta: float | None
     noise_source: str | None
     claim_holds: bool
-    # where the agents run
+    # where the agents run; a deployment's directory (None in a simulation): there only "zone P failed" crosses
+    deployment: str | None
     backend: str
     workers: int | None
     rank_timeout: float

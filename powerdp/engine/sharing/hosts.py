@@ -12,6 +12,7 @@ written by each agent on its own host as ``agent_M_round_T.npz`` (arrays) +
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...files import checkpoint
+from ...files.zone_folders import agent_checkpoint_stem, prune_agent_checkpoints
 from ..backends.base import HostedBackend, assign_zones, single_threaded_pools
 from ..backends.process import PipeHosts, start_context
 
@@ -52,14 +54,29 @@ def build(spec: SharingAgentSpec):
 # --------------------------------------------------------------------------- state files
 
 
-def agent_path(directory: str | Path, agent: int, round: int) -> Path:
-    return Path(directory) / f"agent_{agent}_round_{round}"
+def agent_path(out: str | Path, agent: int, round: int, kind: str = "agent") -> Path:
+    """Agent ``agent``'s state after ``round``: in its own private folder, ``OUT/{kind}s.private/{kind}_M/checkpoint``
+    (``kind``: ``"agent"`` for market and vertical agents, ``"client"`` for federated learning clients)."""
+    return agent_checkpoint_stem(out, kind, agent, round)
 
 
-def save_state(stem: str | Path, state: dict) -> None:
-    """``state = {"arrays": {name: array}, "meta": JSON}`` → ``stem.npz`` + ``stem.json``, each written whole
-    (the one checkpoint writer, :mod:`powerdp.files.checkpoint`)."""
-    checkpoint.save_state(stem, flat_state(state))
+def legacy_agent_path(out: str | Path, agent: int, round: int, kind: str = "agent") -> Path:
+    """Where earlier versions kept it, beside the coordinator's state (read to resume their runs, never written)."""
+    return Path(out) / "checkpoint" / f"{kind}_{agent}_round_{round}"
+
+
+def save_state(stem: str | Path, state: dict, private: bool = False) -> None:
+    """``state = {"arrays": {name: array}, "meta": JSON}`` → ``stem.npz`` + ``stem.json``, each atomically;
+    ``private``: an agent's own state, 0600 files in a 0700 folder (:mod:`powerdp.files.private`)."""
+    stem = Path(stem)
+    if private:
+        from ...files.private import write_private
+
+        write_private(stem.with_name(stem.name + ".npz"),
+                      lambda fh: np.savez(fh, **{k: np.asarray(v) for k, v in state["arrays"].items()}), binary=True)
+        write_private(stem.with_name(stem.name + ".json"), lambda fh: fh.write(json.dumps(state["meta"])))
+        return
+    checkpoint.save_state(stem, flat_state(state))  # the one checkpoint writer (files/checkpoint.py)
 
 
 def load_state(stem: str | Path) -> dict:
@@ -81,11 +98,15 @@ def nested_state(state: dict) -> dict:
             "meta": {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}}
 
 
-def _prune(directory: str, agent: int, keep_round: int) -> None:
-    keep = {agent_path(directory, agent, keep_round).name + ext for ext in (".npz", ".json")}
-    for p in Path(directory).glob(f"agent_{agent}_round_*"):
-        if p.name not in keep:
-            p.unlink(missing_ok=True)
+def _prune(out: str, agent: int, keep_round: int, kind: str = "agent") -> None:
+    prune_agent_checkpoints(out, kind, agent, keep_round)
+    for p in (Path(out) / "checkpoint").glob(f"{kind}_{agent}_round_*"):  # an earlier version's, once resumed
+        p.unlink(missing_ok=True)
+
+
+def _kind(agent: Any) -> str:
+    """The private folder's kind an agent keeps its files under (``private_kind``; market and vertical: ``agent``)."""
+    return getattr(agent, "private_kind", "agent")
 
 
 # --------------------------------------------------------------------------- the host loop
@@ -104,20 +125,23 @@ def handle(agents: dict, cmd: str, arg: Any):
         return {a: agents[a].diagnostics(**(arg or {})) for a in order}
     if cmd == "stats":  # the simulation's evaluation only: what each agent's local step cost
         return {a: agents[a].last_stats for a in order}
-    if cmd == "save":
-        directory, rnd = arg
+    if cmd == "save":  # each agent's own state into its own private folder (arg: the run's directory)
+        out, rnd = arg
         for a in order:
-            save_state(agent_path(directory, a, rnd), agents[a].state_dict())
+            save_state(agent_path(out, a, rnd, _kind(agents[a])), agents[a].state_dict(), private=True)
         return None
     if cmd == "restore":
-        directory, rnd = arg
+        out, rnd = arg
         for a in order:
-            agents[a].load_state_dict(load_state(agent_path(directory, a, rnd)))
+            stem, legacy = agent_path(out, a, rnd, _kind(agents[a])), legacy_agent_path(out, a, rnd, _kind(agents[a]))
+            if not stem.with_name(stem.name + ".json").is_file() and legacy.with_suffix(".json").is_file():
+                stem = legacy  # a run directory of an earlier version
+            agents[a].load_state_dict(load_state(stem))
         return None
     if cmd == "prune":
         directory, rnd = arg
         for a in order:
-            _prune(directory, a, rnd)
+            _prune(directory, a, rnd, _kind(agents[a]))
         return None
     raise ValueError(f"unknown command {cmd!r}")
 
