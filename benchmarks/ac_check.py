@@ -25,12 +25,10 @@ from pathlib import Path
 
 from powerdp import RunConfig, run_distributed, solve_opf
 
-# the shared data next to the repository (/work/main -> /work/shared), or next to a worktree's parent
-PGLIB118 = next(
-    (p for p in (Path(__file__).resolve().parents[k] / "shared" / "data" / "pglib" / "pglib_opf_case118_ieee.m" for k in (2, 3))
-     if p.is_file()),
-    Path("pglib_opf_case118_ieee.m"),
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.shared_data import SHARED_DATA  # noqa: E402  (../shared/data beside the repository root)
+
+PGLIB118 = SHARED_DATA / "pglib" / "pglib_opf_case118_ieee.m"  # used when present
 
 
 def row(label: str, check, extra: dict) -> dict:

@@ -30,7 +30,10 @@ from powerdp.opf.formulation import FLOW_MODES, build_model
 from powerdp.opf.solvers import IpoptSolver
 
 CALLBACK_SHARE_TARGET = 0.15
-DEFAULT_CASE2000 = Path(__file__).resolve().parents[2] / "shared" / "data" / "pglib" / "pglib_opf_case2000_goc.m"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.shared_data import SHARED_DATA  # noqa: E402  (../shared/data beside the repository root)
+
+DEFAULT_CASE2000 = SHARED_DATA / "pglib" / "pglib_opf_case2000_goc.m"
 
 
 def run_once(case, flows: str, profile: str) -> dict:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 
@@ -29,7 +30,10 @@ from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.grid.loading import load_case
 from powerdp.opf.centralized import solve_opf
 
-DEFAULT_CASE = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "pglib" / "pglib_opf_case2000_goc.m")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.shared_data import SHARED_DATA  # noqa: E402  (../shared/data beside the repository root)
+
+DEFAULT_CASE = str(SHARED_DATA / "pglib" / "pglib_opf_case2000_goc.m")
 
 
 def main() -> None:

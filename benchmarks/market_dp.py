@@ -26,10 +26,13 @@ from powerdp.opf.dc import dc_model
 from powerdp.privacy.calibration import gaussian_noise_multiplier
 from powerdp.runs.sharing_run import SharingSettings
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.shared_data import benchmark_file  # noqa: E402  (../shared/data beside the repository root)
+
 OUT = Path(__file__).resolve().parent.parent / "docs" / "results"
-CASES = {  # case, partition, rounds, ρ factor
+CASES = {  # case (a tuple: a file of ../shared/data), partition, rounds, ρ factor
     "case118": ("case118", "case118_3areas", 100, 0.01),
-    "pglib_case30": ("/work/wt/shared/data/pglib/pglib_opf_case30_ieee.m", None, 100, 0.3),
+    "pglib_case30": (("pglib", "pglib_opf_case30_ieee.m"), None, 100, 0.3),
 }
 EPSILONS = (0.1, 1.0, 10.0, 100.0)
 BETA, DELTA, SEEDS = 0.01, 1e-5, (1, 2, 3)
@@ -52,6 +55,8 @@ def main(argv: list[str] | None = None) -> None:
     for label in args.cases:
         case, part, rounds, factor = CASES[label]
         rounds = args.rounds or rounds
+        if isinstance(case, tuple):
+            case = benchmark_file(*case, checks=f"the DP market's degradation on {label}")
         net = load_case(case)
         zones = (partition(net, part) if part else partition(net, zones=3, method="modularity")).zone_of_bus
         rho = factor * default_market_rho(dc_model(net))

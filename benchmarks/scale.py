@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -36,7 +37,10 @@ import numpy as np
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.runner import run_distributed
 
-DEFAULT_CASE = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "pglib" / "pglib_opf_case2000_goc.m")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.shared_data import SHARED_DATA  # noqa: E402  (../shared/data beside the repository root)
+
+DEFAULT_CASE = str(SHARED_DATA / "pglib" / "pglib_opf_case2000_goc.m")
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ import argparse
 import gc
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 
@@ -33,7 +34,10 @@ from powerdp.opf.conic import ClarabelSolver
 from powerdp.opf.formulation import build_model
 from powerdp.opf.solvers import IpoptSolver, option_value
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.shared_data import SHARED_DATA  # noqa: E402  (../shared/data beside the repository root)
+
+DATA = SHARED_DATA
 BIG = ("pglib_opf_case2000_goc",)
 
 

@@ -9,21 +9,9 @@ import pytest
 
 from powerdp.grid.loading import load_case
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from .shared_data import SHARED_DATA, shared_case  # noqa: F401  (../shared/data beside the repository: one helper)
 
 logging.getLogger("pyomo").setLevel(logging.ERROR)
-
-
-def shared_case(*parts: str, checks: str) -> Path:
-    """Path of a case in ../shared/data; skips the test when it is absent, saying which file is missing and
-    what the test would have checked (``checks``), so the skip summary (``-rs``) reads as a to-do list."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(
-            f"reference data {'/'.join(parts)} not found (expected at {path}: the MATPOWER/PGLib/PowerModels "
-            f"files of ../shared/data); would have checked: {checks}"
-        )
-    return path
 
 
 @pytest.fixture(scope="session")

@@ -215,7 +215,8 @@ def test_missing_command_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
         main([])
     assert info.value.code == 2
-    assert "usage: powerdp" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["powerdp: error: the following arguments are required: COMMAND; see 'powerdp --help'"]
 
 
 # ------------------------------------------------------------ console script

@@ -7,12 +7,12 @@ from scipy.optimize import linprog
 from powerdp.grid.loading import load_case
 from powerdp.opf.dc import dc_model, ptdf, solve_dc_opf
 
-PGLIB = "/work/wt/shared/data/pglib"
+from .shared_data import shared_case
 
 
 @pytest.fixture(scope="module")
 def m118():
-    return dc_model(load_case(f"{PGLIB}/pglib_opf_case118_ieee.m"))
+    return dc_model(load_case(shared_case("pglib", "pglib_opf_case118_ieee.m", checks="DC-OPF prices on PGLib case118")))
 
 
 def test_lmp_is_the_derivative_of_the_optimal_cost(m118):
@@ -29,7 +29,7 @@ def test_lmp_is_the_derivative_of_the_optimal_cost(m118):
 
 
 def test_dc_opf_matches_highs_on_case300():
-    m = dc_model(load_case(f"{PGLIB}/pglib_opf_case300_ieee.m"))
+    m = dc_model(load_case(shared_case("pglib", "pglib_opf_case300_ieee.m", checks="the DC-OPF of PGLib case300 against HiGHS")))
     res = solve_dc_opf(m)
     hg, hd = m.H[:, m.gen_bus], m.H @ m.load
     lp = linprog(m.c1, A_ub=np.vstack([hg, -hg]), b_ub=np.concatenate([m.flow_hi + hd, -(m.flow_lo + hd)]),

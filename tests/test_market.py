@@ -17,12 +17,12 @@ from powerdp.opf.dc import dc_model
 from powerdp.runs.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER, SharingSettings
 from powerdp.runs.views import read_summary
 
-PGLIB = "/work/wt/shared/data/pglib"
+from .shared_data import shared_case
 
 
 @pytest.fixture(scope="module")
 def case30():
-    net = load_case(f"{PGLIB}/pglib_opf_case30_ieee.m")
+    net = load_case(shared_case("pglib", "pglib_opf_case30_ieee.m", checks="the zonal DC market on PGLib case30"))
     return net, partition(net, zones=3, method="modularity").zone_of_bus
 
 

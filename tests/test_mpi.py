@@ -143,9 +143,9 @@ def public(directory):
     seen["public_loads_nan"] = bool(np.isnan(net.pd).all() and np.isnan(net.qd).all())
     return net
 
-def zone(directory, z, public=None):
+def zone(directory, z, *rest):
     seen["zones"].append(int(z))
-    return real_zone(directory, z, public)
+    return real_zone(directory, z, *rest)
 
 zone_data.load_public_network, zone_data.zone_network = public, zone
 status = main(sys.argv[2:])
@@ -288,3 +288,87 @@ def test_deployment_zone_ranks_write_nothing_under_out_and_resume_bit_identicall
         cols = [c for c in got.columns if c != "wall_s"]
         pd.testing.assert_frame_equal(got[cols], want[cols], check_exact=True)
     assert np.isfinite(sim.history["feasibility"]).all()
+
+
+class _FailingComm:
+    """A communicator whose sends to ``dead`` fail, as MPI reports a peer that died on some transports."""
+
+    def __init__(self, dead: int):
+        self.dead, self.sent = dead, []
+
+    def isend(self, obj, dest, tag):
+        if dest == self.dead:
+            raise RuntimeError(f"MPI error: rank {dest} is gone")
+        self.sent.append(dest)
+        return _Done()
+
+
+class _Done:
+    def Test(self):
+        return True
+
+
+def test_heartbeats_go_on_when_a_send_to_a_dead_rank_fails():
+    """Issue 25 item 5: the heartbeat thread died with the first failed send to a lost rank; the other ranks then
+    heard nothing from rank 0, aborted the job and killed rank 0 before it wrote failure.txt or said a word."""
+    from powerdp.engine.backends.mpi import Liveness
+
+    comm = _FailingComm(dead=2)
+    live = Liveness(comm, [1, 2], timeout=0.5)  # a beacon every 0.05 s
+    try:
+        time.sleep(0.4)
+        assert live._thread.is_alive()
+        assert 2 in live.lost  # noticed at once, not after the timeout
+        before = comm.sent.count(1)
+        time.sleep(0.3)
+        assert comm.sent.count(1) > before  # rank 1 still hears rank 0
+    finally:
+        live.stop()
+
+
+# Rank 2 dies in round 3; from then on rank 0's beacons to it fail (as on transports that notice a dead peer).
+FAILING_BEACONS = DYING_RANK.replace("sys.exit(main(sys.argv[1:]))", """
+if MPI.COMM_WORLD.Get_rank() == 0:
+    import pathlib
+    from powerdp.engine.backends import mpi as backend
+
+    marker = pathlib.Path(os.environ["DEAD_MARKER"])
+    real_init = backend.Liveness.__init__
+
+    class Comm:
+        def __init__(self, comm):
+            self.comm = comm
+
+        def isend(self, obj, dest, tag):
+            if dest == 2 and marker.exists():
+                raise MPI.Exception(MPI.ERR_OTHER)
+            return self.comm.isend(obj, dest=dest, tag=tag)
+
+        def __getattr__(self, name):
+            return getattr(self.comm, name)
+
+    def init(self, comm, peers, timeout):
+        real_init(self, Comm(comm), peers, timeout)
+
+    backend.Liveness.__init__ = init
+sys.exit(main(sys.argv[1:]))
+""").replace("        os._exit(9)", "        open(os.environ['DEAD_MARKER'], 'w').close()\n        os._exit(9)")
+
+
+def test_a_lost_rank_whose_beacons_fail_is_recorded_by_rank_zero(tmp_path):
+    exe = _mpiexec()
+    script = tmp_path / "failing_beacons.py"
+    script.write_text(FAILING_BEACONS)
+    out = tmp_path / "run"
+    args = ["case14", "--zones", "3", "--algorithm", "objl", "--epsilon", "0.3", "--rounds", "6", "--seed", "2", "--no-reference"]
+    env = {**__import__("os").environ, "DEAD_MARKER": str(tmp_path / "rank2_died")}
+    proc = subprocess.run(
+        [exe, "-disable-auto-cleanup", "-n", "3", sys.executable, str(script), "--quiet", "run", *args,
+         "--backend", "mpi", "--checkpoint-every", "1", "--rank-timeout", "10", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert (tmp_path / "rank2_died").exists()
+    assert proc.returncode == 1, proc.stderr[-2000:]  # rank 0's own status, not a job killed by signal 9
+    failure = (out / "failure.txt").read_text()
+    assert "round 3" in failure and "MPI rank 2 (zones [" in failure, failure
+    assert "lost the coordinator" not in proc.stderr and "Exception in thread" not in proc.stderr, proc.stderr[-2000:]

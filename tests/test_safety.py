@@ -471,7 +471,9 @@ def test_partition_into_a_closed_pipe_is_quiet():
 
 
 def test_exit_statuses(tmp_path, monkeypatch, capsys):
-    assert main(["run", "case14", "--rounds", "0"]) == 2  # bad input
+    with pytest.raises(SystemExit) as info:  # bad input, refused as the command line is parsed
+        main(["run", "case14", "--rounds", "0"])
+    assert info.value.code == 2
     fail_local_solve(monkeypatch, zone=1, round=2)
     assert main(["run", "case14", "--rounds", "3", "--no-reference"]) == 1  # a failed local solve
     assert "zone 1, round 2" in capsys.readouterr().err

@@ -8,15 +8,18 @@ import sys
 import pandas as pd
 import pytest
 
+from .shared_data import SHARED_DATA, shared_case
+
 pytestmark = pytest.mark.mpi
 
-ARGS = ["run", "/work/wt/shared/data/pglib/pglib_opf_case30_ieee.m", "--zones", "3", "--model", "dc", "--algorithm", "outg",
+ARGS = ["run", str(SHARED_DATA / "pglib" / "pglib_opf_case30_ieee.m"), "--zones", "3", "--model", "dc", "--algorithm", "outg",
         "--epsilon", "1", "--delta", "1e-5", "--rounds", "25", "--seed", "11"]
 COLS = ["primal_residual", "dual_residual", "eval_cost", "eval_imbalance_mw", "eval_max_line_violation", "epsilon_spent"]
 
 
 def test_sharing_history_identical_on_serial_process_mpi(tmp_path):
     pytest.importorskip("mpi4py")
+    shared_case("pglib", "pglib_opf_case30_ieee.m", checks="a seeded DC market run bit-identical on serial, process and MPI")
     exe = shutil.which("mpiexec") or shutil.which("mpirun")
     if exe is None:
         pytest.skip("mpiexec not found")

@@ -21,11 +21,13 @@ import textwrap
 from .._version import __version__
 from ..errors import Interrupted, PowerDPError
 from ..runs.inputs import forget_noted
+from .args import Parser
 from .audit import AUDIT_DESCRIPTION, MIN_RUNS, add_audit_parser, cmd_audit
 from .common import EXIT_AUDIT_FAILED, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, add_verbosity
 from .output import STDOUT_NAME, NamedStdout, json_on_stdout, route_python_warnings
 from .run import FLAG_TO_FIELD, RESUME_FLAGS, ROUND_LEGEND, RUN_DESCRIPTION, STOPPED, add_run_parser, cmd_run
 from .solve import add_solve_parsers, cmd_cases, cmd_export, cmd_partition, cmd_solve, log
+from .streams import protect_streams
 from .study import add_study_parsers, cmd_plot, cmd_sweep
 
 __all__ = [  # the names powerdp.cli had before it became a package, and the parser builders
@@ -65,13 +67,17 @@ EPILOG = textwrap.dedent(
       powerdp privacy amplification --smooth 0.18 --strong 0.18 --strong-g 0.2 --penalty 0.5
 
     exit status: 0 success; 1 a solve or run failed; 2 bad input (arguments, files,
-    output paths); 3 a privacy audit failed (powerdp audit); 130 interrupted (Ctrl-C or SIGTERM).
+    output paths, an existing output file without --force, a closed standard output);
+    3 a privacy audit failed (powerdp audit); 130 interrupted (Ctrl-C or SIGTERM).
+
+    output files: an existing output file or run directory is never replaced unless
+    --force (or --overwrite) is given; signs a terminal cannot encode are spelled in ASCII.
     """
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="powerdp",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -122,6 +128,16 @@ class _Formatter(logging.Formatter):
         return f"powerdp: {level.get(record.levelno, record.levelname.lower())}: {record.getMessage()}"
 
 
+def _not_an_interruption(record: logging.LogRecord) -> bool:
+    """A library's own report of a Ctrl-C it was interrupted by (Pyomo logs "Constructing component ... failed:
+    KeyboardInterrupt") is dropped: powerdp says "interrupted" once, exit status 130."""
+    if record.name.startswith("powerdp"):
+        return True
+    if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
+        return False
+    return "KeyboardInterrupt" not in record.getMessage()
+
+
 def setup_logging(quiet: bool, verbose: bool) -> None:
     """powerdp's messages at the asked level; other libraries' (cyipopt, pyomo, pandapower...) only when they are errors."""
     handler = logging.StreamHandler(sys.stderr)
@@ -131,6 +147,7 @@ def setup_logging(quiet: bool, verbose: bool) -> None:
         if getattr(h, "_powerdp", False):
             root.removeHandler(h)
     handler._powerdp = True
+    handler.addFilter(_not_an_interruption)
     root.addHandler(handler)
     root.setLevel(logging.ERROR)
     own = logging.ERROR if quiet else (logging.INFO if verbose else logging.WARNING)
@@ -164,6 +181,7 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
     status 3). No flag, file or environment variable can set it."""
     from ..runs.stopping import stop_signals
 
+    protect_streams()  # a character the terminal cannot encode is spelled in ASCII, never a traceback
     argv = list(sys.argv[1:] if argv is None else argv)
     from .learn import audit_as_learn
 
@@ -180,6 +198,9 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
         parser.error("-q/--quiet and -v/--verbose exclude each other")
     setup_logging(args.quiet, args.verbose)
     forget_noted()
+    if sys.stdout is None:  # started with standard output closed (`>&-`): what it prints would vanish without a word
+        print(f"powerdp: error: {STDOUT_NAME} is closed; redirect it (e.g. > FILE or > /dev/null)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if sys.stdout is not None and not isinstance(sys.stdout, NamedStdout):
         sys.stdout = NamedStdout(sys.stdout)
     try:

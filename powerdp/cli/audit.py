@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..apps.power_flow.config import ADJACENCIES, ALGORITHMS, RunConfig
 from ..errors import ConfigError
+from .args import integer, real
 from .common import EXIT_AUDIT_FAILED, EXIT_OK, _check_output_file, _status_printer, add_verbosity
 from .output import write_json
 from .run import _refuse_unused_noise_flags
@@ -98,33 +99,33 @@ def add_audit_parser(sub) -> None:
         help=f"algorithm to audit: {', '.join(ALGORITHMS)}, or UPDATE/PERTURBATION/MECHANISM (default: objl)",
     )
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--epsilon", type=float, default=0.1, metavar="E", help="privacy budget per local step (default: 0.1)")
+    budget.add_argument("--epsilon", type=real(0, lo_open=True), default=0.1, metavar="E", help="privacy budget per local step (default: 0.1)")
     budget.add_argument(
-        "--target-epsilon", type=float, metavar="E",
+        "--target-epsilon", type=real(0, lo_open=True), metavar="E",
         help="total privacy budget per zone for the whole run; the per-step noise is calibrated to it",
     )
-    p.add_argument("--delta", type=float, default=1e-2, metavar="D", help="delta per step of the Gaussian mechanism (default: 0.01)")
-    p.add_argument("--target-delta", type=float, metavar="D", help="total delta with --target-epsilon (Gaussian: required)")
-    p.add_argument("--rounds", type=int, default=5, metavar="T", help="ADMM rounds of each run (default: 5)")
-    p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
-    p.add_argument("--zones", type=int, default=2, metavar="K", help="number of zones (default: 2)")
-    p.add_argument("--zone", type=int, metavar="Z", help="the audited zone, 0..K-1 (default: that of the most influential load)")
-    p.add_argument("--bus", type=int, metavar="BUS", help="the bus (MATPOWER id) whose load moves (default: the most influential load)")
-    p.add_argument("--beta", type=float, default=0.01, help="how far the load moves, p.u. (default: 0.01, as the adjacency)")
+    p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-2, metavar="D", help="delta per step of the Gaussian mechanism (default: 0.01)")
+    p.add_argument("--target-delta", type=real(0, 1, hi_open=True), metavar="D", help="total delta with --target-epsilon (Gaussian: required)")
+    p.add_argument("--rounds", type=integer(1), default=5, metavar="T", help="ADMM rounds of each run (default: 5)")
+    p.add_argument("--local-updates", type=integer(1), default=1, metavar="E", help="local steps per round (default: 1)")
+    p.add_argument("--zones", type=integer(1), default=2, metavar="K", help="number of zones (default: 2)")
+    p.add_argument("--zone", type=integer(0), metavar="Z", help="the audited zone, 0..K-1 (default: that of the most influential load)")
+    p.add_argument("--bus", type=integer(0), metavar="BUS", help="the bus (MATPOWER id) whose load moves (default: the most influential load)")
+    p.add_argument("--beta", type=real(0, lo_open=True), default=0.01, help="how far the load moves, p.u. (default: 0.01, as the adjacency)")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound",
                    help="the audited run's sensitivity rule (default: sound); 'paper' with output perturbation is no guarantee")
     p.add_argument(
         "--adjacency", choices=list(ADJACENCIES), default="value",
         help="value: the bus's active load moves (default); bus: its active and reactive loads both move",
     )
-    p.add_argument("--runs", type=int, default=200, metavar="N", help=f"runs per dataset, at least {MIN_RUNS} (default: 200; 2N runs in all)")
-    p.add_argument("--jobs", type=int, metavar="J", help="parallel runs (default: one per core)")
-    p.add_argument("--seed", type=int, default=None, metavar="S",
+    p.add_argument("--runs", type=integer(MIN_RUNS), default=200, metavar="N", help=f"runs per dataset, at least {MIN_RUNS} (default: 200; 2N runs in all)")
+    p.add_argument("--jobs", type=integer(1), metavar="J", help="parallel runs (default: one per core)")
+    p.add_argument("--seed", type=integer(0), default=None, metavar="S",
                    help="seeded runs S, S+1, ... and the replay adversary who knows the seed (default: secret noise, as deployed)")
     p.add_argument("--deployment", action="store_true",
                    help="also audit the files of a deployment: where each zone process writes, and their permissions")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the result (bound, claim, rates, intervals, settings) as JSON")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
+    p.add_argument("--force", "--overwrite", dest="force", action="store_true", help="replace an existing --json file (refused without)")
     p.set_defaults(func=cmd_audit)
 
 
@@ -162,10 +163,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     cfg = _audit_config(args)
     if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)
         cfg = cfg.replace(faults=args._faults)
-    if args.json is not None:
-        _check_output_file(args.json, "--json")
-        if str(args.json) != "-" and args.json.exists() and not args.force:
-            raise ConfigError(f"--json {args.json} exists; give --force to overwrite it")
+    _check_output_file(args.json, "--json", args.force)
     total = 2 * args.runs
     bar = None
     progress = None

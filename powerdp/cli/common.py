@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+from .args import real
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_AUDIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
@@ -33,25 +35,20 @@ def _add_case_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _weight(text: str) -> float | str:
-    """--shedding-weight: "auto" or a number (its sign is checked with the objective)."""
-    if text == "auto":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither a number ($/h per p.u.^2) nor auto") from None
+#: --shedding-weight: "auto" or a positive number ($/h per p.u.^2)
+_weight = real(0, lo_open=True, words="a number > 0 ($/h per p.u.^2)", keywords=("auto",))
 
 
-def _check_output_file(path: Path | None, flag: str) -> None:
-    """An output file's directory is created (and the path checked) before any work is done ("-": standard output)."""
+def _check_output_file(path: Path | None, flag: str, force: bool) -> None:
+    """An output file's directory is created (and the path checked) before any work is done ("-": standard output);
+    an existing file is refused unless ``force`` (--force: the overwrite rule of every command, cli_io.OVERWRITE_RULE)."""
     if path is None or str(path) == "-":
         return
     from ..errors import ConfigError
     from ..runs.directory import ensure_dir
+    from .output import refuse_existing_output
 
-    if path.is_dir():
-        raise ConfigError(f"{flag} {path} is a directory; it names a file")
+    refuse_existing_output(path, flag, force)
     ensure_dir(path.parent if str(path.parent) else Path("."), f"directory of {flag} {path}")
     if path.exists() and not os.access(path, os.W_OK):
         raise ConfigError(f"{flag} {path} is not writable")

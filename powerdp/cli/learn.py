@@ -25,6 +25,8 @@ from ..apps.learning.config import (
 from ..apps.learning.data import BUNDLED
 from ..errors import ConfigError
 from ..runs.kinds import run_kind
+from .args import integer, real
+from .output import refuse_existing_output
 
 __all__ = ["add_learn_parser", "add_learn_arguments", "config_from_args", "cmd_learn"]
 
@@ -99,20 +101,20 @@ LEARN_DESCRIPTION = textwrap.dedent(
 
 
 def _range(text: str) -> tuple[float, float]:
-    try:
-        lo, hi = (float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give LO,HI (two numbers)") from None
+    number = real()
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: give LO,HI (two numbers)")
+    lo, hi = (number(v) for v in parts)
+    if not hi > lo:
+        raise argparse.ArgumentTypeError(f"{text!r}: give LO,HI with HI > LO")
     return lo, hi
 
 
 def _box(text: str) -> float | None:
     if text.lower() in ("none", "inf"):
         return None
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: a number, or none for W = R^n") from None
+    return real(0, lo_open=True, words="a number > 0, or none for W = R^n")(text)
 
 
 def add_learn_arguments(p: argparse.ArgumentParser) -> None:
@@ -120,58 +122,59 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     d = LearnConfig.__dataclass_fields__
     p.add_argument("dataset", metavar="DATASET", nargs="?", help=f"{', '.join(BUNDLED)}, a .csv or an .npz (omit with --resume)")
     p.add_argument("--label", default="label", metavar="NAME", help="the label column of a CSV (default: label)")
-    p.add_argument("--clients", type=int, default=d["clients"].default, metavar="P", help="number of clients (default: 10)")
+    p.add_argument("--clients", type=integer(2), default=d["clients"].default, metavar="P", help="number of clients (default: 10)")
     p.add_argument("--split", default="iid", metavar="S", help="iid (default), label-skew, or dirichlet:ALPHA (unequal sizes and label mixes)")
-    p.add_argument("--split-seed", type=int, default=0, metavar="N", help="public seed of the test split and the clients' shares (default: 0)")
-    p.add_argument("--test-fraction", type=float, default=0.2, metavar="F", help="held-out test fraction (default: 0.2)")
+    p.add_argument("--split-seed", type=integer(0), default=0, metavar="N", help="public seed of the test split and the clients' shares (default: 0)")
+    p.add_argument("--test-fraction", type=real(0, 1, lo_open=True, hi_open=True), default=0.2, metavar="F", help="held-out test fraction (default: 0.2)")
     p.add_argument("--feature-range", type=_range, metavar="LO,HI", help="public bounds of the features (a user's file; bundled sets have theirs)")
     p.add_argument("--bounds", metavar="FILE", help="public bounds per column: a CSV with header column,low,high, one row per "
                    "feature (instead of --feature-range); known in advance, never computed from the private data")
-    p.add_argument("--clip", type=float, default=1.0, metavar="R", help="clip every row to ||x||_2 <= R (default: 1)")
-    p.add_argument("--clip-l1", type=float, metavar="R1", help="also clip every row to ||x||_1 <= R1 (default: implied, sqrt(J)*R)")
+    p.add_argument("--clip", type=real(0, lo_open=True), default=1.0, metavar="R", help="clip every row to ||x||_2 <= R (default: 1)")
+    p.add_argument("--clip-l1", type=real(0, lo_open=True), metavar="R1", help="also clip every row to ||x||_1 <= R1 (default: implied, sqrt(J)*R)")
     p.add_argument("--box", type=_box, default=1.0, metavar="U", help="the feasible set [-U, U]^n of the weights (default: 1; none: R^n)")
-    p.add_argument("--reg", type=float, default=1e-6, metavar="BETA", help="the l2 term (BETA/P)||z||^2 of each client (default: 1e-6)")
+    p.add_argument("--reg", type=real(0), default=1e-6, metavar="BETA", help="the l2 term (BETA/P)||z||^2 of each client (default: 1e-6)")
     p.add_argument("--algorithm", default="nonprivate", choices=list(ALGORITHM_NAMES), metavar="A", help=f"{', '.join(ALGORITHM_NAMES)} (default: nonprivate)")
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--epsilon", type=float, default=0.1, metavar="E", help="epsilon per local step (default: 0.1)")
-    budget.add_argument("--target-epsilon", type=float, metavar="E", help="total epsilon per client for the whole run; the per-step noise is calibrated to it")
-    p.add_argument("--delta", type=float, default=1e-6, metavar="D", help="delta per local step, Gaussian (default: 1e-6)")
-    p.add_argument("--target-delta", type=float, metavar="D", help="total delta with --target-epsilon (Gaussian: required)")
+    budget.add_argument("--epsilon", type=real(0, lo_open=True), default=0.1, metavar="E", help="epsilon per local step (default: 0.1)")
+    budget.add_argument("--target-epsilon", type=real(0, lo_open=True), metavar="E", help="total epsilon per client for the whole run; the per-step noise is calibrated to it")
+    p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-6, metavar="D", help="delta per local step, Gaussian (default: 1e-6)")
+    p.add_argument("--target-delta", type=real(0, 1, hi_open=True), metavar="D", help="total delta with --target-epsilon (Gaussian: required)")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound (default) or paper: the papers' data-dependent value, NOT private")
     p.add_argument("--adjacency", choices=["replace-one", "add-remove"], default="replace-one", help="neighbouring data sets (default: replace-one)")
-    p.add_argument("--rounds", type=int, metavar="T", help=f"ADMM rounds (default: {DEFAULT_ROUNDS} for a private run; a "
+    p.add_argument("--rounds", type=integer(1), metavar="T", help=f"ADMM rounds (default: {DEFAULT_ROUNDS} for a private run; a "
                    f"non-private one stops when its residuals are small, at most after {NONPRIVATE_ROUNDS})")
-    p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
+    p.add_argument("--local-updates", type=integer(1), default=1, metavar="E", help="local steps per round (default: 1)")
     p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of 000 eq. 73 when private, a small constant otherwise")
-    p.add_argument("--rho", type=float, metavar="RHO", help="the constant penalty (with --rho-schedule constant)")
+    p.add_argument("--rho", type=real(0, lo_open=True), metavar="RHO", help="the constant penalty (with --rho-schedule constant)")
     p.add_argument("--eta", default="auto", metavar="ETA", help=f"proximal step: auto (default: private runs {DEFAULT_ETA:g}/R^2, "
                    "non-private runs backtracking on each client's curvature), a constant, or capped, sqrt, theorem")
-    p.add_argument("--tol", type=float, metavar="TOL", help=f"stop when both relative residuals are <= TOL (default: {NONPRIVATE_TOL:g} "
+    p.add_argument("--tol", type=real(0), metavar="TOL", help=f"stop when both relative residuals are <= TOL (default: {NONPRIVATE_TOL:g} "
                    "for nonprivate, off for private runs; 0: run every round)")
-    p.add_argument("--eta-scale", type=float, default=1.0, metavar="A", help="outp: the factor a of Huang et al.'s step size (default: 1)")
-    p.add_argument("--trust-radius", type=float, default=1.0, metavar="A", help="objt: the trust-region constant a (default: 1)")
+    p.add_argument("--eta-scale", type=real(0, lo_open=True), default=1.0, metavar="A", help="outp: the factor a of Huang et al.'s step size (default: 1)")
+    p.add_argument("--trust-radius", type=real(0, lo_open=True), default=1.0, metavar="A", help="objt: the trust-region constant a (default: 1)")
     p.add_argument("--trust-schedule", choices=["constant", "inverse-square"], default="constant", help="objt: radius a (default) or a/t^2")
-    p.add_argument("--seed", type=int, metavar="N", help="seed the noise (a reproducible experiment: whoever knows N can replay it); "
+    p.add_argument("--seed", type=integer(0), metavar="N", help="seed the noise (a reproducible experiment: whoever knows N can replay it); "
                    "default: secret noise from OS entropy in each client")
-    p.add_argument("--evaluate-every", type=int, default=d["evaluate_every"].default, metavar="K", help="evaluate the model (and the ledger) every K rounds (default: 10)")
+    p.add_argument("--evaluate-every", type=integer(1), default=d["evaluate_every"].default, metavar="K", help="evaluate the model (and the ledger) every K rounds (default: 10)")
     p.add_argument("--no-evaluation", action="store_true", help="do not evaluate the model each round (no centralized reference)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized reference solve")
     p.add_argument("--backend", choices=list(BACKENDS), default="serial",
                    help="where the clients run: serial (default), process (worker processes), mpi (under mpiexec -n K: "
                    "rank 0 coordinates, ranks 1..K-1 host the clients); a seeded run is bit-identical on all three")
-    p.add_argument("--workers", type=int, metavar="N", help="process backend: worker processes (default: one per core)")
-    p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
+    p.add_argument("--workers", type=integer(1), metavar="N", help="process backend: worker processes (default: one per core)")
+    p.add_argument("--checkpoint-every", type=integer(0), default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, model and checkpoints to DIR (refused if DIR holds a run)")
-    p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
+    p.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
+                   help="replace the run already in --out DIR and an existing --json file (refused without; with --resume: the --json file only)")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR (accepts --rounds to extend it)")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the run summary as JSON")
     p.add_argument(
-        "--audit", type=int, metavar="N",
+        "--audit", type=integer(1), metavar="N",
         help="instead of one run, audit the algorithm empirically (as powerdp audit, one training sample moved): "
         "N seeded runs on each of two neighbouring data sets; exit status 3 if the attack's lower bound on epsilon "
         "exceeds the ledger's claim (--json: the audit's result)",
     )
-    p.add_argument("--audit-client", type=int, default=0, metavar="P", help="the audited client (default: 0)")
+    p.add_argument("--audit-client", type=integer(0), default=0, metavar="P", help="the audited client (default: 0)")
     from .noisy_admm import add_arguments as add_noisy_admm_arguments
 
     add_noisy_admm_arguments(p)
@@ -226,13 +229,13 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
         raise ConfigError(f"{path}: {exc}") from None
     explicit = getattr(args, "_explicit", set())  # the destinations given on the command line
     allowed = ("rounds", "checkpoint_every", "evaluate_every", "quiet", "verbose", "json", "resume", "no_reference", "func",
-               "backend", "workers")
+               "backend", "workers", "overwrite")
     refused = sorted(d for d in explicit if d not in allowed)
     if refused:
         raise ConfigError(
             f"--resume {args.resume}: {', '.join('--' + d.replace('_', '-') for d in refused)} would change the saved run; "
             "a resumed run accepts only --rounds (to extend it), --checkpoint-every, --evaluate-every, --backend, --workers, "
-            "--json, --no-reference, -q, -v"
+            "--json, --force, --no-reference, -q, -v"
         )
     changes = {d: getattr(args, d) for d in ("rounds", "checkpoint_every", "evaluate_every", "backend", "workers") if d in explicit}
     return saved.replace(**changes) if changes else saved
@@ -271,6 +274,15 @@ def _printer(args, cfg: LearnConfig):
     return line
 
 
+def _refuse_label_of_bundled(args: argparse.Namespace) -> None:
+    """--label names a column of the user's CSV; a bundled or generated data set has its own labels."""
+    from ..apps.learning.amplified import SYNTHETIC
+
+    if "label" in getattr(args, "_explicit", set()) and (args.dataset in BUNDLED or args.dataset == SYNTHETIC):
+        raise ConfigError(f"--label {args.label}: not read for the bundled data set {args.dataset!r} (it names the label "
+                          "column of a CSV file); drop it")
+
+
 def cmd_learn(args: argparse.Namespace) -> int:
     from ..apps.learning.runner import run_federated
 
@@ -278,6 +290,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
         from .sharing import resume_vertical
 
         return resume_vertical(args)
+    _refuse_label_of_bundled(args)
     if args.algorithm in RUNNERS:  # its own runner (not a per-round consensus): config.RUNNERS, its own command
         from importlib import import_module
 
@@ -288,8 +301,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
         refuse_foreign_flags(args, noisy=False)
 
-    if args.json is not None and args.json.is_dir():
-        raise ConfigError(f"--json {args.json} is a directory; give a file path")
+    refuse_existing_output(args.json, "--json", args.overwrite)
     if args.resume is not None:
         if args.out is not None and args.out != args.resume:
             raise ConfigError("--resume DIR writes into DIR; drop --out")
@@ -308,7 +320,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
         print(f"columns: objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} rounds); "
               "test error = fraction misclassified; feasibility = consensus residual ‖w − z‖₂" + ("; eps = total ε per client so far" if cfg.private else ""))
     result = run_federated(
-        cfg, out=out, resume=args.resume is not None, overwrite=args.overwrite, progress=_printer(args, cfg), status=status,
+        cfg, out=out, resume=args.resume is not None, overwrite=args.overwrite and args.resume is None, progress=_printer(args, cfg), status=status,
         reference=not args.no_reference,
     )
     if result is None:  # an MPI rank that hosted clients: rank 0 reports

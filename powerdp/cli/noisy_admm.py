@@ -9,7 +9,8 @@ from typing import Any
 
 from ..apps.learning.amplified import ORDERS, SYNTHETIC, NoisyADMMConfig, run_noisy_admm
 from ..errors import ConfigError
-from .output import write_json
+from .args import integer, real
+from .output import refuse_existing_output, write_json
 
 __all__ = ["add_arguments", "refuse_foreign_flags", "cmd_noisy_admm", "print_summary"]
 
@@ -18,19 +19,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags only noisy-admm reads (``powerdp learn --algorithm noisy-admm``)."""
     g = p.add_argument_group("noisy-admm (001's Algorithm 1: one user per iteration, only the final (x, λ) released)")
     d = NoisyADMMConfig.__dataclass_fields__
-    g.add_argument("--beta", type=float, default=d["beta"].default, metavar="B", help="ADMM penalty β (default: 0.9)")
-    g.add_argument("--sigma", type=float, default=d["sigma"].default, metavar="S", help="noise N(0, S²I) on x each iteration (default: 0.1)")
-    g.add_argument("--l1", type=float, default=d["l1"].default, metavar="C1", help="elastic net's c₁ (default: 0.01)")
-    g.add_argument("--l2", type=float, default=d["l2"].default, metavar="C2", help="elastic net's c₂ (default: 0.1)")
-    g.add_argument("--ridge-in-f", type=float, default=0.0, metavar="R",
+    g.add_argument("--beta", type=real(0, lo_open=True), default=d["beta"].default, metavar="B", help="ADMM penalty β (default: 0.9)")
+    g.add_argument("--sigma", type=real(0), default=d["sigma"].default, metavar="S", help="noise N(0, S²I) on x each iteration (default: 0.1)")
+    g.add_argument("--l1", type=real(0), default=d["l1"].default, metavar="C1", help="elastic net's c₁ (default: 0.01)")
+    g.add_argument("--l2", type=real(0), default=d["l2"].default, metavar="C2", help="elastic net's c₂ (default: 0.1)")
+    g.add_argument("--ridge-in-f", type=real(0), default=0.0, metavar="R",
                    help="move R of the ridge into every f_i: Assumption 7.1 holds, Cor. 7.3 applies (default: 0, 001's split)")
-    g.add_argument("--mu", type=float, default=d["mu"].default, metavar="MU", help=f"{SYNTHETIC}: ‖a_i‖² (001 Table 1's μ; default: 0.25)")
-    g.add_argument("--users", type=int, default=d["users"].default, metavar="N", help=f"{SYNTHETIC}: users N (default: 1000)")
-    g.add_argument("--dim", type=int, default=d["dim"].default, metavar="n", help=f"{SYNTHETIC}: dimension n (default: 64)")
-    g.add_argument("--runs", type=int, default=1, metavar="R", help="independent runs, batched (default: 1)")
+    g.add_argument("--mu", type=real(0, lo_open=True), default=d["mu"].default, metavar="MU", help=f"{SYNTHETIC}: ‖a_i‖² (001 Table 1's μ; default: 0.25)")
+    g.add_argument("--users", type=integer(2), default=d["users"].default, metavar="N", help=f"{SYNTHETIC}: users N (default: 1000)")
+    g.add_argument("--dim", type=integer(1), default=d["dim"].default, metavar="n", help=f"{SYNTHETIC}: dimension n (default: 64)")
+    g.add_argument("--runs", type=integer(1), default=1, metavar="R", help="independent runs, batched (default: 1)")
     g.add_argument("--order", choices=ORDERS, default="permutation",
                    help="user sequence (public, from --split-seed): permutation (default; each user once per pass) or uniform (001 §10)")
-    g.add_argument("--target-shift", type=float, default=d["target_shift"].default, metavar="D",
+    g.add_argument("--target-shift", type=real(0, lo_open=True), default=d["target_shift"].default, metavar="D",
                    help="neighbours: one user's target moves by at most D (default: 1)")
 
 
@@ -54,8 +55,7 @@ def refuse_foreign_flags(args: argparse.Namespace, noisy: bool) -> None:
 def cmd_noisy_admm(args: argparse.Namespace) -> int:
     """``powerdp learn DATASET --algorithm noisy-admm ...``."""
     refuse_foreign_flags(args, noisy=True)
-    if args.json is not None and args.json.is_dir():
-        raise ConfigError(f"--json {args.json} is a directory; give a file path")
+    refuse_existing_output(args.json, "--json", args.overwrite)
     cfg = NoisyADMMConfig(
         dataset=args.dataset or SYNTHETIC, label=args.label, test_fraction=args.test_fraction, split_seed=args.split_seed,
         feature_range=args.feature_range, clip=args.clip, mu=args.mu, users=args.users, dim=args.dim, l1=args.l1, l2=args.l2,

@@ -12,7 +12,10 @@ import logging
 import sys
 from pathlib import Path
 
-__all__ = ["STDOUT_NAME", "NamedStdout", "json_on_stdout", "route_python_warnings", "write_json"]
+__all__ = ["OVERWRITE_RULE", "STDOUT_NAME", "NamedStdout", "json_on_stdout", "refuse_existing_output", "route_python_warnings", "write_json"]
+
+#: the one overwrite rule of every command (README, "Output files"; each --help names its --force)
+OVERWRITE_RULE = "an existing output file or run directory is never replaced unless --force (or --overwrite) is given"
 
 #: where ``--json -`` writes while :func:`json_on_stdout` has sent everything else to standard error
 _json_stream = None
@@ -33,6 +36,20 @@ def route_python_warnings(verbose: bool = False) -> None:
         log.warning("%s", text if issubclass(category, UserWarning) else f"{text} ({category.__name__})")
 
     warnings.showwarning = show
+
+
+def refuse_existing_output(path: Path | None, flag: str, force: bool) -> None:
+    """The overwrite rule (:data:`OVERWRITE_RULE`) for an output file, checked before any work is done:
+    ``flag PATH`` naming an existing file is refused unless ``force``; a directory is refused always."""
+    from ..errors import ConfigError
+
+    if path is None or str(path) == "-":
+        return
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{flag} {path} is a directory; it names a file")
+    if path.exists() and not force:
+        raise ConfigError(f"{flag} {path} exists; give --force to replace it")
 
 
 def write_json(path: Path, data) -> None:

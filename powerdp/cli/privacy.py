@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .args import integer, real
 
 __all__ = ["add_privacy_parser", "cmd_privacy_amplification", "amplification_report"]
 
@@ -48,8 +49,11 @@ AMPLIFICATION_DESCRIPTION = textwrap.dedent(
 
 def add_privacy_parser(sub) -> None:
     """Register ``powerdp privacy`` and its subcommands on the top-level subparsers."""
+    from .common import add_verbosity
+
     p = sub.add_parser("privacy", help="privacy accounting without a network (amplification by iteration)",
                        description="Privacy accounting that needs no network.")
+    add_verbosity(p)  # -q/-v on either side of the subcommand, as every command
     psub = p.add_subparsers(dest="privacy_command", metavar="SUBCOMMAND")
     psub.required = True
     a = psub.add_parser(
@@ -58,24 +62,25 @@ def add_privacy_parser(sub) -> None:
         description=AMPLIFICATION_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    a.add_argument("--smooth", type=float, required=True, metavar="NU", help="smoothness nu of every f_t (gradient Lipschitz constant)")
-    a.add_argument("--strong", type=float, metavar="MU", help="strong convexity mu of every f_t (Assumption 7.1)")
-    a.add_argument("--strong-g", type=float, metavar="MU_G", help="strong convexity mu_g of g (Assumption 7.1)")
-    a.add_argument("--penalty", type=float, required=True, metavar="BETA", help="ADMM penalty beta")
-    a.add_argument("--norm-A", type=float, default=1.0, metavar="X", help="operator norm ||A|| (default: 1)")
-    a.add_argument("--norm-AtB", type=float, default=1.0, metavar="X", help="operator norm ||A^T B|| (default: 1)")
-    a.add_argument("--eta", type=float, metavar="ETA",
+    add_verbosity(a)
+    a.add_argument("--smooth", type=real(0, lo_open=True), required=True, metavar="NU", help="smoothness nu of every f_t (gradient Lipschitz constant)")
+    a.add_argument("--strong", type=real(0, lo_open=True), metavar="MU", help="strong convexity mu of every f_t (Assumption 7.1)")
+    a.add_argument("--strong-g", type=real(0, lo_open=True), metavar="MU_G", help="strong convexity mu_g of g (Assumption 7.1)")
+    a.add_argument("--penalty", type=real(0, lo_open=True), required=True, metavar="BETA", help="ADMM penalty beta")
+    a.add_argument("--norm-A", type=real(0, lo_open=True), default=1.0, metavar="X", help="operator norm ||A|| (default: 1)")
+    a.add_argument("--norm-AtB", type=real(0, lo_open=True), default=1.0, metavar="X", help="operator norm ||A^T B|| (default: 1)")
+    a.add_argument("--eta", type=real(0, lo_open=True), metavar="ETA",
                    help="the step (default: the midpoint of eq. (23); with --convex: 1/NU); refused outside the interval")
     a.add_argument("--convex", action="store_true",
                    help="general convex case only (Corollary 6.2): no strong convexity constants, no eq. (23)")
-    a.add_argument("--sigma", type=float, metavar="S", help="standard deviation of the noise added to x every iteration")
-    a.add_argument("--delta-grad", type=float, metavar="D", help="gradient sensitivity: ||grad f_1 - grad f_1'|| <= D everywhere")
-    a.add_argument("--iterations", type=int, default=101, metavar="K", help="iterations before the release (default: 101 = 2T+1, T = 50)")
-    a.add_argument("--delta", type=float, default=1e-5, metavar="DELTA", help="delta of the (epsilon, delta) conversion (default: 1e-5)")
-    a.add_argument("--users", type=int, metavar="N", help="with --alpha: RDP of every user of N under a random permutation (Cor. 8.3)")
-    a.add_argument("--alpha", type=float, metavar="A", help="Renyi order of the --users bound")
-    a.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers as JSON")
-    a.add_argument("--force", action="store_true", help="overwrite an existing --json file")
+    a.add_argument("--sigma", type=real(0, lo_open=True), metavar="S", help="standard deviation of the noise added to x every iteration")
+    a.add_argument("--delta-grad", type=real(0, lo_open=True), metavar="D", help="gradient sensitivity: ||grad f_1 - grad f_1'|| <= D everywhere")
+    a.add_argument("--iterations", type=integer(1), default=101, metavar="K", help="iterations before the release (default: 101 = 2T+1, T = 50)")
+    a.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-5, metavar="DELTA", help="delta of the (epsilon, delta) conversion (default: 1e-5)")
+    a.add_argument("--users", type=integer(1), metavar="N", help="with --alpha: RDP of every user of N under a random permutation (Cor. 8.3)")
+    a.add_argument("--alpha", type=real(1, lo_open=True), metavar="A", help="Renyi order of the --users bound")
+    a.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers as JSON (- : to standard output, alone; the report then goes to standard error)")
+    a.add_argument("--force", "--overwrite", action="store_true", help="replace an existing --json file (refused without)")
     a.set_defaults(func=cmd_privacy_amplification)
 
 
@@ -93,6 +98,11 @@ def amplification_report(args: argparse.Namespace) -> dict[str, Any]:
     from ..privacy import amplification as amp
 
     nu, beta = args.smooth, args.penalty
+    if args.convex:
+        unused = [flag for flag, value in (("--strong", args.strong), ("--strong-g", args.strong_g)) if value is not None]
+        if unused:
+            raise ConfigError(f"{' and '.join(unused)}: not used with --convex (the general convex case, Corollary 6.2); "
+                              "drop them, or drop --convex for the strongly convex bound")
     out: dict[str, Any] = {"inputs": {
         "smooth": nu, "strong": args.strong, "strong_g": args.strong_g, "penalty": beta, "norm_A": args.norm_A,
         "norm_AtB": args.norm_AtB, "convex_only": bool(args.convex),
@@ -142,6 +152,8 @@ def amplification_report(args: argparse.Namespace) -> dict[str, Any]:
                 curve.append(min(cands))
             c = amp.assumption_8_1_constant(curve)
             rdp, why = _refusal(amp.rdp_all_users, args.alpha, c, args.users)
+            if why is not None:  # the only bound --users asks for does not hold: no number to print
+                raise ConfigError(f"--users {args.users} --alpha {args.alpha:g}: {why}")
             out["all_users"] = {"users": args.users, "alpha": args.alpha, "C": c, "rdp": rdp, "refused": why,
                                 "epsilon": None if rdp is None else amp.rdp_to_dp(args.alpha, rdp, args.delta),
                                 "delta": args.delta, "source": "Cor. 8.3 (random permutation, Lemma 8.2)"}
@@ -154,10 +166,32 @@ def _fmt(x: Any) -> str:
     return "—" if x is None else f"{x:.6g}"
 
 
+def _finite_report(rep: Any, where: str = "") -> None:
+    """Every number of the report is finite: constants at the ends of double precision (1e308, 1e-300)
+    overflow in the bounds' formulas, which is the user's input to change, not a result."""
+    import math
+
+    if isinstance(rep, dict):
+        for key, value in rep.items():
+            _finite_report(value, f"{where}.{key}" if where else str(key))
+    elif isinstance(rep, (list, tuple)):
+        for i, value in enumerate(rep):
+            _finite_report(value, f"{where}[{i}]")
+    elif isinstance(rep, float) and not math.isfinite(rep):
+        raise ConfigError(f"{where} = {rep}: the constants are too large or too small for double precision; "
+                          "scale them (e.g. the loss) to moderate values")
+
+
 def cmd_privacy_amplification(args: argparse.Namespace) -> int:
-    if args.json is not None and args.json.exists() and not args.force:
-        raise ConfigError(f"--json {args.json} exists; give --force to overwrite it")
-    rep = amplification_report(args)
+    from .output import refuse_existing_output
+
+    refuse_existing_output(args.json, "--json", args.force)
+    try:
+        rep = amplification_report(args)
+    except (OverflowError, ZeroDivisionError, FloatingPointError) as exc:
+        raise ConfigError(f"the constants are too large or too small for double precision ({type(exc).__name__}); "
+                          "scale them (e.g. the loss) to moderate values") from None
+    _finite_report(rep)
     lines = []
     if rep["eta_interval"] is not None:
         lo, hi = rep["eta_interval"]
@@ -177,12 +211,11 @@ def cmd_privacy_amplification(args: argparse.Namespace) -> int:
         lines.append(f"  Cor. 7.3 (strongly convex)   {_fmt(z['cor_7_3'])}" + (f"   refused: {z['cor_7_3_refused']}" if z["cor_7_3_refused"] else ""))
         lines.append(f"  best: {z['source']}, rho = {z['best']:.6g} -> epsilon = {z['epsilon']:.4g} at delta = {z['delta']:g}")
     u = rep.get("all_users")
-    if u is not None and u["refused"]:
-        lines.append(f"every user of {u['users']} (Cor. 8.3): refused: {u['refused']}")
-    elif u is not None:
+    if u is not None:  # a refused Cor. 8.3 is an error (amplification_report)
         lines.append(f"every user of {u['users']} (random permutation, Cor. 8.3): C = {u['C']:.6g}, "
                      f"RDP_{u['alpha']:g} = {u['rdp']:.6g} -> epsilon = {u['epsilon']:.4g} at delta = {u['delta']:g}")
-    print("\n".join(lines))
+    if not getattr(args, "quiet", False):
+        print("\n".join(lines))
     if args.json is not None:
         from .output import write_json
 

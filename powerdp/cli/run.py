@@ -12,10 +12,12 @@ from ..apps.power_flow.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, Ru
 from ..engine.consensus.algorithms import compose
 from ..engine.consensus.perturbations import PERTURBATIONS
 from ..engine.consensus.updates import UPDATES
+from ..engine.consensus.updates.linearized import ETA_SCHEDULES
 from ..errors import ConfigError
 from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
 from ..privacy import MECHANISMS
+from .args import integer, real
 from .common import _check_output_file, _status_printer, _weight, add_verbosity
 from .output import write_json
 
@@ -90,7 +92,7 @@ def add_run_parser(sub) -> None:
     p.add_argument("case", metavar="CASE", nargs="?", help="bundled case name, MATPOWER .m file, or pandapower:NAME")
     add_verbosity(p)
     zones = p.add_mutually_exclusive_group()
-    zones.add_argument("--zones", type=int, metavar="N", help="number of zones (default 3)")
+    zones.add_argument("--zones", type=integer(1), metavar="N", help="number of zones (default 3)")
     zones.add_argument("--partition", metavar="FILE", help="a bus,zone CSV file, or 'area' / 'zone' (bus columns)")
     p.add_argument(
         "--allow-disconnected",
@@ -125,24 +127,24 @@ def add_run_parser(sub) -> None:
         "variables only (private, the default), or linearize all of it as the paper does (all). Same for shedding",
     )
     p.add_argument(
-        "--epsilon", type=float, default=0.1, help="privacy budget per local step (inpl/inpg: of the one release of the loads) (default: 0.1)"
+        "--epsilon", type=real(0, lo_open=True), default=0.1, help="privacy budget per local step (inpl/inpg: of the one release of the loads) (default: 0.1)"
     )
-    p.add_argument("--delta", type=float, default=1e-2, help="delta of the Gaussian mechanism (default: 0.01)")
+    p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-2, help="delta of the Gaussian mechanism (default: 0.01)")
     p.add_argument(
         "--target-epsilon",
-        type=float,
+        type=real(0, lo_open=True),
         metavar="E",
         help="total privacy budget per zone for the whole run (rounds x local steps): the per-step noise is "
         "calibrated to it with a tight accountant, and --epsilon is not used",
     )
     p.add_argument(
         "--target-delta",
-        type=float,
+        type=real(0, 1, hi_open=True),
         metavar="D",
         help="total delta per zone with --target-epsilon (Gaussian: required, e.g. 1e-5; Laplace: unset or 0 for pure "
         "epsilon-DP, or a delta > 0 to calibrate with the exact privacy-loss distribution, objective and input perturbation only)",
     )
-    p.add_argument("--beta", type=float, default=0.01, help="adjacency: one load changes by at most beta p.u. (default: 0.01)")
+    p.add_argument("--beta", type=real(0, lo_open=True), default=0.01, help="adjacency: one load changes by at most beta p.u. (default: 0.01)")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound bounds (default) or the paper's values (reproduction only)")
     p.add_argument(
         "--adjacency",
@@ -157,35 +159,35 @@ def add_run_parser(sub) -> None:
         help="objective perturbation: noise on the balance variables only, the entries of the gradient that hold loads "
         "(data, the default), or on every variable as the paper draws it (all)",
     )
-    p.add_argument("--rounds", type=int, default=100, metavar="T", help="ADMM rounds (default: 100)")
-    p.add_argument("--local-updates", type=int, default=1, metavar="E", help="local steps per round (default: 1)")
+    p.add_argument("--rounds", type=integer(1), default=100, metavar="T", help="ADMM rounds (default: 100)")
+    p.add_argument("--local-updates", type=integer(1), default=1, metavar="E", help="local steps per round (default: 1)")
     p.add_argument(
         "--rho",
-        type=float,
+        type=real(0, lo_open=True),
         default=None,
         help="ADMM penalty (default: 100; for --algorithm exact --objective cost, 0.25 x the median marginal cost in $/h per p.u.)",
     )
     p.add_argument("--rho-schedule", choices=["constant", "adaptive"], default="constant", help="constant or residual-balancing penalty (non-private runs)")
-    p.add_argument("--eta", default="capped", help="step size: capped (default), sqrt, theorem, or a constant")
+    p.add_argument("--eta", default="capped", type=real(0, lo_open=True, keywords=ETA_SCHEDULES), help="step size: capped (default), sqrt, theorem, or a constant")
     p.add_argument("--flows", choices=["variables", "expressions"], default="variables", help="branch flows in the algorithm's variables (default, as the paper) or eliminated")
     p.add_argument("--convention", choices=["powermodels", "matpower"], default="powermodels", help="data convention (default: powermodels)")
     p.add_argument(
         "--seed",
-        type=int,
+        type=integer(0),
         default=None,
         help="make a seeded, reproducible experiment: the noise follows from SEED, so the run is private only against "
         "observers who do not know it (marked noise_source seeded). Default: each zone draws secret noise from OS entropy",
     )
     p.add_argument("--backend", choices=["serial", "process", "mpi"], default="serial", help="where the agents run (default: serial)")
-    p.add_argument("--workers", type=int, help="worker processes of the process backend (default: one per core, at most one per zone)")
+    p.add_argument("--workers", type=integer(1), help="worker processes of the process backend (default: one per core, at most one per zone)")
     p.add_argument(
         "--rank-timeout",
-        type=float,
+        type=real(0, lo_open=True),
         default=60.0,
         metavar="SECONDS",
         help="mpi backend: report a rank as lost after this long without its heartbeat (default: 60)",
     )
-    p.add_argument("--tol", type=float, default=0.0, help="stop when primal and dual residuals fall below TOL (default: run all rounds)")
+    p.add_argument("--tol", type=real(0), default=0.0, help="stop when primal and dual residuals fall below TOL (default: run all rounds)")
     p.add_argument(
         "--local-solver",
         choices=list(SOLVERS),
@@ -202,7 +204,7 @@ def add_run_parser(sub) -> None:
         help="extra Ipopt option for every local solve (repeatable; --local-solver ipopt only); Ipopt is silent "
         "unless asked, e.g. --ipopt-option print_level=5",
     )
-    p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
+    p.add_argument("--checkpoint-every", type=integer(0), default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized solve used to report the gap")
     p.add_argument(
         "--no-evaluation",
@@ -226,13 +228,15 @@ def add_run_parser(sub) -> None:
         "the true loads, shedding, centralized reference, tables with loads, AC check: never published), the zones' "
         "own solutions in DIR/zones/ and the checkpoints in DIR/checkpoint/",
     )
-    p.add_argument("--overwrite", action="store_true", help="replace the run already in --out DIR")
+    p.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
+                   help="replace the run already in --out DIR and an existing --json file (refused without; with --resume: the --json file only)")
     p.add_argument("--resume", metavar="DIR", type=Path, help="continue the run saved in DIR from its last checkpoint")
     p.add_argument(
         "--json", metavar="PATH", type=Path,
         help="write the simulation's record as JSON: both views of the summary in one object (final_objective, "
         "total_shedding_mw, epsilon_total, noise_source, private, ...; it holds values computed from every zone's loads, "
-        "so it is never published; - : to standard output, after the report; with -q alone)",
+        "so it is never published; - : to standard output, alone, the report then going to standard error; an existing PATH is "
+        "refused unless --force)",
     )
     p.add_argument(
         "--ac-check", action="store_true",
@@ -258,6 +262,7 @@ FLAG_TO_FIELD = {
 # flags that --resume accepts: they cannot change the results of the run
 RESUME_FLAGS = {
     "rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "resume", "json", "no_reference", "quiet", "verbose", "ac_check",
+    "overwrite",  # with --resume it replaces only an existing --json file
 }
 
 
@@ -338,6 +343,12 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
             raise ConfigError(f"{args.config}: {exc}" if str(args.config) not in str(exc) else str(exc)) from None
     if args.case is None and getattr(args, "deployment", None) is None:
         raise ConfigError("give a CASE (or --resume DIR, or --deployment DIR)")
+    if getattr(args, "deployment", None) is not None:
+        unread = ([f"CASE {args.case}"] if args.case is not None else []) + [
+            _flag(d) for d in ("zones", "partition", "method") if d in explicit]
+        if unread:
+            raise ConfigError(f"--deployment {args.deployment}: {', '.join(unread)} not read (the deployment's public "
+                              "files hold the network and its zones); drop them")
     return RunConfig(
         case=args.case if args.case is not None else "deployment",
         deployment=None if args.deployment is None else str(Path(args.deployment).resolve()),
@@ -387,7 +398,7 @@ def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
 
     def changes_run(dest: str) -> bool:
         if dest not in FLAG_TO_FIELD:
-            return True  # --config, --overwrite
+            return True  # --config
         if dest == "method" and saved.get("partition") is not None:
             return args.method != "auto"  # the saved run's partition was given or bundled
         return any(saved.get(f) != v for f, v in _field_values(args, dest).items())
@@ -403,7 +414,7 @@ def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
             parts.append(_flag(dest) + (f" (saved: {was})" if was else ""))
         raise ConfigError(
             f"--resume {args.resume}: {'; '.join(parts)} would change the saved run; a resumed run accepts only "
-            "--rounds (to extend it), --backend, --workers, --rank-timeout, --checkpoint-every, --json, --no-reference, -q, -v"
+            "--rounds (to extend it), --backend, --workers, --rank-timeout, --checkpoint-every, --json, --force, --no-reference, -q, -v"
         )
     changes = {}
     for dest in ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every"):
@@ -496,7 +507,7 @@ def _progress_printer(args, cfg: RunConfig):
 
 def _check_json_path(args) -> None:
     if args.json is not None:
-        _check_output_file(args.json, "--json")
+        _check_output_file(args.json, "--json", args.overwrite)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -518,7 +529,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         reference = not args.no_reference and cfg.evaluate  # without evaluation there is no objective to compare
         result = run_distributed(
             cfg, out=out, resume=args.resume is not None, progress=progress, reference=reference,
-            overwrite=args.overwrite, status=_status_printer(args), ac_check=args.ac_check,
+            overwrite=args.overwrite and args.resume is None, status=_status_printer(args), ac_check=args.ac_check,
         )
     finally:
         if bar is not None:

@@ -16,6 +16,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..runs.kinds import run_kind
+from .args import Parser, integer, real
+from .output import refuse_existing_output
 
 __all__ = ["register", "add_vertical_arguments", "run_vertical", "cmd_solve_dc", "cmd_run_dc"]
 
@@ -32,13 +34,42 @@ DC_DEFAULT_ROUNDS = 5000
 DC_RHO_FACTOR = 0.03  # ρ = 0.03 × the median marginal cost ($/h per p.u.), measured on case118, PGLib case118 and case300
 
 
-def _wrap(parser: argparse.ArgumentParser, handler) -> None:
+#: the flags each --model dc command reads; any other given with --model dc would be ignored, so it is refused
+DC_READS = {
+    "solve": {"case", "model", "convention", "json", "out", "solution", "overwrite", "quiet", "verbose"},
+    "run": {"case", "model", "algorithm", "zones", "partition", "method", "allow_disconnected", "convention", "epsilon",
+            "delta", "target_epsilon", "target_delta", "beta", "rounds", "rho", "rho_schedule", "tol", "seed", "backend",
+            "workers", "rank_timeout", "checkpoint_every", "out", "overwrite", "resume", "json", "private_costs",
+            "line_scale", "quiet", "verbose"},
+}
+#: flags only --model dc reads (refused with the SOC model, which would ignore them)
+DC_ONLY = {"run": {"private_costs", "line_scale"}, "solve": set()}
+
+
+def _flags(dests) -> str:
+    return ", ".join("CASE" if d == "case" else "--" + d.replace("_", "-") for d in sorted(dests))
+
+
+def refuse_unread_flags(command: str, args) -> None:
+    """One line naming the flags given on the command line that the chosen model would ignore."""
+    explicit = getattr(args, "_explicit", set()) - {"func"}
+    if getattr(args, "model", "soc") == "dc":
+        unread = explicit - DC_READS[command]
+        if unread:
+            raise ConfigError(f"{_flags(unread)}: not read by {command} --model dc (the DC model has no AC power flow, "
+                              "objective, local solver or step size to set); drop them")
+    elif explicit & DC_ONLY[command]:
+        raise ConfigError(f"{_flags(explicit & DC_ONLY[command])}: read only by {command} --model dc; drop them or add --model dc")
+
+
+def _wrap(parser: argparse.ArgumentParser, handler, command: str) -> None:
     original = parser.get_default("func")
 
     def dispatch(args):
         resume = getattr(args, "resume", None)
         if resume is not None and run_kind(resume) == "dc_market":  # `powerdp run --resume DIR` of a DC market run
             args.model = "dc"
+        refuse_unread_flags(command, args)
         return handler(args) if getattr(args, "model", "soc") == "dc" else original(args)
 
     parser.set_defaults(func=dispatch)
@@ -66,12 +97,12 @@ def register(sub) -> None:
     for name, handler in (("solve", cmd_solve_dc), ("run", cmd_run_dc)):
         if name in choices:
             choices[name].add_argument("--model", choices=["soc", "dc"], default="soc", help=DC_HELP)
-            _wrap(choices[name], handler)
+            _wrap(choices[name], handler, name)
     if "run" in choices:
-        choices["run"].add_argument("--private-costs", type=float, metavar="GAMMA", default=None,
+        choices["run"].add_argument("--private-costs", type=real(0, lo_open=True), metavar="GAMMA", default=None,
                                     help="--model dc --algorithm outg: also protect each generator's linear cost "
                                     "(neighbours: one c1 moves by GAMMA $/h per p.u.; docs/market.md)")
-        choices["run"].add_argument("--line-scale", type=float, default=1.0, help="--model dc: weight of the line rows "
+        choices["run"].add_argument("--line-scale", type=real(0, lo_open=True), default=1.0, help="--model dc: weight of the line rows "
                                     "against the balance row in the sharing penalty (default 1)")
     if "learn" not in choices:
         p = sub.add_parser("learn", help="train a model over parties that hold feature blocks (--vertical: ADMM sharing)",
@@ -91,7 +122,7 @@ def _add_vertical_parser_arguments(p: argparse.ArgumentParser) -> None:
 def _host_vertical(learn: argparse.ArgumentParser) -> None:
     """``powerdp learn DATASET --vertical ...``: the federated ``learn`` parser hands a command line that holds
     ``--vertical`` to the vertical-learning parser (its own flags: --parties, --blocks, --lam, --tau, ...)."""
-    vertical = argparse.ArgumentParser(
+    vertical = Parser(
         prog=learn.prog, description=VERTICAL_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     for action in learn._actions:  # the CLI's shared flags (-q/-v) keep working after the subcommand
@@ -109,6 +140,7 @@ def _host_vertical(learn: argparse.ArgumentParser) -> None:
         return federated(args, namespace)
 
     learn.parse_known_args = parse_known_args
+    learn.vertical_parser = vertical  # the parser a --vertical command line goes to (help, tests)
 
 
 # --------------------------------------------------------------------------- DC solve
@@ -118,8 +150,7 @@ def cmd_solve_dc(args) -> int:
     from ..grid.loading import load_case
     from ..opf.dc import dc_model, dc_tables, solve_dc_opf
 
-    if args.json is not None and args.json.is_dir():
-        raise ConfigError(f"--json {args.json} is a directory; it names a file")
+    refuse_existing_output(args.json, "--json", args.overwrite)
     net = load_case(args.case, convention=args.convention)
     model = dc_model(net)
     res = solve_dc_opf(model)
@@ -211,8 +242,7 @@ def cmd_run_dc(args) -> int:
                               f"over {saved} rounds; more rounds would spend more than the budget, so --rounds cannot change")
     if args.case is None:
         raise ConfigError("--model dc needs the CASE")
-    if args.json is not None and args.json.is_dir():
-        raise ConfigError(f"--json {args.json} is a directory; it names a file")
+    refuse_existing_output(args.json, "--json", args.overwrite)
     net = load_case(args.case, convention=args.convention)
     part = _partition(args, net)
     model = dc_model(net)
@@ -233,8 +263,7 @@ def _resume_dc(args) -> int:
     from ..runs.inputs import case_source
 
     config, saved, records = _saved_sharing(args.resume, "dc-market")
-    if args.json is not None and args.json.is_dir():
-        raise ConfigError(f"--json {args.json} is a directory; it names a file")
+    refuse_existing_output(args.json, "--json", args.overwrite)
     net = load_case(case_source(records, config["case"]), convention=config.get("convention", "powermodels"))
     settings = _resumed_settings(args, saved)
     if settings.noise_multiplier is not None and settings.rounds != saved.get("rounds") and "rounds" in getattr(args, "_explicit", set()):
@@ -253,7 +282,7 @@ def _run_dc(args, net, zone_of_bus, partition_source, settings, seed, rho, algor
     out = args.resume if args.resume is not None else args.out
     t0 = time.perf_counter()
     ran = run_market(net, zone_of_bus, settings, beta=beta, seed=seed, out=out, resume=args.resume is not None,
-                     overwrite=args.overwrite, line_scale=line_scale, cost_gamma=cost_gamma)
+                     overwrite=args.overwrite and args.resume is None, line_scale=line_scale, cost_gamma=cost_gamma)
     if ran is None:  # an MPI agent rank
         return 0
     result, model, central = ran
@@ -313,27 +342,28 @@ sample's features of a party); ε per party composes over the rounds in the ledg
 
 
 def add_vertical_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--parties", type=int, default=2, metavar="M", help="number of parties (default 2)")
+    p.add_argument("--parties", type=integer(1), default=2, metavar="M", help="number of parties (default 2)")
     p.add_argument("--blocks", metavar="N1,N2,...", help="feature block sizes (default: as equal as possible, contiguous)")
     p.add_argument("--algorithm", choices=["nonprivate", "gaussian"], default="nonprivate",
                    help="nonprivate (default) or gaussian (noisy releases, sound sensitivity)")
-    p.add_argument("--lam", type=float, default=None, help="ℓ2 weight λ (default: 1e-3 breast_cancer, 1e-4 gisette_like)")
-    p.add_argument("--rounds", type=int, default=200, metavar="T", help="ADMM rounds (default 200)")
-    p.add_argument("--rho", type=float, default=None, help="penalty ρ (default 0.5/N, N training samples: ρ must be on the scale of 1/N)")
-    p.add_argument("--tau", type=float, default=None, help="proximal weight τ (default (M−1)ρ; 0 is 002's plain Jacobi step)")
-    p.add_argument("--epsilon", type=float, default=1.0, help="gaussian: ε per round (default 1)")
-    p.add_argument("--delta", type=float, default=1e-5, help="gaussian: δ of the run (default 1e-5)")
-    p.add_argument("--target-epsilon", type=float, default=None, metavar="E", help="gaussian: total ε per party for the run (calibrated by the accountant)")
+    p.add_argument("--lam", type=real(0, lo_open=True), default=None, help="ℓ2 weight λ (default: 1e-3 breast_cancer, 1e-4 gisette_like)")
+    p.add_argument("--rounds", type=integer(1), default=200, metavar="T", help="ADMM rounds (default 200)")
+    p.add_argument("--rho", type=real(0, lo_open=True), default=None, help="penalty ρ (default 0.5/N, N training samples: ρ must be on the scale of 1/N)")
+    p.add_argument("--tau", type=real(0), default=None, help="proximal weight τ (default (M−1)ρ; 0 is 002's plain Jacobi step)")
+    p.add_argument("--epsilon", type=real(0, lo_open=True), default=None, help="gaussian: ε per round (default 1)")
+    p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-5, help="gaussian: δ of the run (default 1e-5)")
+    p.add_argument("--target-epsilon", type=real(0, lo_open=True), default=None, metavar="E", help="gaussian: total ε per party for the run (calibrated by the accountant)")
     p.add_argument("--neighbours", choices=["column", "row"], default="column", help="gaussian: neighbouring data sets differ in one feature column of a party (default) or one sample's features of a party")
-    p.add_argument("--clip", type=float, default=1.0, help="gaussian, column neighbours: feature columns clipped to this ℓ2 norm C (default 1)")
-    p.add_argument("--margin-clip", type=float, default=5.0, help="gaussian: the x-step's target margins clipped to [-B, B] (default 5)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the data split and (named: a seeded private run) of the noise")
+    p.add_argument("--clip", type=real(0, lo_open=True), default=1.0, help="gaussian, column neighbours: feature columns clipped to this ℓ2 norm C (default 1)")
+    p.add_argument("--margin-clip", type=real(0, lo_open=True), default=5.0, help="gaussian: the x-step's target margins clipped to [-B, B] (default 5)")
+    p.add_argument("--seed", type=integer(0), default=None, help="seed of the data split and (named: a seeded private run) of the noise")
     p.add_argument("--backend", choices=["serial", "process", "mpi"], default="serial", help="where the parties run (default serial)")
-    p.add_argument("--workers", type=int, default=None, help="process backend: worker processes")
+    p.add_argument("--workers", type=integer(1), default=None, help="process backend: worker processes")
     p.add_argument("--out", type=Path, default=None, help="output directory (history, summary, checkpoints)")
     p.add_argument("--resume", type=Path, default=None, help="continue the run in DIR")
-    p.add_argument("--overwrite", action="store_true", help="replace the run in --out")
-    p.add_argument("--checkpoint-every", type=int, default=0, help="checkpoint every K rounds (default: at the end)")
+    p.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
+                   help="replace the run in --out and an existing --json file (refused without)")
+    p.add_argument("--checkpoint-every", type=integer(0), default=0, help="checkpoint every K rounds (default: at the end)")
     p.add_argument("--json", type=Path, default=None, help="write the summary as JSON (final_test_logloss, centralized_test_logloss, ...)")
 
 
@@ -343,10 +373,10 @@ def run_vertical(args) -> int:
 
     if not getattr(args, "vertical", True):
         raise ConfigError("learn: give --vertical (features split over parties)")
-    if args.json is not None and args.json.is_dir():
-        raise ConfigError(f"--json {args.json} is a directory; it names a file")
-    if args.rounds < 1:
-        raise ConfigError(f"--rounds must be positive, got {args.rounds}")
+    refuse_existing_output(args.json, "--json", args.overwrite)
+    if args.epsilon is not None and args.target_epsilon is not None:
+        raise ConfigError("--epsilon (per round) and --target-epsilon (for the run) exclude each other; give one")
+    epsilon = 1.0 if args.epsilon is None else args.epsilon
     sizes = None
     if args.blocks:
         try:
@@ -362,7 +392,7 @@ def run_vertical(args) -> int:
         from ..privacy.calibration import gaussian_noise_multiplier
 
         nm = (gaussian_noise_multiplier(float(args.target_epsilon), float(args.delta), args.rounds) if args.target_epsilon
-              else float(np.sqrt(2.0 * np.log(1.25 / args.delta)) / args.epsilon))
+              else float(np.sqrt(2.0 * np.log(1.25 / args.delta)) / epsilon))
     settings = SharingSettings(rounds=args.rounds, rho=rho, tau=args.tau, backend=args.backend, workers=args.workers,
                                checkpoint_every=args.checkpoint_every, noise_multiplier=nm, delta=args.delta)
     seed = args.seed if args.seed is not None else (0 if nm is None else None)
@@ -374,8 +404,7 @@ def resume_vertical(args) -> int:
     from ..apps.learning.vertical import load_dataset
 
     config, saved, _ = _saved_sharing(args.resume, "vertical-logreg")
-    if args.json is not None and args.json.is_dir():
-        raise ConfigError(f"--json {args.json} is a directory; it names a file")
+    refuse_existing_output(args.json, "--json", args.overwrite)
     data = load_dataset(config["dataset"], int(config["parties"]), list(config["blocks"]), seed=config.get("seed") or 0)
     settings = _resumed_settings(args, saved)
     nm = settings.noise_multiplier
@@ -394,7 +423,7 @@ def _run_vertical(args, data, lam, settings, nm, seed, rho, neighbours, clip, ma
     out = args.resume if args.resume is not None else args.out
     t0 = time.perf_counter()
     ran = run_vertical_learning(data, lam, settings, neighbours=neighbours, clip=clip, seed=seed, out=out,
-                                resume=args.resume is not None, overwrite=args.overwrite, margin_clip=margin_clip)
+                                resume=args.resume is not None, overwrite=args.overwrite and args.resume is None, margin_clip=margin_clip)
     if ran is None:
         return 0
     result, base = ran

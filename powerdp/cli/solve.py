@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
+from .args import integer
 from .common import EXIT_FAILED, EXIT_OK, _add_case_args, _check_output_file, _weight, add_verbosity
 from .output import write_json
 
@@ -62,14 +63,15 @@ def add_solve_parsers(sub) -> None:
         "second-order cones for the W cone and the thermal limits; several times faster)",
     )
     ps.add_argument("--profile", default=None, help="Ipopt option profile: a bundled name or a .opt file (--solver ipopt only; default: default)")
-    ps.add_argument("--json", metavar="PATH", type=Path, help="also write the result summary as JSON (- : to standard output, after the report; with -q alone)")
+    ps.add_argument("--json", metavar="PATH", type=Path, help="also write the result summary as JSON (- : to standard output, alone; the report then goes to standard error; an existing PATH is refused unless --force)")
     ps.add_argument(
         "--out", metavar="DIR", type=Path,
         help="write result.json and the solution in physical units (generators.csv, buses.csv, branches.csv, zones.csv) "
         "to DIR, and inputs.json (the case file's absolute path and SHA-256); powerdp export DIR --pandapower FILE.json "
         "reads it. A DIR that already holds a solve is refused",
     )
-    ps.add_argument("--overwrite", action="store_true", help="replace the solve already in --out DIR")
+    ps.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
+                    help="replace an existing --json file and the solve already in --out DIR (refused without)")
     ps.add_argument("--solution", metavar="DIR", type=Path, help="write the four CSV tables only (as --out, without result.json; and dclines.csv for a case with HVDC lines)")
     ps.add_argument("--ac-check", action="store_true", help="run pandapower's AC power flow at the solution: generator P set-points and voltage set-points √w at generator buses, loads as in the case; reports convergence, the slack's mismatch against the dispatch (MW), voltages outside [vmin, vmax] and branches above 100 %% of their rating (also in --json as ac_check)")
     ps.set_defaults(func=cmd_solve)
@@ -95,7 +97,7 @@ def add_solve_parsers(sub) -> None:
     add_verbosity(pe)
     pe.add_argument("directory", metavar="DIR", type=Path, help="a run (--out of powerdp run) or solve (--out of powerdp solve) directory")
     pe.add_argument("--pandapower", metavar="FILE", type=Path, required=True, help="the pandapower JSON file to write")
-    pe.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    pe.add_argument("--force", "--overwrite", dest="force", action="store_true", help="replace FILE if it exists (refused without)")
     pe.add_argument("--ac-check", action="store_true", help="also run the AC power flow (its results are saved in FILE)")
     pe.set_defaults(func=cmd_export)
 
@@ -117,7 +119,7 @@ def add_solve_parsers(sub) -> None:
     _add_case_args(pp)
     add_verbosity(pp)
     src = pp.add_mutually_exclusive_group(required=True)
-    src.add_argument("--zones", type=int, metavar="N", help="number of zones for an automatic partition")
+    src.add_argument("--zones", type=integer(1), metavar="N", help="number of zones for an automatic partition")
     src.add_argument("--from", dest="from_", metavar="SOURCE", help="'area', 'zone', or a bus,zone CSV file")
     pp.add_argument(
         "--method",
@@ -126,7 +128,7 @@ def add_solve_parsers(sub) -> None:
         help="automatic method (default: auto, the bundled partition of a bundled case when there is one for N "
         "zones, else modularity; as powerdp run)",
     )
-    pp.add_argument("--seed", type=int, default=0, help="seed of randomized methods (default: 0)")
+    pp.add_argument("--seed", type=integer(0), default=0, help="seed of randomized methods (default: 0)")
     pp.add_argument(
         "--allow-disconnected",
         action=argparse.BooleanOptionalAction,
@@ -134,7 +136,8 @@ def add_solve_parsers(sub) -> None:
         help="accept given zones (--from) made of several islands, with a warning (default); "
         "--no-allow-disconnected makes them an error",
     )
-    pp.add_argument("--out", metavar="FILE", type=Path, help="write the partition as a bus,zone CSV")
+    pp.add_argument("--out", metavar="FILE", type=Path, help="write the partition as a bus,zone CSV (an existing FILE is refused unless --force)")
+    pp.add_argument("--force", "--overwrite", dest="force", action="store_true", help="replace an existing --out FILE")
     pp.add_argument(
         "--split",
         metavar="DIR",
@@ -156,7 +159,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from ..opf.centralized import solve_opf
     from ..runs.directory import ensure_dir
 
-    _check_output_file(args.json, "--json")
+    _check_output_file(args.json, "--json", args.overwrite)
     for flag, path in (("--solution", args.solution), ("--out", args.out)):
         if path is not None and path.exists() and not path.is_dir():
             raise ConfigError(f"{flag} {path} is an existing file; it names a directory for the CSV tables")
@@ -256,9 +259,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     d, target = args.directory, args.pandapower
     if not d.is_dir():
         raise ConfigError(f"{d} is not a directory (give a powerdp run or solve output directory)")
-    if target.exists() and not args.force:
-        raise ConfigError(f"--pandapower {target} exists; give --force to replace it")
-    _check_output_file(target, "--pandapower")
+    _check_output_file(target, "--pandapower", args.force)
     if (d / "config.json").is_file():  # a run
         from ..apps.power_flow.result import RunResult
         from ..runs.kinds import describe, run_kind
@@ -320,7 +321,7 @@ def cmd_partition(args: argparse.Namespace) -> int:
     from ..grid.loading import load_case
     from ..grid.partition import partition
 
-    _check_output_file(args.out, "--out")
+    _check_output_file(args.out, "--out", args.force)
     net = load_case(args.case, convention=args.convention)
     if args.zones is not None:
         bundled = bundled_partition_name(args.case, args.zones) if args.method == "auto" else None

@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from .args import integer
 from .common import add_verbosity
 
 
@@ -32,10 +33,10 @@ def add_study_parsers(sub) -> None:
     add_verbosity(ps)
     ps.add_argument("config", metavar="CONFIG", type=Path, help="sweep TOML file")
     ps.add_argument("--out", metavar="DIR", type=Path, required=True, help="output directory")
-    ps.add_argument("--jobs", type=int, help="parallel runs (default: one per core)")
+    ps.add_argument("--jobs", type=integer(1), help="parallel runs (default: one per core)")
     ps.add_argument("--plot", action="store_true", help="draw the figures when done (as powerdp plot DIR)")
     ps.add_argument(
-        "--overwrite",
+        "--force", "--overwrite", dest="overwrite",
         action="store_true",
         help="when DIR holds runs made with other settings than the file's, run them again (refused otherwise)",
     )

@@ -29,7 +29,7 @@ def atomic_write(path: str | Path, write: Callable[[object], None], binary: bool
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb" if binary else "w", opener=opener, **({} if binary else {"newline": ""})) as fh:
+        with open(tmp, "wb" if binary else "w", opener=opener, **({} if binary else {"newline": "", "encoding": "utf-8"})) as fh:
             write(fh)
         os.replace(tmp, path)
     except OSError as exc:

@@ -122,7 +122,18 @@ def _network_from_pandapower(pp_net, convention: str, fill_thermal_limits: bool,
     import copy
 
     source = copy.deepcopy(pp_net)
-    net = network_from_matpower(_pandapower_to_matpower(pp_net, name=name), convention, fill_thermal_limits)
+    try:
+        net = network_from_matpower(_pandapower_to_matpower(pp_net, name=name), convention, fill_thermal_limits)
+    except CaseDataError as exc:
+        xward = getattr(pp_net, "xward", None)
+        if "gencost" not in str(exc) or xward is None or not len(xward) or not bool(xward["in_service"].any()):
+            raise
+        first = xward.index[xward["in_service"].to_numpy(bool)][0]  # the user's net has no mpc: name its element
+        raise CaseDataError(
+            f"pandapower network: xward {first} (an extended ward) has no cost: pandapower's MATPOWER export turns its "
+            "internal voltage source into a generator with an empty cost while the net's other generators have costs; "
+            "model it as a ward, or as a load and an sgen with a cost"
+        ) from None
     net.pandapower_net = source
     net.pandapower_gens = pandapower_gen_map(pp_net)
     return net

@@ -207,11 +207,18 @@ def read_matpower(path: str | Path) -> MatpowerData:
     Raises :class:`~powerdp.errors.CaseDataError` naming the file, the field and
     the line when the file is malformed.
     """
+    from ..files.text import NotUTF8, read_utf8
+
     path = Path(path)
     try:
-        text = path.read_text()
+        text = read_utf8(path)
     except FileNotFoundError:
         raise CaseDataError(f"case file not found: {path}") from None
-    except UnicodeDecodeError:
-        raise CaseDataError(f"{path}: not a text file") from None
+    except NotUTF8 as exc:
+        raise CaseDataError(f"{path}: {exc}") from None
+    if text.lstrip().startswith(("{", "[")):
+        raise CaseDataError(
+            f"{path}: a JSON file (a pandapower network?), not a MATPOWER .m case file; powerdp does not execute "
+            "pandapower's JSON, read it in Python and pass the net: load_case(pandapower.from_json(FILE))"
+        )
     return parse_matpower(text, source=str(path))

@@ -134,12 +134,14 @@ def _index_labels(labels_of_bus: Sequence[Any]) -> tuple[np.ndarray, list]:
 
 def _read_csv(net: Network, path: Path) -> tuple[np.ndarray, list]:
     where = f"partition file {path}"
+    from ..files.text import NotUTF8, read_utf8
+
     try:
-        text = path.read_text()
+        text = read_utf8(path)
     except OSError as exc:
         raise PartitionError(f"{where}: cannot read it ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError:
-        raise PartitionError(f"{where}: not a text file (a bus,zone CSV is expected)") from None
+    except NotUTF8 as exc:
+        raise PartitionError(f"{where}: {exc}; a bus,zone CSV is expected") from None
     entries = []
     first = True
     for lineno, raw in enumerate(text.splitlines(), start=1):

@@ -83,10 +83,12 @@ def load_ipopt_profile(name_or_path: str | Path = "default") -> dict[str, Any]:
         text = candidate.read_text()
         path = Path(str(candidate))
     else:
+        from ..files.text import NotUTF8, read_utf8
+
         try:
-            text = path.read_text()
-        except UnicodeDecodeError:
-            raise ConfigError(f"{path}: not a text file (an Ipopt option profile is expected)") from None
+            text = read_utf8(path)
+        except NotUTF8 as exc:
+            raise ConfigError(f"{path}: {exc}; an Ipopt option profile is expected") from None
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     options: dict[str, Any] = {}

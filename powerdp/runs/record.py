@@ -159,9 +159,9 @@ class RunRecord:
     def save_failed(self, save: Callable[[Path], None], failure: str) -> None:
         """A failed run's files (``save(dir)``: the partial result) and ``failure.txt``; a write failure here must
         not hide the failure being reported."""
-        try:
-            save(self.directory)
+        try:  # the failure first: under MPI the job is aborted soon after, and failure.txt is what says why
             atomic_write_text(self.directory / "failure.txt", failure)
+            save(self.directory)
         except OSError as exc:
             log.warning("could not write the failed run's files: %s", exc)
 

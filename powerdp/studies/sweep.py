@@ -61,15 +61,16 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
+    from ..files.text import NotUTF8, read_utf8
+
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        return tomllib.loads(read_utf8(path))
     except FileNotFoundError:
         raise ConfigError(f"configuration file not found: {path}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a text file (a TOML file is expected)") from None
+    except NotUTF8 as exc:
+        raise ConfigError(f"{path}: {exc}; a TOML file is expected") from None
 
 
 @dataclass

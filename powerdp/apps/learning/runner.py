@@ -336,9 +336,10 @@ def _loop(config, prepared, central, coordinator, backend, record, resumed, prog
     result = partial(history, stopped)
     result.summary["resumed_from"] = start - 1 if resumed is not None else None
     if tol > 0 and stopped == "rounds":  # a run that should converge and did not: say so (its model is short of the optimum)
+        primal, dual = result.summary["final_relative_residuals"] or (float("nan"), float("nan"))  # None after one round
         log.warning("%s stopped at the round cap (%d) before its residuals met the tolerance %g (relative primal %.2e, "
                     "dual %.2e): the model may be short of the optimum; give more --rounds", config.algorithm, config.rounds,
-                    tol, *result.summary["final_relative_residuals"])
+                    tol, primal, dual)
     if record is not None:
         result.save(record.directory)
     return result

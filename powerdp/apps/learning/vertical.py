@@ -228,7 +228,7 @@ def vertical_problem(data: VerticalData, lam: float, noise_multiplier: float | N
         tr = sum(diags[m]["train_margin"] for m in sorted(diags))
         te = sum(diags[m]["test_margin"] for m in sorted(diags))
         return {"train_objective": logloss(ytr * tr) + sum(d["penalty"] for d in diags.values()),
-                "test_logloss": logloss(yte * te), "test_error": float(np.mean(yte * te <= 0))}
+                "test_logloss": logloss(yte * te), "test_error": error_rate(yte, te)}
 
     return SharingProblem(
         name="vertical-logreg", zstep=LogisticZStep(ytr), specs=specs, evaluate=evaluate,
@@ -240,19 +240,25 @@ def vertical_problem(data: VerticalData, lam: float, noise_multiplier: float | N
     )
 
 
+def error_rate(y: np.ndarray, margin: np.ndarray) -> float:
+    """The fraction of labels y in {-1, +1} the margins misclassify: predict +1 where the margin is positive, else -1
+    (a zero margin is one prediction, right for one class: counting y * margin <= 0 called it wrong for both)."""
+    return float(np.mean(np.where(np.asarray(margin) > 0, 1.0, -1.0) != np.asarray(y)))
+
+
 def baselines(data: VerticalData, lam: float) -> dict:
     """Centralized logistic regression on all features and each party alone on its own (same objective)."""
     t0 = time.perf_counter()
     w = centralized_logreg(data.X_train, data.y_train, lam)
     out = {"centralized_test_logloss": logloss(data.y_test * (data.X_test @ w)),
-           "centralized_test_error": float(np.mean(data.y_test * (data.X_test @ w) <= 0)),
+           "centralized_test_error": error_rate(data.y_test, data.X_test @ w),
            "centralized_train_objective": logloss(data.y_train * (data.X_train @ w)) + 0.5 * lam * float(w @ w),
            "centralized_s": time.perf_counter() - t0, "party_alone_test_logloss": [], "party_alone_test_error": []}
     for cols in data.blocks:
         wm = centralized_logreg(data.X_train[:, cols], data.y_train, lam)
         u = data.X_test[:, cols] @ wm
         out["party_alone_test_logloss"].append(logloss(data.y_test * u))
-        out["party_alone_test_error"].append(float(np.mean(data.y_test * u <= 0)))
+        out["party_alone_test_error"].append(error_rate(data.y_test, u))
     return out
 
 

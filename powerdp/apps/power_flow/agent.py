@@ -469,6 +469,6 @@ def hosted_zone_agent(net: Network, zone: int, own_buses: np.ndarray, shared_key
     from ...runs.inputs import file_entry
     from .zone_data import zone_loads_path, zone_network
 
-    agent = ZoneAgent(zone_network(config.deployment, zone, net), zone, own_buses, shared_keys, config)
+    agent = ZoneAgent(zone_network(config.deployment, zone, net, own_buses), zone, own_buses, shared_keys, config)
     agent.private_inputs = {"private load": file_entry(zone_loads_path(config.deployment, zone))}  # checked on resume
     return agent

@@ -68,6 +68,21 @@ def split_case(net: Network, part, directory: str | Path) -> list[Path]:
     return written
 
 
+def _check_own_buses(net: Network, zone: int, path: Path, idx: np.ndarray, own: np.ndarray) -> None:
+    """A zone's load file lists each of the zone's own buses once, and nothing else."""
+    values, counts = np.unique(idx, return_counts=True)
+    if np.any(counts > 1):
+        raise ConfigError(f"zone {zone}: {path} lists bus {int(net.bus_ids[values[counts > 1][0]])} twice; each own bus once")
+    foreign = np.setdiff1d(idx, own)
+    if foreign.size:
+        raise ConfigError(f"zone {zone}: {path} lists bus {int(net.bus_ids[foreign[0]])}, which is not one of zone {zone}'s buses "
+                          "in the public partition")
+    missing = np.setdiff1d(own, idx)
+    if missing.size:
+        raise ConfigError(f"zone {zone}: {path} has no line for its bus {int(net.bus_ids[missing[0]])}"
+                          + (f" (and {missing.size - 1} more)" if missing.size > 1 else "") + "; every own bus needs its load")
+
+
 def load_public_network(directory: str | Path) -> Network:
     """The public network of a split case: every load NaN (the coordinator's view of the grid)."""
     stem = public_dir(directory) / "network"
@@ -79,9 +94,13 @@ def load_public_network(directory: str | Path) -> Network:
     return Network(**fields, dcline=DCLines(**dc))
 
 
-def zone_network(directory: str | Path, zone: int, public: Network | None = None) -> Network:
+def zone_network(directory: str | Path, zone: int, public: Network | None = None, own_buses=None) -> Network:
     """What zone ``zone``'s host builds its agent from: the public network, its own loads from its own file,
-    and zero for every other bus's load (as :func:`powerdp.engine.backends.private_view`)."""
+    and zero for every other bus's load (as :func:`powerdp.engine.backends.private_view`).
+
+    With ``own_buses`` (the zone's bus indices in the public partition) the file must list each of them exactly
+    once and no other bus: a bus of another zone, a missing own bus (its load would silently be 0) or a bus
+    listed twice (the last line would win) is refused, naming the bus."""
     net = public if public is not None else load_public_network(directory)
     path = zone_loads_path(directory, zone)
     try:
@@ -94,6 +113,8 @@ def zone_network(directory: str | Path, zone: int, public: Network | None = None
         raise ConfigError(f"zone {zone}: {path} is not a zone load file ({type(exc).__name__}: {exc})") from None
     if not (np.all(np.isfinite(pd_own)) and np.all(np.isfinite(qd_own))):
         raise ConfigError(f"zone {zone}: {path} holds a load that is not a finite number")
+    if own_buses is not None:
+        _check_own_buses(net, zone, path, idx, np.asarray(own_buses, dtype=np.int64))
     p, q = np.zeros(net.n_bus), np.zeros(net.n_bus)
     p[idx], q[idx] = pd_own, qd_own
     return net.with_loads(p, q)

@@ -111,11 +111,24 @@ class Liveness:
         self._thread.start()
 
     def _beat(self) -> None:
+        """Send the beacons until stopped. A send or a test that fails (MPI reports an error for a dead peer on some
+        transports) marks that peer lost and the beacons to the others go on: if this thread died, the peers would
+        see this rank silent and abort the job, killing it before it could record the failure (failure.txt)."""
         while not self._stop.wait(self.interval):
-            self._pending = [r for r in self._pending if not r.Test()]
+            pending = []
+            for peer, request in self._pending:
+                try:
+                    if not request.Test():
+                        pending.append((peer, request))
+                except Exception:  # noqa: BLE001 - an MPI error from a dead peer
+                    self.lost.add(peer)
+            self._pending = pending
             for p in self.peers:
                 if p not in self.lost:
-                    self._pending.append(self.comm.isend(None, dest=p, tag=HEARTBEAT))
+                    try:
+                        self._pending.append((p, self.comm.isend(None, dest=p, tag=HEARTBEAT)))
+                    except Exception:  # noqa: BLE001 - as above
+                        self.lost.add(p)
 
     def drain(self) -> None:
         from mpi4py import MPI
@@ -135,7 +148,7 @@ class Liveness:
             self.drain()
             now = time.monotonic()
             silent = now - self.last_seen[source]
-            if silent > self.timeout:
+            if silent > self.timeout or source in self.lost:  # silent, or its beacons failed (_beat)
                 self.lost.add(source)
                 raise RankLost(source, silent)
             if delay:

@@ -1,0 +1,121 @@
+"""The rules every command keeps (issue 25): one overwrite rule (item 10), a closed standard output is an error
+(item 6), flags a command would ignore are refused (item 9), --help and the README agree (item 11)."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from powerdp.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+AMP = ["privacy", "amplification", "--smooth", "0.18", "--strong", "0.18", "--strong-g", "0.2", "--penalty", "0.5"]
+
+
+def _status(capsys, argv) -> tuple[int, list[str]]:
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    return status, capsys.readouterr().err.strip().splitlines()
+
+
+# ---------------------------------------------------------------- item 10: one overwrite rule, --force
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["partition", "case14", "--zones", "3", "--out", "F"], "--out"),
+    (["solve", "case14", "--json", "F"], "--json"),
+    (["solve", "case14", "--model", "dc", "--json", "F"], "--json"),
+    (["run", "case14", "--rounds", "1", "--no-reference", "--json", "F"], "--json"),
+    (["learn", "digits", "--rounds", "1", "--clients", "2", "--no-reference", "--json", "F"], "--json"),
+    (["learn", "breast_cancer", "--vertical", "--rounds", "2", "--json", "F"], "--json"),
+    ([*AMP, "--json", "F"], "--json"),
+], ids=["partition", "solve", "solve-dc", "run", "learn", "vertical", "privacy"])
+def test_an_existing_output_file_is_kept_unless_force(capsys, tmp_path, argv, flag):
+    target = tmp_path / "result.out"
+    target.write_text("the user's earlier result\n")
+    argv = [str(target) if a == "F" else a for a in argv]
+    status, err = _status(capsys, ["-q", *argv])
+    assert status == 2 and err == [f"powerdp: error: {flag} {target} exists; give --force to replace it"], err
+    assert target.read_text() == "the user's earlier result\n"
+    assert _status(capsys, ["-q", *argv, "--force"])[0] == 0
+    assert target.read_text() != "the user's earlier result\n"
+
+
+def test_every_command_writing_a_file_documents_force():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+    for name in ("solve", "export", "partition", "run", "sweep", "audit", "learn"):
+        options = {o for a in sub[name]._actions for o in a.option_strings}
+        assert {"--force", "--overwrite"} <= options, name
+    assert "--force" in README and "never replaced unless" in README
+
+
+# ---------------------------------------------------------------- item 6: closed standard output
+
+
+def test_a_closed_standard_output_is_an_error(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdout", None)  # what Python gives a process started with `>&-`
+    status, err = _status(capsys, ["solve", "case14"])
+    assert status == 2 and err == ["powerdp: error: standard output is closed; redirect it (e.g. > FILE or > /dev/null)"]
+
+
+def test_a_closed_standard_output_in_a_new_process(tmp_path):
+    import os
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "powerdp_entry", "solve", "case14", "--json", "-"], stderr=subprocess.PIPE,
+                          text=True, timeout=300, preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "powerdp: error: standard output is closed; redirect it (e.g. > FILE or > /dev/null)"
+    assert "{" not in proc.stderr  # the JSON did not go to standard error instead
+
+
+# ---------------------------------------------------------------- item 9: flags a command would ignore
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["solve", "case14", "--model", "dc", "--ac-check"], "--ac-check"),
+    (["solve", "case14", "--model", "dc", "--objective", "shedding"], "--objective"),
+    (["solve", "case14", "--model", "dc", "--solver", "clarabel"], "--solver"),
+    (["run", "case14", "--model", "dc", "--local-solver", "clarabel"], "--local-solver"),
+    (["run", "case14", "--model", "dc", "--local-updates", "2"], "--local-updates"),
+    (["run", "case14", "--model", "dc", "--eta", "sqrt"], "--eta"),
+    (["run", "case14", "--model", "dc", "--ac-check", "--objective", "cost"], "--ac-check, --objective"),
+    (["run", "case14", "--line-scale", "2"], "--line-scale"),
+    (["learn", "digits", "--label", "y"], "--label"),
+    (["learn", "elastic-net", "--algorithm", "noisy-admm", "--label", "y"], "--label"),
+], ids=lambda v: "-".join(v) if isinstance(v, list) else v)
+def test_a_flag_the_command_would_ignore_is_refused(capsys, argv, named):
+    status, err = _status(capsys, argv)
+    assert status == 2 and len(err) == 1 and named in err[0], err
+
+
+def test_a_deployment_refuses_a_case_and_zones(capsys, tmp_path):
+    d = tmp_path / "split"
+    assert main(["-q", "partition", "case14", "--zones", "3", "--split", str(d)]) == 0
+    base = ["run", "--deployment", str(d), "--no-evaluation", "--rounds", "1"]
+    for extra, named in ((["case14"], "CASE case14"), (["--zones", "2"], "--zones"), (["--partition", "area"], "--partition")):
+        status, err = _status(capsys, [*base, *extra])
+        assert status == 2 and len(err) == 1 and named in err[0] and "not read" in err[0], err
+
+
+# ---------------------------------------------------------------- item 11: --help and the README agree
+
+
+def test_help_and_readme_agree_on_json_to_standard_output():
+    assert "`--json -` writes the JSON to standard output, alone" in README
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+    for name in ("solve", "run"):
+        text = " ".join(sub[name].format_help().split())
+        assert "- : to standard output, alone" in text, name
+        assert "after the report" not in text, name
+
+
+def test_readme_lists_every_notebook():
+    listed = set(re.findall(r"^- `(\w+\.ipynb)`", README, flags=re.M))
+    assert listed == {p.name for p in (ROOT / "examples").glob("*.ipynb")}
