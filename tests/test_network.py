@@ -200,7 +200,7 @@ def test_dcline_loss_corrections_as_powermodels(tmp_path, caplog):
     from .conftest import HVDC_CASE
 
     text = HVDC_CASE.replace("-20\t25\t1\t0.02;", "-20\t25\t-3\t1.5;")
-    with caplog.at_level("WARNING", logger="powerdp.grid.network"):
+    with caplog.at_level("WARNING", logger="powerdp.grid"):
         dc = load_case(write(tmp_path, text)).dcline
     assert dc.loss0[0] == 0.0 and dc.loss1[0] == 0.0
     assert "dcline 1: negative LOSS0" in caplog.text and "dcline 1: LOSS1 outside [0, 1)" in caplog.text

@@ -173,8 +173,8 @@ def test_file_audit_passes_the_zone_layout_and_catches_the_old_one(tmp_path):
 def test_audit_cli_fails_with_exit_3_on_the_old_layout(tmp_path, monkeypatch, capsys):
     import functools
 
-    from powerdp import file_audit
     from powerdp.cli import main
+    from powerdp.studies import file_audit
 
     argv = ["audit", "case14", "--algorithm", "objl", "--target-epsilon", "0.5", "--rounds", "1", "--runs", "20",
             "--jobs", "1", "--bus", "4", "--deployment", "-q"]
@@ -209,7 +209,7 @@ def test_market_agents_keep_their_state_in_agent_private_files(tmp_path, open_um
     full, _, _ = run_market(net, zones, SharingSettings(rounds=8, **settings), seed=7)
     out = tmp_path / "m"
     run_market(net, zones, SharingSettings(rounds=4, checkpoint_every=2, **settings), seed=7, out=out)
-    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == ["state.json", "state.npz"]  # the coordinator's only
+    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == ["evaluation.json", "evaluation.npz", "state.json", "state.npz"]  # the coordinator's only (state and the evaluation's history columns)
     assert {f"agent_{m}" for m in range(3)} <= {p.name for p in (out / "agents.private").iterdir()}
     assert (out / "agents.private" / "agent_0" / "checkpoint" / "round_4.npz").is_file()
     assert private_tree_problems(out / "agents.private") == []
