@@ -121,8 +121,10 @@ def test_cli_shedding_weight_errors(capsys):
 
     assert main(["solve", "case14", "--shedding-weight", "1e6"]) == 2
     assert "--objective cost+shedding" in capsys.readouterr().err
-    assert main(["run", "case14", "--algorithm", "exact", "--objective", "cost+shedding", "--shedding-weight", "-1"]) == 2
-    assert "positive number" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # refused at parse time, one line naming the option (issue 25)
+        main(["run", "case14", "--algorithm", "exact", "--objective", "cost+shedding", "--shedding-weight", "-1"])
+    assert exit_.value.code == 2
+    assert "--shedding-weight: -1 is out of range: give a number > 0" in capsys.readouterr().err
     assert main(["run", "case14", "--objective", "cost", "--algorithm", "objl"]) == 2
     assert "cost+shedding" in capsys.readouterr().err
 
