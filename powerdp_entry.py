@@ -3,7 +3,7 @@
 Importing powerdp (pandas, Pyomo, pandapower, scipy) takes a second or more; a signal in that time used to end
 in a ``KeyboardInterrupt`` traceback (SIGINT) or a silent exit 143 (SIGTERM). This module lives outside the
 ``powerdp`` package, whose ``__init__`` imports all of that, so that its first act can be to install the
-handlers: until the command installs its own (a run stops at the end of its round, powerdp.admm.stopping),
+handlers: until the command installs its own (a run stops at the end of its round, powerdp.runs.stopping),
 and again after it returns, a stop signal prints one line and exits with status 130 at once. Nothing has been
 written yet at that point (and every output file of powerdp is written atomically), so nothing is lost.
 """

@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 
 
 def main() -> None:

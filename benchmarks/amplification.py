@@ -6,7 +6,7 @@ Writes into --out (default docs/results):
   iterations to converge by the authors' test) and Table 2 (p-values of the optimality gaps at
   iteration 100 between noise levels), ours next to the paper's;
 * amplification_convergence.png: average optimality gap against the iteration (Figure 1 a, b);
-* amplification_audit.json: the empirical checks (powerdp.amplification_audit);
+* amplification_audit.json: the empirical checks (powerdp.studies.amplification_audit);
 * amplification.json (everything) and amplification_tables.md (the tables, for docs/amplification.md).
 
 Protocol (001 §10 and the authors' notebook, github.com/KawaiiMengshi/Privacy-Amplification-by-
@@ -35,10 +35,10 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from powerdp.amplification_audit import audit_inner_steps, audit_noisy_admm
-from powerdp.jsonutil import jsonable
-from powerdp.learning.noisy_admm import ElasticNet, elastic_net_data, noisy_admm, uniform_order
+from powerdp.apps.learning.noisy_admm import ElasticNet, elastic_net_data, noisy_admm, uniform_order
+from powerdp.files.jsonable import jsonable
 from powerdp.privacy.amplification import contraction, contraction_at, convex_constant, step_interval, step_midpoint
+from powerdp.studies.amplification_audit import audit_inner_steps, audit_noisy_admm
 
 ROWS = [  # μ, β, and the paper's printed η, 𝔏, iterations to converge (Table 1); c₂ = 0.1, c₁ = 0.01
     (0.25, 0.9, 1.95, 0.95, 26),

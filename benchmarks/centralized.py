@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.opf.compiled import compile_model
 from powerdp.opf.formulation import FLOW_MODES, build_model
 from powerdp.opf.solvers import IpoptSolver

@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.opf import conic
 
 #: the variants measured: name → Clarabel settings on top of LOCAL_SETTINGS

@@ -23,9 +23,9 @@ import json
 import logging
 import time
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
-from powerdp.grid.network import load_case
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
+from powerdp.grid.loading import load_case
 from powerdp.opf.centralized import solve_opf
 
 

@@ -25,9 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
-from powerdp.grid.network import load_case
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
+from powerdp.grid.loading import load_case
 from powerdp.opf.centralized import solve_opf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

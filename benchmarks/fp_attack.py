@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The floating-point attack of issue 26 (powerdp/fp_attack.py) against output and objective perturbation, through the public
+"""The floating-point attack of issue 26 (powerdp/studies/fp_attack.py) against output and objective perturbation, through the public
 API: one-round runs on D or D' picked by a secret bit, the adversary's noise-free replay of both hypotheses, and
 an exact reachability test of every released double. Against the product's sampler (values on a grid, integer
 noise) and against the old numpy sampler (a test-only fault).
@@ -15,10 +15,10 @@ import json
 import time
 import warnings
 
-from powerdp.admm.config import RunConfig
-from powerdp.fp_attack_targets import attack, learning_target, power_flow_target
-from powerdp.learning import LearnConfig
+from powerdp.apps.learning import LearnConfig
+from powerdp.apps.power_flow.config import RunConfig
 from powerdp.privacy.faults import InjectedFaults
+from powerdp.studies.fp_attack_targets import attack, learning_target, power_flow_target
 
 
 def _learn(alg: str, **kw):

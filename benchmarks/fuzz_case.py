@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from powerdp.cli import main
-from powerdp.grid.network import bundled_path
+from powerdp.grid.loading import bundled_path
 
 VALUES = ["nan", "inf", "-inf", "1e400", "-1", "0", "1e-300", "abc", "", "4", "99", "1e20", "-1e20", "2.5", ";", "]", "[", "'"]
 

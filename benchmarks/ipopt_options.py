@@ -24,8 +24,8 @@ import logging
 
 import numpy as np
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.opf import solvers as solver_module
 from powerdp.opf.solvers import IpoptSolver, load_ipopt_profile
 

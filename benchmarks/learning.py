@@ -21,9 +21,9 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from powerdp.admm.coordinator import Coordinator
-from powerdp.learning import LearnConfig
-from powerdp.learning.runner import build_clients, prepare_data
+from powerdp.apps.learning import LearnConfig
+from powerdp.apps.learning.runner import build_clients, prepare_data
+from powerdp.engine.consensus.coordinator import Coordinator
 
 
 def time_rounds(algorithm: str, rounds: int, prepared) -> list[float]:

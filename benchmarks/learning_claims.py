@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from powerdp.learning import LearnConfig, run_federated
-from powerdp.learning.model import SoftmaxLoss, error_rate
-from powerdp.learning.runner import prepare_data
+from powerdp.apps.learning import LearnConfig, run_federated
+from powerdp.apps.learning.model import SoftmaxLoss, error_rate
+from powerdp.apps.learning.runner import prepare_data
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 #: the paper's preprocessing scale for u = 0.1: pixels in [0, 1], rows clipped to ‖x‖₂ ≤ R (digits: √64 = 8 clips

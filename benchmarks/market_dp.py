@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from powerdp.admm.market import default_market_rho, run_market
-from powerdp.admm.sharing_run import SharingSettings
-from powerdp.grid.network import load_case
+from powerdp.apps.market.dc_market import default_market_rho, run_market
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import partition
 from powerdp.opf.dc import dc_model
 from powerdp.privacy.calibration import gaussian_noise_multiplier
+from powerdp.runs.sharing_run import SharingSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.shared_data import benchmark_file  # noqa: E402  (../shared/data beside the repository root)

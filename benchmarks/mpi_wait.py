@@ -1,7 +1,7 @@
 """What an MPI rank costs while it waits (issue #29: the coordinator must not busy-poll).
 
 Under ``mpiexec -n 3``: ranks 1 and 2 wait for a message from rank 0 (the backends' own
-:class:`~powerdp.admm.backends.mpi.Liveness` wait, heartbeats included) while rank 0 sleeps
+:class:`~powerdp.engine.backends.mpi.Liveness` wait, heartbeats included) while rank 0 sleeps
 ``--wait`` seconds, as agent ranks wait while rank 0 parses and partitions a large case, and as rank 0
 waits for a round's slowest zone. Prints one JSON line: each waiting rank's CPU time (user, system)
 during the wait, and the machine's load average.
@@ -19,7 +19,7 @@ import time
 
 from mpi4py import MPI
 
-from powerdp.admm.backends import mpi
+from powerdp.engine.backends import mpi
 
 
 def main() -> None:

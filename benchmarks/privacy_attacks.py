@@ -4,7 +4,7 @@ Both attack what the coordinator holds: the zones' messages, seen through ``run_
 ``observe`` hook, and the run's public configuration (what ``config.json`` records). A secret bit
 picks the dataset of every target run: D, or D' with one load of zone 0 moved by β. The adversary
 guesses the bit; its true and false positive rates, with 95 % Clopper–Pearson intervals, give a
-lower bound on ε (powerdp.audit), to compare with the run's claim.
+lower bound on ε (powerdp.studies.audit), to compare with the run's claim.
 
 1. **Replay** (finding 1): the adversary re-runs both hypotheses with the run's public configuration
    (its seed, if it has one) and picks the one whose transcript lies closer. Against a seeded run the
@@ -34,12 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from powerdp.admm.agent import ZoneAgent
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import resolve_config, resolve_partition, run_distributed
-from powerdp.audit import clopper_pearson, epsilon_lower_bound, neighbouring_network
-from powerdp.grid.network import load_case
+from powerdp.apps.power_flow.agent import ZoneAgent
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.plan import resolve_config, resolve_partition
+from powerdp.apps.power_flow.runner import run_distributed
+from powerdp.grid.loading import load_case
 from powerdp.privacy.faults import InjectedFaults
+from powerdp.studies.audit import clopper_pearson, epsilon_lower_bound, neighbouring_network
 
 BUS = 4  # external id of the moved load (zone 0 of case14's 2-zone partition)
 

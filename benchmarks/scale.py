@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.shared_data import SHARED_DATA  # noqa: E402  (../shared/data beside the repository root)

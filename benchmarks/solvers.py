@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.opf.compiled import compile_model
 from powerdp.opf.conic import ClarabelSolver
 from powerdp.opf.formulation import build_model

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ObjT's trust-region radius on power flow: constant δ_t = a against the paper's a/t² (docs/learning.md, "Trust-region
-radius"; the default DEFAULT_TRUST_RADIUS of powerdp/admm/updates/trust_region.py comes from here).
+radius"; the default DEFAULT_TRUST_RADIUS of powerdp/engine/consensus/updates/trust_region.py comes from here).
 
     python benchmarks/trust_radius.py                       # case118 in its 3 areas, T = 100, Clarabel
     python benchmarks/trust_radius.py --case case14 --rounds 50
@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 
 
 def main() -> None:

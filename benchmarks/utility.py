@@ -27,10 +27,10 @@ import logging
 import statistics
 import sys
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
-from powerdp.plots import utility_floor
-from powerdp.sweep import SweepSpec, run_sweep
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
+from powerdp.studies.plots import utility_floor
+from powerdp.studies.sweep import SweepSpec, run_sweep
 
 BUDGET_ALGORITHMS = ["objl", "objg", "outl", "outg", "inpl", "inpg"]
 PURE = ["objl", "outl", "inpl"]  # Laplace at δ = 0
@@ -87,7 +87,7 @@ def budget_table(args: argparse.Namespace) -> None:
     for (alg, delta, te), g in runs.groupby(["algorithm", "delta", "target_epsilon"], sort=False):
         n = g["load_values"].iloc[0]
         if pd.isna(n):  # runs made before summaries recorded it
-            from powerdp.grid.network import load_case
+            from powerdp.grid.loading import load_case
 
             n = 2 * load_case(args.case).n_bus
         floor = float(utility_floor(n, g["beta"].iloc[0], te))

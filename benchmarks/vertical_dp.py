@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from powerdp.admm.sharing_run import SharingSettings
-from powerdp.learning.vertical import baselines, load_dataset, run_vertical_learning
+from powerdp.apps.learning.vertical import baselines, load_dataset, run_vertical_learning
 from powerdp.privacy.calibration import gaussian_noise_multiplier
+from powerdp.runs.sharing_run import SharingSettings
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "results"
 EPSILONS = (0.1, 1.0, 10.0)

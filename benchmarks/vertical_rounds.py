@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from powerdp.admm.sharing_run import SharingSettings
-from powerdp.learning.vertical import DEFAULT_LAMBDA, baselines, gradient_baseline, load_dataset, run_vertical_learning
+from powerdp.apps.learning.vertical import DEFAULT_LAMBDA, baselines, gradient_baseline, load_dataset, run_vertical_learning
+from powerdp.runs.sharing_run import SharingSettings
 
 
 def first_within(losses, ref, tol=1e-3):

@@ -30,8 +30,8 @@ EPSILONS = [0.05, 0.1, 0.5, 1.0]
 
 
 def one_run(case: str, algorithm: str, epsilon: float, E: int, seed: int, rounds: int, sensitivity: str, eta: str, out: Path) -> Path:
-    from powerdp.admm.config import RunConfig
-    from powerdp.admm.runner import run_distributed
+    from powerdp.apps.power_flow.config import RunConfig
+    from powerdp.apps.power_flow.runner import run_distributed
 
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     path = out / "runs" / f"{case}_{algorithm}_eps{epsilon}_E{E}_seed{seed}_{sensitivity}.csv"
@@ -51,10 +51,10 @@ def one_run(case: str, algorithm: str, epsilon: float, E: int, seed: int, rounds
 
 
 def plot(table: pd.DataFrame, out: Path) -> list[Path]:
-    """One figure per case, E and sensitivity rule, drawn by powerdp.plots.plot_trajectories."""
+    """One figure per case, E and sensitivity rule, drawn by powerdp.studies.plots.plot_trajectories."""
     import matplotlib.pyplot as plt
 
-    from powerdp.plots import plot_trajectories
+    from powerdp.studies.plots import plot_trajectories
 
     paths = []
     for (case, E, sens), grp in table.groupby(["case", "local_updates", "sensitivity"]):

@@ -2,7 +2,7 @@
 
 The same engine (update rule × perturbation × mechanism, ledger, backends, audit) serves
 three applications: the SOC optimal power flow below (consensus ADMM over zones), federated
-learning (:func:`run_federated`, :mod:`powerdp.learning`; 001's noisy ADMM with the
+learning (:func:`run_federated`, :mod:`powerdp.apps.learning`; 001's noisy ADMM with the
 amplification-by-iteration ledger, :func:`run_noisy_admm`) and ADMM sharing (the zonal DC
 market :func:`run_market`, vertical learning :func:`run_vertical_learning`).
 
@@ -27,13 +27,16 @@ Quick start::
 from __future__ import annotations
 
 from ._version import __version__
-from .admm.agent import ZoneAgent
-from .admm.config import RunConfig
-from .admm.coordinator import Coordinator
-from .admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
-from .admm.results import RunResult
-from .admm.runner import RunFailed, run_distributed
-from .audit import AuditResult, run_audit
+from .apps.learning import LearnConfig, LearnResult, NoisyADMMConfig, NoisyADMMRun, run_federated, run_noisy_admm
+from .apps.learning.vertical import run_vertical_learning
+from .apps.market.dc_market import run_market
+from .apps.power_flow.agent import ZoneAgent
+from .apps.power_flow.config import RunConfig
+from .apps.power_flow.result import RunResult
+from .apps.power_flow.runner import RunFailed, run_distributed
+from .engine.consensus.coordinator import Coordinator
+from .engine.consensus.messages import ConsensusMessage, SolverStats, ZoneUpdate
+from .engine.sharing.coordinator import SharingAgent, SharingCoordinator
 from .errors import (
     CaseDataError,
     ConfigError,
@@ -43,32 +46,23 @@ from .errors import (
     PowerDPError,
     SolverError,
 )
+from .grid.loading import bundled_cases, load_case
 from .grid.matpower import MatpowerData, read_matpower
-from .grid.network import DCLines, Network, bundled_cases, load_case
+from .grid.network import DCLines, Network
 from .grid.partition import Partition, bundled_partition, partition
-from .learning import LearnConfig, LearnResult, NoisyADMMConfig, NoisyADMMRun, run_federated, run_noisy_admm
 from .opf.centralized import OPFResult, solve_opf
 from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
 from .opf.conic import ClarabelSolver
+from .opf.dc import DCModel, DCResult, dc_model, solve_dc_opf
 from .opf.formulation import build_model
+from .opf.local_solver import SOLVERS, LocalSolver
 from .opf.pandapower_io import ACCheck, ac_check, to_pandapower
-from .opf.solver_base import SOLVERS, LocalSolver
 from .opf.solvers import IpoptSolver, SolveResult, load_ipopt_profile
 from .opf.tables import Dispatch, ResultTables, physical_tables
 from .privacy import GaussianMechanism, LaplaceMechanism, PrivacyLedger, noise_rng
 from .privacy.amplification import AmplifiedGuarantee, first_user_guarantee
-from .sharing_api import (
-    DCModel,
-    DCResult,
-    SharingAgent,
-    SharingCoordinator,
-    SharingSettings,
-    dc_model,
-    run_market,
-    run_sharing,
-    run_vertical_learning,
-    solve_dc_opf,
-)
+from .runs.sharing_run import SharingSettings, run_sharing
+from .studies.audit import AuditResult, run_audit
 
 __all__ = [
     "__version__",

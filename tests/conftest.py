@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 
 from .shared_data import SHARED_DATA, shared_case  # noqa: F401  (../shared/data beside the repository: one helper)
 
@@ -27,7 +27,7 @@ def case118():
 def fail_local_solve(monkeypatch, zone: int, round: int):
     """Make zone ``zone``'s local solves report infeasibility in round ``round`` (serial backend);
     ``monkeypatch.undo()`` restores them."""
-    from powerdp.admm import agent as agent_mod
+    from powerdp.apps.power_flow import agent as agent_mod
     from powerdp.errors import InfeasibleError
 
     real = agent_mod.ZoneAgent._solve

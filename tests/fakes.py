@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from powerdp.admm.agent import ZoneDiagnostics
-from powerdp.admm.messages import ConsensusMessage, ZoneUpdate
+from powerdp.apps.power_flow.agent import ZoneDiagnostics
+from powerdp.engine.consensus.messages import ConsensusMessage, ZoneUpdate
 from powerdp.privacy import noise_rng
 from powerdp.privacy.sampler import gaussian_release
 

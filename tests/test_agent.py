@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from powerdp.admm.agent import ZoneAgent, step_size
-from powerdp.admm.backends import private_view
-from powerdp.admm.config import RunConfig
-from powerdp.admm.messages import ConsensusMessage, SolverStats, ZoneUpdate
+from powerdp.apps.power_flow.agent import ZoneAgent, step_size
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.engine.backends import private_view
+from powerdp.engine.consensus.messages import ConsensusMessage, SolverStats, ZoneUpdate
 from powerdp.errors import ConfigError
 from powerdp.grid.partition import bundled_partition
 
@@ -197,10 +197,10 @@ def test_agent_state_round_trip_reproduces_next_step(zone_setup):
 _ZONE_RUN = """
 import hashlib, logging, numpy as np
 logging.getLogger("pyomo").setLevel(logging.ERROR)
-from powerdp.admm.agent import ZoneAgent
-from powerdp.admm.config import RunConfig
-from powerdp.admm.messages import ConsensusMessage
-from powerdp.grid.network import load_case
+from powerdp.apps.power_flow.agent import ZoneAgent
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.engine.consensus.messages import ConsensusMessage
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import partition
 net = load_case("case118")
 part = partition(net, "case118_3areas")
@@ -234,7 +234,7 @@ def test_building_a_zone_collects_its_model_and_leaves_the_collector_as_it_was(c
     import gc
     import weakref
 
-    import powerdp.admm.agent as agent_module
+    import powerdp.apps.power_flow.agent as agent_module
 
     part = bundled_partition(case14, 3)
     by_zone = part.shared_by_zone("variables")

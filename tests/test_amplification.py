@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from powerdp.amplification_audit import audit_inner_steps, audit_noisy_admm, inner_step_release
+from powerdp.apps.learning.noisy_admm import ElasticNet, elastic_net_data, noisy_admm, uniform_order
 from powerdp.cli import main
-from powerdp.learning.noisy_admm import ElasticNet, elastic_net_data, noisy_admm, uniform_order
 from powerdp.privacy import amplification as amp
 from powerdp.privacy.amplification import AssumptionError
+from powerdp.studies.amplification_audit import audit_inner_steps, audit_noisy_admm, inner_step_release
 
 # Table 1 of 001 with ν = μ_f = 2μ, μ_g = 2c₂ = 0.2, ‖AᵀB‖ = 1: η and 𝔏 recomputed (SPEC §11)
 ROWS = [(0.25, 0.9, 1.753, 0.9474), (0.09, 0.5, 4.811, 0.9149), (0.0225, 0.3, 20.000, 0.8571), (0.01, 0.15, 43.301, 0.7992)]

@@ -1,4 +1,4 @@
-"""The empirical privacy audit (powerdp.audit, ``powerdp audit``): its statistics against known values and
+"""The empirical privacy audit (powerdp.studies.audit, ``powerdp audit``): its statistics against known values and
 real mechanisms, and end to end on case14: a non-private run is detected, a private one stays within its
 claim, and a run whose noise is switched off behind the ledger's back fails."""
 
@@ -10,8 +10,12 @@ import math
 import numpy as np
 import pytest
 
-from powerdp.admm.config import RunConfig
-from powerdp.audit import (
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.cli import main
+from powerdp.errors import ConfigError
+from powerdp.privacy.faults import InjectedFaults
+from powerdp.privacy.mechanisms import LaplaceMechanism
+from powerdp.studies.audit import (
     AuditRunFailed,
     attack,
     best_threshold,
@@ -21,10 +25,6 @@ from powerdp.audit import (
     neighbouring_network,
     run_audit,
 )
-from powerdp.cli import main
-from powerdp.errors import ConfigError
-from powerdp.privacy.faults import InjectedFaults
-from powerdp.privacy.mechanisms import LaplaceMechanism
 
 # ----------------------------------------------------------------------------- statistics
 
@@ -207,7 +207,8 @@ def test_cli_audit_fails_with_its_own_exit_status_and_writes_json(tmp_path, caps
 
 
 def test_cli_min_runs_matches_the_audit():
-    from powerdp import audit, cli
+    from powerdp import cli
+    from powerdp.studies import audit
 
     assert cli.MIN_RUNS == audit.MIN_RUNS
 
@@ -239,7 +240,7 @@ def test_cli_min_runs_matches_the_audit():
 def test_cli_audit_bad_input(extra, message, capsys):
     try:  # a repeated --runs: the last one counts
         status = main(["audit", "case14", "--runs", "20", *extra])
-    except SystemExit as exc:  # a number out of range is refused as the command line is parsed (powerdp.cli_args)
+    except SystemExit as exc:  # a number out of range is refused as the command line is parsed (powerdp.cli.args)
         status = exc.code
     assert status == 2
     err = capsys.readouterr().err

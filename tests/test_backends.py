@@ -6,12 +6,12 @@ import os
 import numpy as np
 import pytest
 
-from powerdp.admm.backends import BACKENDS, AgentSpec, backend_class, make_backend
-from powerdp.admm.backends.serial import SerialBackend
-from powerdp.admm.config import RunConfig
-from powerdp.admm.coordinator import Coordinator
-from powerdp.admm.zone_folders import simulation_folders
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.engine.backends import BACKENDS, AgentSpec, backend_class, make_backend
+from powerdp.engine.backends.serial import SerialBackend
+from powerdp.engine.consensus.coordinator import Coordinator
 from powerdp.errors import ConfigError
+from powerdp.files.zone_folders import simulation_folders
 from powerdp.grid.partition import bundled_partition
 
 FAKE = "tests.fakes:FakeAgent"
@@ -132,7 +132,7 @@ def test_mpi_waits_sleep_in_proportion_to_the_wait_instead_of_spinning(monkeypat
     """A rank waiting 1 s for a message probes a few dozen times (not every 2 ms) and picks it up promptly."""
     import time
 
-    from powerdp.admm.backends import mpi
+    from powerdp.engine.backends import mpi
 
     monkeypatch.setattr(mpi.Liveness, "drain", lambda self: None)
     comm = _SlowComm(after=1.0)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from dp_accounting import pld
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.errors import ConfigError
 from powerdp.privacy import GaussianMechanism, PrivacyLedger
 from powerdp.privacy.calibration import MAX_NOISE_MULTIPLIER, gaussian_noise_multiplier, laplace_epsilon_per_step
@@ -73,7 +73,7 @@ def test_laplace_budget_at_delta_runs_and_the_ledger_agrees():
     e_value, e_bus = cfg.per_step_noise()["epsilon"], cfg_bus.per_step_noise()["epsilon"]
     assert e_value > 2.0 / 50 * 1.5 and e_bus > e_value  # two shifted entries of 2β each beat one of 4β
     for c in (cfg, cfg_bus):
-        from powerdp.admm.perturbations import ObjectivePerturbation
+        from powerdp.engine.consensus.perturbations import ObjectivePerturbation
         from powerdp.opf.objectives import OBJECTIVES
 
         sens = OBJECTIVES["shedding"].gradient_sensitivity(c.beta, c.sensitivity, c.adjacency)

@@ -7,11 +7,11 @@ import pickle
 import numpy as np
 import pytest
 
-from powerdp.admm.checkpoint import load_state, refuse_pickles, save_state, zone_checkpoint_path
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.cli import main
 from powerdp.errors import ConfigError
+from powerdp.files.checkpoint import load_state, refuse_pickles, save_state, zone_checkpoint_path
 
 
 class _Exploit:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from powerdp.admm.results import read_history, read_summary
+from powerdp.apps.power_flow.result import read_history
 from powerdp.cli import build_parser, main
+from powerdp.runs.views import read_summary
 
 CASE14_SOC = 8075.12
 

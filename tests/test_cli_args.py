@@ -1,4 +1,4 @@
-"""Every numeric option of every command is checked while the command line is parsed (powerdp.cli_args), with the
+"""Every numeric option of every command is checked while the command line is parsed (powerdp.cli.args), with the
 option's name in a one-line error and exit status 2; argparse's own errors are one line too (issue 25: items 2, 3, 7,
 and sweep --jobs)."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from powerdp.cli import build_parser, main
-from powerdp.cli_args import integer, real
+from powerdp.cli.args import integer, real
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 """Every command prints on a terminal that cannot encode its signs (PYTHONIOENCODING=ascii, latin-1, a C locale):
-a sign the stream cannot encode is spelled in ASCII (powerdp.cli_output), never a UnicodeEncodeError (issue 25)."""
+a sign the stream cannot encode is spelled in ASCII (powerdp.cli.streams), never a UnicodeEncodeError (issue 25)."""
 
 import io
 import os
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from powerdp.cli import main
-from powerdp.cli_output import spell_ascii
+from powerdp.cli.streams import spell_ascii
 
 ROOT = Path(__file__).resolve().parents[1]
 

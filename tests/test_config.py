@@ -2,8 +2,8 @@
 
 import pytest
 
-from powerdp.admm.algorithms import ALIASES
-from powerdp.admm.config import ALGORITHMS, RunConfig
+from powerdp.apps.power_flow.config import ALGORITHMS, RunConfig
+from powerdp.engine.consensus.algorithms import ALIASES
 from powerdp.errors import ConfigError
 from powerdp.opf.objectives import OBJECTIVES
 

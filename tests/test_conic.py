@@ -8,10 +8,10 @@ import pandas as pd
 import pyomo.environ as pyo
 import pytest
 
-from powerdp.admm.agent import ZoneAgent
-from powerdp.admm.config import RunConfig
-from powerdp.admm.results import RunResult, read_history, read_summary
-from powerdp.admm.runner import RunFailed, run_distributed
+from powerdp.apps.power_flow.agent import ZoneAgent
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.result import RunResult, read_history
+from powerdp.apps.power_flow.runner import RunFailed, run_distributed
 from powerdp.cli import main
 from powerdp.errors import ConfigError, ModelError, SolverError
 from powerdp.grid.partition import bundled_partition
@@ -19,8 +19,9 @@ from powerdp.opf.centralized import solve_opf
 from powerdp.opf.compiled import INF, QuadraticObjective, compile_model
 from powerdp.opf.conic import ClarabelSolver, conic_form
 from powerdp.opf.formulation import FLOW_MODES, build_model
-from powerdp.opf.solver_base import SOLVERS, LocalSolver, solver_class
+from powerdp.opf.local_solver import SOLVERS, LocalSolver, solver_class
 from powerdp.opf.solvers import IpoptSolver
+from powerdp.runs.views import read_summary
 
 # the reference: Ipopt with its bounds as given. By default Ipopt relaxes every bound by 1e-8
 # (bound_relax_factor), which leaves ~1e-8 violations and objectives ~1e-7..1e-6 below the optimum
@@ -298,7 +299,7 @@ def test_clarabel_trust_region_and_exact_runs_stay_feasible():
 
 def test_a_failed_clarabel_solve_names_zone_and_round_and_keeps_history(tmp_path, monkeypatch):
     """A real Clarabel failure (iteration limit) in zone 1, round 3."""
-    from powerdp.admm import agent as agent_mod
+    from powerdp.apps.power_flow import agent as agent_mod
 
     real = agent_mod.ZoneAgent._solve
 
@@ -370,7 +371,7 @@ def test_old_run_directories_with_ipopt_s_still_load(tmp_path):
     assert loaded.history["solver_s"].tolist() == h["ipopt_s"].tolist()
     assert loaded.config.local_solver == "ipopt"
     # a checkpoint of an older version holds history rows with ipopt_s: resuming renames them
-    from powerdp.admm.runner import _renamed
+    from powerdp.apps.power_flow.runner import _renamed
 
     assert _renamed({"round": 1, "ipopt_s": 0.5}) == {"round": 1, "solver_s": 0.5}
     assert _renamed({"round": 1, "solver_s": 0.5}) == {"round": 1, "solver_s": 0.5}

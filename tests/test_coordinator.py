@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from powerdp.admm.coordinator import Coordinator
-from powerdp.admm.messages import ZoneUpdate
+from powerdp.engine.consensus.coordinator import Coordinator
+from powerdp.engine.consensus.messages import ZoneUpdate
 
 
 def upd(zone, rnd, vals):

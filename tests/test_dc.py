@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.opf.dc import dc_model, ptdf, solve_dc_opf
 
 from .shared_data import shared_case

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.learning import LearnConfig
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.errors import ConfigError
-from powerdp.learning import LearnConfig
 from powerdp.privacy.faults import InjectedFaults
 
 ROOT = Path(__file__).resolve().parents[1]

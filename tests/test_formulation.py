@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from powerdp.errors import ModelError
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import bundled_partition, partition
 from powerdp.opf.centralized import solve_opf
 from powerdp.opf.compiled import CompiledProblem, compile_model

@@ -1,4 +1,4 @@
-"""The floating-point attack (powerdp/fp_attack.py) finds the old sampler's leak and nothing on the product's:
+"""The floating-point attack (powerdp/studies/fp_attack.py) finds the old sampler's leak and nothing on the product's:
 learn objl (Laplace, objective perturbation) and outg (Gaussian, output perturbation), one round, ε 1
 (benchmarks/fp_attack.py is the full form: objl, objt, outl, objg, outg and power flow's outl, outg)."""
 
@@ -9,10 +9,10 @@ import warnings
 import numpy as np
 import pytest
 
-from powerdp.fp_attack import reachable_grid, reachable_numpy_laplace
-from powerdp.fp_attack_targets import attack, learning_target
-from powerdp.learning import LearnConfig
+from powerdp.apps.learning import LearnConfig
 from powerdp.privacy.faults import InjectedFaults
+from powerdp.studies.fp_attack import reachable_grid, reachable_numpy_laplace
+from powerdp.studies.fp_attack_targets import attack, learning_target
 
 TRIALS = 40  # 20 + 20 perfect guesses prove ε ≥ 1.6 at 95 %
 

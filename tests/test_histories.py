@@ -36,7 +36,7 @@ def assert_history_matches(got: pd.DataFrame, expected: pd.DataFrame, name: str)
 
 @pytest.mark.parametrize("name", sorted(make.SETTINGS))
 def test_history_matches_the_recorded_one(name):
-    from powerdp.admm.runner import run_distributed
+    from powerdp.apps.power_flow.runner import run_distributed
 
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     expected = pd.read_csv(HERE / f"{name}.csv", float_precision="round_trip")

@@ -1,6 +1,7 @@
 """The package's import graph has no cycle, function-level (lazy) imports included (annotation-only
 imports under TYPE_CHECKING excluded), and layers
-point one way: grid → opf → privacy → admm → cli/sweep/plots (docs/contributing.md)."""
+point one way: files → grid | privacy → opf → engine → runs → apps → studies → cli (docs/architecture.md;
+`lint-imports` checks the same contracts, configured in pyproject.toml)."""
 
 import ast
 from pathlib import Path
@@ -63,24 +64,38 @@ def test_no_import_cycle():
     assert cycles == [], f"import cycles: {cycles}"
 
 
+LAYERS = {"files": 0, "grid": 1, "privacy": 1, "opf": 2, "engine": 3, "runs": 4, "apps": 5, "studies": 6, "cli": 7}
+
+
 def test_layers_point_one_way():
-    order = {"grid": 0, "opf": 1, "privacy": 1, "admm": 2}
     g = _graph()
     for a, b in g.edges:
         la, lb = a.split(".")[1] if a.count(".") else "", b.split(".")[1] if b.count(".") else ""
-        if la in order and lb in order:
-            assert order[lb] <= order[la], f"{a} imports {b}: a lower layer depends on a higher one"
+        if la in LAYERS and lb in LAYERS:
+            assert LAYERS[lb] <= LAYERS[la], f"{a} imports {b}: a lower layer depends on a higher one"
     # the privacy maths builds no model and calls no solver
-    assert not any(b.startswith(("powerdp.opf", "powerdp.admm", "powerdp.grid")) for a, b in g.edges if a.startswith("powerdp.privacy"))
+    assert not any(b.startswith(("powerdp.opf", "powerdp.engine", "powerdp.grid")) for a, b in g.edges if a.startswith("powerdp.privacy"))
 
 
 def test_learning_uses_the_engine_not_power_flow():
-    """powerdp.learning sits beside opf/: it imports admm/ and privacy/ (and the neutral solver registry), never
-    grid/ or opf/; and nothing below it (grid, opf, privacy, admm) imports it."""
+    """powerdp.apps.learning imports the engine, privacy/ and the local-solver interface of opf/ (never the grid,
+    the SOC model, or the other applications); and nothing below the applications imports it."""
     g = _graph()
     for a, b in g.edges:
-        if a.startswith("powerdp.learning"):
-            assert not b.startswith(("powerdp.grid", "powerdp.opf")), f"{a} imports {b}"
-        if b.startswith("powerdp.learning"):
-            assert (a.split(".") + [""])[1] not in ("grid", "opf", "privacy", "admm"), f"{a} imports {b}"
-    assert any(a.startswith("powerdp.learning") and b.startswith("powerdp.admm") for a, b in g.edges)
+        if a.startswith("powerdp.apps.learning"):
+            assert not b.startswith(("powerdp.grid", "powerdp.apps.power_flow", "powerdp.apps.market")), f"{a} imports {b}"
+            assert not b.startswith("powerdp.opf") or b in ("powerdp.opf.local_solver", "powerdp.opf.box"), f"{a} imports {b}"
+        if b.startswith("powerdp.apps.learning"):
+            assert (a.split(".") + [""])[1] not in ("files", "grid", "opf", "privacy", "engine", "runs"), f"{a} imports {b}"
+    assert any(a.startswith("powerdp.apps.learning") and b.startswith("powerdp.engine") for a, b in g.edges)
+
+
+def test_top_of_the_package_holds_only_the_entry_points():
+    """Every module sits in the folder of its layer: at the top only __init__, __main__, errors, _version."""
+    loose = sorted(p.name for p in ROOT.glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py", "_version.py", "errors.py"], loose
+
+
+def test_no_module_over_600_lines():
+    long = {str(p.relative_to(ROOT)): n for p in ROOT.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
+    assert long == {}, f"files over 600 lines: {long}"

@@ -14,8 +14,8 @@ import pytest
 
 from powerdp.cli import main
 from powerdp.errors import CaseDataError
+from powerdp.grid.loading import bundled_path, load_case
 from powerdp.grid.matpower import parse_matpower
-from powerdp.grid.network import bundled_path, load_case
 
 CASE14_SOC = 8075.12
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,7 +292,7 @@ def test_export_of_a_pandapower_solve(tmp_path, capsys):
 
 
 def test_sweep_ids_of_two_cases_with_the_same_name_differ(tmp_path):
-    from powerdp.sweep import SweepSpec
+    from powerdp.studies.sweep import SweepSpec
 
     other = tmp_path / "other"
     other.mkdir()
@@ -350,7 +350,7 @@ def test_runs_and_sweeps_keep_their_own_directories(tmp_path, capsys):
     ],
 )
 def test_non_finite_numbers_are_refused(capsys, args, needle):
-    with pytest.raises(SystemExit) as info:  # refused as the command line is parsed (powerdp.cli_args)
+    with pytest.raises(SystemExit) as info:  # refused as the command line is parsed (powerdp.cli.args)
         main(["run", "case14", "--rounds", "1", *args])
     assert info.value.code == 2
     one_error(capsys, needle)
@@ -454,7 +454,7 @@ def test_symlinks_inside_a_run_directory_are_refused(tmp_path, capsys):
 def test_atomic_write_keeps_the_last_good_file_and_names_it(tmp_path):
     import errno
 
-    from powerdp.fileio import OutputError, atomic_write
+    from powerdp.files.atomic import OutputError, atomic_write
 
     path = tmp_path / "summary.json"
     path.write_text("good\n")
@@ -471,8 +471,8 @@ def test_atomic_write_keeps_the_last_good_file_and_names_it(tmp_path):
 def test_a_full_disk_at_the_summary_names_the_file_and_keeps_the_run(tmp_path, monkeypatch, capsys):
     import errno
 
-    from powerdp.admm import results
-    from powerdp.fileio import atomic_write, atomic_write_text
+    from powerdp.apps.power_flow import result as results
+    from powerdp.files.atomic import atomic_write, atomic_write_text
 
     d = tmp_path / "r"
 

@@ -1,4 +1,4 @@
-"""Federated learning on the engine (powerdp.learning): reference points, identities, sensitivities, runs."""
+"""Federated learning on the engine (powerdp.apps.learning): reference points, identities, sensitivities, runs."""
 
 import json
 import math
@@ -8,18 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerdp.admm.messages import ConsensusMessage
+from powerdp.apps.learning import LearnConfig, run_federated
+from powerdp.apps.learning.client import ClientAgent
+from powerdp.apps.learning.config import penalty
+from powerdp.apps.learning.data import Dataset, clip_rows, load_dataset, preprocess, split_clients
+from powerdp.apps.learning.model import SoftmaxLoss, centralized_fit, error_rate
+from powerdp.apps.learning.runner import COORDINATOR_COLUMNS as LEARN_COORDINATOR_COLUMNS
+from powerdp.apps.learning.runner import COORDINATOR_KEYS as LEARN_COORDINATOR_KEYS
+from powerdp.apps.learning.runner import prepare_data
+from powerdp.apps.learning.sensitivity import gradient_sensitivity
+from powerdp.engine.consensus.messages import ConsensusMessage
 from powerdp.errors import ConfigError
-from powerdp.learning import LearnConfig, run_federated
-from powerdp.learning.box import BoxProblem, BoxProjection, LinearDiagonal
-from powerdp.learning.client import ClientAgent
-from powerdp.learning.config import penalty
-from powerdp.learning.data import Dataset, clip_rows, load_dataset, preprocess, split_clients
-from powerdp.learning.model import SoftmaxLoss, centralized_fit, error_rate
-from powerdp.learning.runner import COORDINATOR_COLUMNS as LEARN_COORDINATOR_COLUMNS
-from powerdp.learning.runner import COORDINATOR_KEYS as LEARN_COORDINATOR_KEYS
-from powerdp.learning.runner import prepare_data
-from powerdp.learning.sensitivity import gradient_sensitivity
+from powerdp.opf.box import BoxProblem, BoxProjection, LinearDiagonal
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +150,7 @@ def test_box_projection_is_the_qp_minimiser():
 
 
 def test_box_solver_refuses_power_flow_runs():
-    from powerdp.admm.config import RunConfig
+    from powerdp.apps.power_flow.config import RunConfig
 
     with pytest.raises(ConfigError, match="box"):
         RunConfig(case="case14", local_solver="box")
@@ -252,8 +252,8 @@ def test_seeded_runs_repeat_and_resume_is_exact(tmp_path, digits):
     assert resumed.summary["epsilon_total"] == full.summary["epsilon_total"]
     assert not list((tmp_path / "r").rglob("*.pkl"))  # npz + JSON, no pickle
     # the resumed run's files, both views joined, are the uninterrupted run's history (its round times aside)
-    from powerdp.admm.results import read_history
-    from powerdp.learning.runner import HISTORY_COLUMNS
+    from powerdp.apps.learning.runner import HISTORY_COLUMNS
+    from powerdp.apps.power_flow.result import read_history
 
     back = read_history(tmp_path / "r", HISTORY_COLUMNS).drop(columns="wall_s")
     pd.testing.assert_frame_equal(back, full.history.drop(columns="wall_s").astype(back.dtypes.to_dict()), check_exact=True)
@@ -304,8 +304,9 @@ def test_learning_run_writes_two_views_never_mixed(tmp_path, digits):
         assert not any(repr(float(value)) in p.read_text() for p in public), value
         assert repr(float(value)) in (ev / "summary.json").read_text() + (ev / "history.csv").read_text()
     # the files read back as the run: both views joined
-    from powerdp.admm.results import read_history, read_summary
-    from powerdp.learning.runner import HISTORY_COLUMNS
+    from powerdp.apps.learning.runner import HISTORY_COLUMNS
+    from powerdp.apps.power_flow.result import read_history
+    from powerdp.runs.views import read_summary
 
     back = read_history(d, HISTORY_COLUMNS)
     pd.testing.assert_frame_equal(back, res.history.astype(back.dtypes.to_dict()), check_exact=True)
@@ -316,8 +317,8 @@ def test_learning_run_of_the_mixed_layout_still_reads_and_resumes_into_the_two_v
     """A run directory of the previous version (one mixed history.csv, a flat summary.json, model.npz and
     privacy.json at the top level, whole rows in checkpoint/state.json): the sweep tables read it, and a resume
     continues it bit for bit and rewrites it in the two views."""
-    from powerdp.learning.runner import HISTORY_COLUMNS
-    from powerdp.learning.sweep import is_learning_dir, learning_tables
+    from powerdp.apps.learning.runner import HISTORY_COLUMNS
+    from powerdp.studies.learning_sweep import is_learning_dir, learning_tables
 
     cfg = LearnConfig(dataset="digits", clients=3, algorithm="objg", epsilon=0.5, rounds=8, checkpoint_every=4, seed=3)
     full = run_federated(cfg, data=digits, reference=False)
@@ -356,7 +357,7 @@ def test_cli_learn_writes_the_summary(tmp_path):
     assert set(s["epsilon_total"]) == {"0", "1", "2", "3"}
     assert main(["learn", "digits", "--rounds", "20", "--out", str(out), "-q"]) == 2  # holds a run
     assert main(["learn", "--resume", str(out), "--rounds", "30", "-q"]) == 0
-    from powerdp.admm.results import read_summary
+    from powerdp.runs.views import read_summary
 
     assert read_summary(out)["rounds"] == 30
 
@@ -378,8 +379,8 @@ def test_dataset_object_can_be_passed(digits):
 # ---------------------------------------------------------------- the audit (one sample moved)
 def test_audit_passes_an_honest_run_and_fails_a_broken_one(tmp_path, capsys):
     from powerdp.cli import main
-    from powerdp.learning.audit import run_learning_audit
     from powerdp.privacy.faults import InjectedFaults
+    from powerdp.studies.learning_audit import run_learning_audit
 
     cfg = LearnConfig(dataset="digits", algorithm="objg", epsilon=0.5, rounds=2, clients=3)
     honest = run_learning_audit(cfg, runs=20)

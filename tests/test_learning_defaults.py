@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from powerdp.apps.learning import LearnConfig
+from powerdp.apps.learning.data import load_dataset
+from powerdp.apps.learning.runner import run_federated
+from powerdp.cli.learn import audit_as_learn
 from powerdp.errors import ConfigError
-from powerdp.learning import LearnConfig
-from powerdp.learning.cli import audit_as_learn
-from powerdp.learning.data import load_dataset
-from powerdp.learning.runner import run_federated
 
 SCALES = np.logspace(-3, 4, 8)  # the columns' raw scales: 1e-3 .. 1e4
 

@@ -31,8 +31,8 @@ def test_learning_identical_on_serial_and_mpi(tmp_path):
 def _run(prefix, out, extra):
     proc = subprocess.run([*prefix, *ARGS, *extra, "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    from powerdp.admm.results import read_history
-    from powerdp.learning.runner import HISTORY_COLUMNS
+    from powerdp.apps.learning.runner import HISTORY_COLUMNS
+    from powerdp.apps.power_flow.result import read_history
 
     with np.load(out / "coordinator_view" / "model.npz") as npz:
         return npz["w"], read_history(out, HISTORY_COLUMNS)

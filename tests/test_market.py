@@ -1,4 +1,4 @@
-"""The zonal DC market by ADMM sharing (powerdp.admm.market): the centralized optimum and prices, a sound
+"""The zonal DC market by ADMM sharing (powerdp.apps.market.dc_market): the centralized optimum and prices, a sound
 release sensitivity, resume and backends bit for bit, nothing but the releases crossing."""
 
 import json
@@ -7,14 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerdp.admm.market import MarketZone, default_market_rho, market_problem, market_sensitivity, run_market
-from powerdp.admm.results import read_history, read_summary
-from powerdp.admm.sharing import Contribution, SharingMessage
-from powerdp.admm.sharing_hosts import build
-from powerdp.admm.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER, SharingSettings
-from powerdp.grid.network import load_case
+from powerdp.apps.market.dc_market import MarketZone, default_market_rho, market_problem, market_sensitivity, run_market
+from powerdp.apps.power_flow.result import read_history
+from powerdp.engine.sharing.coordinator import Contribution, SharingMessage
+from powerdp.engine.sharing.hosts import build
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import partition
 from powerdp.opf.dc import dc_model
+from powerdp.runs.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER, SharingSettings
+from powerdp.runs.views import read_summary
 
 from .shared_data import shared_case
 
@@ -120,7 +121,7 @@ def test_run_of_the_mixed_layout_resumes_into_the_two_views(tmp_path, case30):
     resumed, _, _ = run_market(net, zones, settings, seed=4, out=d, resume=True)
     cols = ["primal_residual", "dual_residual", "epsilon_spent", "eval_cost", "eval_imbalance_mw"]
     assert (resumed.history[cols].to_numpy() == full.history[cols].to_numpy()).all()
-    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json", "inputs.json"]  # + the case file's record
     assert len(pd.read_csv(d / "coordinator_view" / "history.csv")) == 10
     assert (read_history(d, HISTORY_ORDER)[cols].to_numpy() == full.history[cols].to_numpy()).all()
 
@@ -146,7 +147,7 @@ def test_market_run_writes_two_views_never_mixed(tmp_path, case30):
     rho = 0.3 * default_market_rho(dc_model(net))
     res, _, _ = run_market(net, zones, SharingSettings(rounds=8, rho=rho, noise_multiplier=5.0), seed=2, out=tmp_path / "run")
     d = tmp_path / "run"
-    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]  # nothing mixed at the top level
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json", "inputs.json"]  # nothing mixed at the top level (inputs.json: the case file and its hash)
     coord, ev = d / "coordinator_view", d / "simulation_evaluation"
     assert sorted(p.name for p in coord.iterdir()) == ["history.csv", "summary.json"]
     hist = pd.read_csv(coord / "history.csv", float_precision="round_trip")
@@ -177,7 +178,7 @@ def test_noise_comes_from_os_entropy_unless_seeded(case30):
 
 def test_cost_sensitivity_is_sound(case30):
     """Moving one generator's linear cost by γ moves the zone's release by at most √(γ·max range/κ)."""
-    from powerdp.admm.market import cost_sensitivity
+    from powerdp.apps.market.dc_market import cost_sensitivity
 
     net, zones = case30
     problem, model, _ = market_problem(net, zones, model=dc_model(net))
@@ -203,7 +204,7 @@ def test_cost_sensitivity_is_sound(case30):
 
 
 def test_a_failed_round_stops_with_its_history_and_exit_status_1(tmp_path, case30, monkeypatch):
-    from powerdp.admm.sharing_run import RunStopped
+    from powerdp.runs.sharing_run import RunStopped
 
     net, zones = case30
     original = MarketZone.local_step

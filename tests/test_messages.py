@@ -6,8 +6,8 @@ import inspect
 import numpy as np
 import pytest
 
-import powerdp.admm.messages as messages
-from powerdp.admm.messages import MESSAGE_FIELDS, ConsensusMessage, SolverStats, ZoneUpdate, check_message
+import powerdp.engine.consensus.messages as messages
+from powerdp.engine.consensus.messages import MESSAGE_FIELDS, ConsensusMessage, SolverStats, ZoneUpdate, check_message
 
 #: what each field may carry, and why it is safe to cross (docs/privacy.md, "What crosses")
 ALLOW_LIST = {
@@ -41,7 +41,7 @@ def test_no_noise_or_solver_statistics_in_a_zone_update():
 def test_check_message_refuses_extra_fields_and_foreign_types():
     check_message(ZoneUpdate(1, 0, np.zeros(2)))
     check_message(ConsensusMessage(1, 0, np.zeros(2), 1.0))
-    from powerdp.admm.agent import _LeakyZoneUpdate
+    from powerdp.apps.power_flow.agent import _LeakyZoneUpdate
 
     with pytest.raises(ValueError, match="noise_magnitude"):
         check_message(_LeakyZoneUpdate(1, 0, np.zeros(2), 3.0))
@@ -51,8 +51,8 @@ def test_check_message_refuses_extra_fields_and_foreign_types():
 
 def test_agents_send_only_allowed_messages():
     """A real run: every update the coordinator receives passes the allow-list; with the test-only leak it does not."""
-    from powerdp.admm.config import RunConfig
-    from powerdp.admm.runner import run_distributed
+    from powerdp.apps.power_flow.config import RunConfig
+    from powerdp.apps.power_flow.runner import run_distributed
     from powerdp.privacy.faults import InjectedFaults
 
     got = []
@@ -70,7 +70,7 @@ def test_agents_send_only_allowed_messages():
 def test_sharing_messages_carry_only_the_release_and_public_values():
     """ADMM sharing (docs/sharing.md): an agent's Contribution is its release and public counters; what its
     local step cost (iterations, time: data-dependent) stays with the agent, and the broadcast is public."""
-    from powerdp.admm.sharing import Contribution, SharingMessage
+    from powerdp.engine.sharing.coordinator import Contribution, SharingMessage
 
     assert [f.name for f in dataclasses.fields(Contribution)] == ["round", "agent", "released"]
     assert {f.name for f in dataclasses.fields(SharingMessage)} == {
@@ -78,11 +78,11 @@ def test_sharing_messages_carry_only_the_release_and_public_values():
 
 
 def test_a_market_run_sends_only_contributions(tmp_path):
-    from powerdp.admm.market import run_market
-    from powerdp.admm.sharing import Contribution
-    from powerdp.admm.sharing_run import SharingSettings
-    from powerdp.grid.network import load_case
+    from powerdp.apps.market.dc_market import run_market
+    from powerdp.engine.sharing.coordinator import Contribution
+    from powerdp.grid.loading import load_case
     from powerdp.grid.partition import partition
+    from powerdp.runs.sharing_run import SharingSettings
 
     net = load_case("case14")
     got = []

@@ -14,9 +14,9 @@ import time
 import pandas as pd
 import pytest
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.results import read_history
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.result import read_history
+from powerdp.apps.power_flow.runner import run_distributed
 
 pytestmark = pytest.mark.mpi
 
@@ -59,7 +59,7 @@ def test_mpi_backend_needs_two_ranks():
 DYING_RANK = """
 import os, sys
 from mpi4py import MPI
-from powerdp.admm import agent
+from powerdp.apps.power_flow import agent
 from powerdp.cli import main
 
 real = agent.ZoneAgent.step
@@ -125,12 +125,12 @@ def test_setup_error_on_rank_zero_releases_the_agent_ranks(tmp_path):
     assert time.monotonic() - t0 < 45
 
 
-# Every rank records which load files it opens (powerdp.admm.zone_data), then runs the deployment.
+# Every rank records which load files it opens (powerdp.apps.power_flow.zone_data), then runs the deployment.
 DEPLOYMENT_RANK = """
 import json, sys
 import numpy as np
 from mpi4py import MPI
-from powerdp.admm import zone_data
+from powerdp.apps.power_flow import zone_data
 from powerdp.cli import main
 
 rank = MPI.COMM_WORLD.Get_rank()
@@ -189,12 +189,12 @@ def test_deployment_rank_zero_has_no_loads_and_the_run_equals_the_simulation(tmp
         pd.testing.assert_frame_equal(got[cols], want[cols], check_exact=True)
 
 
-# Every rank traces its own file operations (powerdp.file_audit) while it runs the deployment.
+# Every rank traces its own file operations (powerdp.studies.file_audit) while it runs the deployment.
 TRACED_RANK = """
 import sys
 from mpi4py import MPI
 from powerdp.cli import main
-from powerdp.file_audit import trace_file_writes
+from powerdp.studies.file_audit import trace_file_writes
 
 rank = MPI.COMM_WORLD.Get_rank()
 with trace_file_writes(f"{sys.argv[1]}/trace_{rank}.log") as trace:
@@ -224,7 +224,7 @@ def test_deployment_zone_ranks_write_nothing_under_out_and_resume_bit_identicall
     import numpy as np
 
     from powerdp.cli import main
-    from powerdp.private_files import private_tree_problems
+    from powerdp.files.private import private_tree_problems
 
     exe = _mpiexec()
     split = tmp_path / "split"
@@ -311,7 +311,7 @@ class _Done:
 def test_heartbeats_go_on_when_a_send_to_a_dead_rank_fails():
     """Issue 25 item 5: the heartbeat thread died with the first failed send to a lost rank; the other ranks then
     heard nothing from rank 0, aborted the job and killed rank 0 before it wrote failure.txt or said a word."""
-    from powerdp.admm.backends.mpi import Liveness
+    from powerdp.engine.backends.mpi import Liveness
 
     comm = _FailingComm(dead=2)
     live = Liveness(comm, [1, 2], timeout=0.5)  # a beacon every 0.05 s
@@ -330,7 +330,7 @@ def test_heartbeats_go_on_when_a_send_to_a_dead_rank_fails():
 FAILING_BEACONS = DYING_RANK.replace("sys.exit(main(sys.argv[1:]))", """
 if MPI.COMM_WORLD.Get_rank() == 0:
     import pathlib
-    from powerdp.admm.backends import mpi as backend
+    from powerdp.engine.backends import mpi as backend
 
     marker = pathlib.Path(os.environ["DEAD_MARKER"])
     real_init = backend.Liveness.__init__

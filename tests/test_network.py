@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from powerdp.errors import CaseDataError
-from powerdp.grid.network import PM_ANGLE_PAD, bundled_cases, load_case, voltage_product_bounds
+from powerdp.grid.loading import bundled_cases, load_case
+from powerdp.grid.network import PM_ANGLE_PAD, voltage_product_bounds
 
 from .conftest import shared_case
 from .test_matpower import MINI
@@ -124,7 +125,7 @@ def test_named_check_and_correct_passes():
     """The MATPOWER import is a list of named check passes (raise) and correct passes (apply conventions)."""
     from importlib import resources
 
-    from powerdp.grid import network as nw
+    from powerdp.grid import checks as nw
     from powerdp.grid.matpower import read_matpower
 
     assert [f.__name__ for f in nw.CHECKS][:2] == ["check_finite_values", "check_bus_ids"]
@@ -171,7 +172,7 @@ def test_dcline_arrays_per_unit(hvdc_case):
 
 
 def test_dcline_end_limits_follow_powermodels():
-    from powerdp.grid.network import dcline_end_limits
+    from powerdp.grid.checks import dcline_end_limits
 
     # PowerModels' _mp2pm_dcline! cases, loss0 = 2, loss1 = 0.1 (g = 0.9)
     pmin = np.array([10.0, 10.0, -30.0, -30.0])
@@ -199,7 +200,7 @@ def test_dcline_loss_corrections_as_powermodels(tmp_path, caplog):
     from .conftest import HVDC_CASE
 
     text = HVDC_CASE.replace("-20\t25\t1\t0.02;", "-20\t25\t-3\t1.5;")
-    with caplog.at_level("WARNING", logger="powerdp.grid.network"):
+    with caplog.at_level("WARNING", logger="powerdp.grid"):
         dc = load_case(write(tmp_path, text)).dcline
     assert dc.loss0[0] == 0.0 and dc.loss1[0] == 0.0
     assert "dcline 1: negative LOSS0" in caplog.text and "dcline 1: LOSS1 outside [0, 1)" in caplog.text

@@ -1,18 +1,18 @@
-"""001's Algorithm 1 as a learning run: powerdp learn --algorithm noisy-admm (powerdp/learning/amplified.py)."""
+"""001's Algorithm 1 as a learning run: powerdp learn --algorithm noisy-admm (powerdp/apps/learning/amplified.py)."""
 
 import json
 
 import numpy as np
 import pytest
 
-from powerdp.admm.results import read_summary
+from powerdp.apps.learning import LearnConfig, NoisyADMMConfig, run_noisy_admm
+from powerdp.apps.learning.amplified import COORDINATOR_KEYS, auto_eta, ledger_entry, user_order
+from powerdp.apps.learning.config import ALGORITHM_NAMES, RUNNERS
+from powerdp.apps.learning.noisy_admm import elastic_net_data
 from powerdp.cli import main
 from powerdp.errors import ConfigError
-from powerdp.learning import LearnConfig, NoisyADMMConfig, run_noisy_admm
-from powerdp.learning.amplified import COORDINATOR_KEYS, auto_eta, ledger_entry, user_order
-from powerdp.learning.config import ALGORITHM_NAMES, RUNNERS
-from powerdp.learning.noisy_admm import elastic_net_data
 from powerdp.privacy.amplification import one_step_zcdp, step_midpoint, zcdp_convex, zcdp_strongly_convex, zcdp_to_dp
+from powerdp.runs.views import read_summary
 
 SMALL = ["--users", "200", "--dim", "16", "--rounds", "101"]
 #: keys every learn summary has, whichever runner (what a sweep or a notebook reads)
@@ -178,7 +178,7 @@ def test_resume_of_a_noisy_admm_run_is_a_clear_error(tmp_path, capsys):
 
 
 def test_common_keys_are_those_of_a_federated_run():
-    from powerdp.learning import run_federated
+    from powerdp.apps.learning import run_federated
 
     s = run_federated(LearnConfig(dataset="digits", rounds=2, clients=2), reference=False).summary
     assert COMMON_KEYS <= set(s)

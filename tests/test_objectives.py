@@ -2,7 +2,7 @@
 
 import pytest
 
-from powerdp.admm.config import RunConfig
+from powerdp.apps.power_flow.config import RunConfig
 from powerdp.errors import ConfigError, ModelError
 from powerdp.opf.compiled import compile_model
 from powerdp.opf.formulation import build_model

@@ -153,7 +153,7 @@ def _generation_cost(res, net):
 
 
 def test_hvdc_line_loss_relation_limits_and_cost(hvdc_case):
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
 
     net = load_case(hvdc_case)
     res = solve_opf(net)
@@ -192,7 +192,7 @@ def test_hvdc_line_is_worth_its_cost(tmp_path, hvdc_case):
 
 
 def test_hvdc_piecewise_linear_cost(tmp_path):
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
 
     # (0 MW, 0 $/h), (40, 10), (80, 60): 60 $/h at the line's PMAX
     path = tmp_path / "pwl.m"

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from powerdp.errors import PartitionError
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import DCLINE_KINDS, METHODS, VARIABLE_KINDS, Partition, bundled_partition, partition
 
 from .conftest import shared_case

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from powerdp.admm.agent import ZoneAgent
-from powerdp.admm.config import RunConfig
-from powerdp.admm.perturbations import PERTURBATIONS, InputPerturbation
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.agent import ZoneAgent
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
+from powerdp.engine.consensus.perturbations import PERTURBATIONS, InputPerturbation
 from powerdp.errors import ConfigError
 from powerdp.grid.partition import bundled_partition
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from powerdp.grid.partition import bundled_partition
-from powerdp.plots import (
+from powerdp.studies.plots import (
     plot_network,
     plot_partition_sensitivity,
     plot_privacy_budget,

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from powerdp.errors import ModelError
+from powerdp.grid.loading import network_from_matpower
 from powerdp.grid.matpower import parse_matpower
-from powerdp.grid.network import network_from_matpower
 from powerdp.grid.partition import bundled_partition
 from powerdp.opf.compiled import compile_model
 from powerdp.opf.conic import LOCAL_SETTINGS, ClarabelSolver

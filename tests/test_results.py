@@ -1,4 +1,4 @@
-"""A run directory's two views (powerdp/admm/results.py, docs/privacy.md "What a deployment publishes"):
+"""A run directory's two views (powerdp/apps/power_flow/result.py, docs/privacy.md "What a deployment publishes"):
 the coordinator's view holds nothing outside its allow-list, every load-derived value lives only in the
 simulation's evaluation, no file mixes them, and run directories of the previous layout still load and resume."""
 
@@ -12,19 +12,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerdp.admm.checkpoint import load_state, save_state
-from powerdp.admm.config import RunConfig
-from powerdp.admm.results import (
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.result import (
     COORDINATOR_COLUMNS,
     COORDINATOR_KEYS,
-    COORDINATOR_VIEW,
-    EVALUATION_VIEW,
     HISTORY_COLUMNS,
     RunResult,
     read_history,
-    read_summary,
 )
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.runner import run_distributed
+from powerdp.files.checkpoint import load_state, save_state
+from powerdp.runs.views import COORDINATOR_VIEW, EVALUATION_VIEW, read_summary
 
 # every quantity computed from the loads or from ξ (SPEC §7, docs/privacy.md): history columns, summary keys, files
 LOAD_DERIVED_COLUMNS = {"objective", "noise_magnitude", "max_violation", "solver_iterations", "solves", "solver_s",
@@ -191,7 +189,7 @@ def test_history_of_a_run_killed_between_its_two_appends(finished, tmp_path):
 
 
 def test_overwrite_removes_a_previous_layout_run_but_not_a_users_file_of_the_same_name(tmp_path):
-    from powerdp.admm.outdir import prepare_run_dir
+    from powerdp.runs.directory import prepare_run_dir
 
     old, new = tmp_path / "old", tmp_path / "new"
     for d, names in ((old, ["config.json", "history.csv", "summary.json", "buses.csv", "zones.csv", "pandapower.json"]),

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.results import HISTORY_COLUMNS, RunResult, read_history
-from powerdp.admm.runner import RunFailed, run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.result import HISTORY_COLUMNS, RunResult, read_history
+from powerdp.apps.power_flow.runner import RunFailed, run_distributed
 from powerdp.errors import ConfigError
 
 from .conftest import fail_local_solve
@@ -111,9 +111,9 @@ def test_failed_local_solve_names_zone_and_round_and_keeps_history(tmp_path, mon
 
 
 def test_dead_worker_process_is_reported():
-    from powerdp.admm.backends import AgentSpec, WorkerError
-    from powerdp.admm.backends.process import ProcessBackend
-    from powerdp.grid.network import load_case
+    from powerdp.engine.backends import AgentSpec, WorkerError
+    from powerdp.engine.backends.process import ProcessBackend
+    from powerdp.grid.loading import load_case
     from powerdp.grid.partition import bundled_partition
 
     net = load_case("case14")
@@ -179,7 +179,7 @@ def test_ipopt_options_reach_local_solves(capfd):
 @pytest.fixture
 def coordinator_inbox(monkeypatch):
     """Every (command, payload) the coordinator's side receives from process-backend workers."""
-    from powerdp.admm.backends.process import ProcessBackend
+    from powerdp.engine.backends.process import ProcessBackend
 
     received = []
     real = ProcessBackend._recv_raw
@@ -224,7 +224,7 @@ def test_deployment_mode_sends_nothing_data_dependent_but_releases(tmp_path, coo
     """evaluate=False: no objective, violation or solution reaches the coordinator; zones write their own solutions."""
     import math
 
-    from powerdp.admm.results import RunResult
+    from powerdp.apps.power_flow.result import RunResult
 
     received = coordinator_inbox
     cfg = RunConfig(case="case14", algorithm="objl", epsilon=0.3, rounds=3, backend="process", workers=2, evaluate=False, seed=0)
@@ -297,7 +297,7 @@ def test_exact_cost_shedding_converges_and_reports_the_dispatch(case14):
 
 def test_private_dispatch_keeps_the_cost_exact(case14):
     """objl on cost+shedding: only the penalty is linearized (L = 2ω, proximal term on y), noise 2ωβ/ε."""
-    from powerdp.admm.agent import ZoneAgent
+    from powerdp.apps.power_flow.agent import ZoneAgent
     from powerdp.grid.partition import partition
 
     cfg = RunConfig(case="case14", zones=3, algorithm="objl", objective="cost+shedding", epsilon=1.0, shedding_weight=1e7)
@@ -330,8 +330,8 @@ def test_observe_sees_every_round_of_releases_as_the_coordinator_receives_them()
     assert [[u.zone for u in batch] for batch in seen] == [[0, 1, 2]] * 4
     # the last releases are what the final consensus residual ‖w − Bz‖ measures
     keys = {k: i for i, k in enumerate(res.shared_keys)}
-    from powerdp.admm.runner import resolve_partition
-    from powerdp.grid.network import load_case
+    from powerdp.apps.power_flow.plan import resolve_partition
+    from powerdp.grid.loading import load_case
 
     part = resolve_partition(load_case("case14"), cfg)
     by_zone = part.shared_by_zone(cfg.flows)
@@ -375,7 +375,7 @@ def test_paper_sensitivity_with_output_perturbation_is_labelled_not_private(caps
 def test_run_directory_keeps_the_two_views_apart(tmp_path):
     import json
 
-    from powerdp.admm.results import COORDINATOR_COLUMNS
+    from powerdp.apps.power_flow.result import COORDINATOR_COLUMNS
 
     cfg = RunConfig(case="case14", zones=2, algorithm="objl", epsilon=1.0, rounds=2, seed=0)
     run_distributed(cfg, out=tmp_path / "r")

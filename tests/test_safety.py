@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import RunFailed, run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import RunFailed, run_distributed
 from powerdp.cli import main
 from powerdp.errors import ConfigError
 
@@ -142,7 +142,7 @@ def test_parent_watchdog_without_prctl(tmp_path):
     script = tmp_path / "orphan.py"
     script.write_text(
         "import multiprocessing as mp, os, sys, time\n"
-        "from powerdp.admm.backends.process import die_with_parent\n"
+        "from powerdp.engine.backends.process import die_with_parent\n"
         "def child(pid):\n"
         "    die_with_parent(pid, use_prctl=False, poll_s=0.2)\n"
         "    time.sleep(60)\n"
@@ -236,7 +236,7 @@ def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path, spawn):
 
 def _exit_in_round(monkeypatch, zone: int, rnd: int) -> None:
     """Zone ``zone``'s host dies (os._exit) in round ``rnd`` (fork workers inherit the patch)."""
-    from powerdp.admm import agent as agent_mod
+    from powerdp.apps.power_flow import agent as agent_mod
 
     real = agent_mod.ZoneAgent.step
 
@@ -298,7 +298,7 @@ def test_out_holding_a_run_is_refused_unless_overwrite(finished_run, capsys):
 
 @posix_only
 def test_a_directory_in_use_is_refused_and_a_dead_holder_does_not_block(tmp_path, capsys, spawn):
-    from powerdp.admm.outdir import DirectoryLock
+    from powerdp.runs.directory import DirectoryLock
 
     d = tmp_path / "run"
     d.mkdir()
@@ -345,7 +345,7 @@ rounds = ROUNDS
 
 
 def test_sweep_with_changed_run_settings_is_refused_or_rerun(tmp_path, capsys):
-    from powerdp.sweep import load_sweep, run_sweep
+    from powerdp.studies.sweep import load_sweep, run_sweep
 
     a, b = tmp_path / "a.toml", tmp_path / "b.toml"
     a.write_text(SWEEP.replace("ROUNDS", "3"))
@@ -518,8 +518,8 @@ def _island_case(tmp_path) -> Path:
 
 
 def test_bundled_partition_only_for_the_bundled_case(tmp_path):
-    from powerdp.admm.runner import resolve_config
-    from powerdp.grid.network import load_case
+    from powerdp.apps.power_flow.plan import resolve_config
+    from powerdp.grid.loading import load_case
     from powerdp.grid.partition import partition
 
     mine = tmp_path / "mine.m"
@@ -548,12 +548,12 @@ def test_method_is_honoured_and_partition_agrees_with_run(tmp_path, capsys):
     assert (tmp_path / "s.csv").read_text() == (out / "partition.csv").read_text()
     assert main(["-q", "partition", "case118", "--zones", "3", "--out", str(tmp_path / "p.csv")]) == 0
     out118 = tmp_path / "o118"
-    from powerdp.admm.runner import resolve_config
+    from powerdp.apps.power_flow.plan import resolve_config
 
     cfg = resolve_config(RunConfig(case="case118", zones=3))
     assert cfg.partition == "case118_3areas"
-    from powerdp.admm.runner import resolve_partition
-    from powerdp.grid.network import load_case
+    from powerdp.apps.power_flow.plan import resolve_partition
+    from powerdp.grid.loading import load_case
 
     resolve_partition(load_case("case118"), cfg).to_csv(out118)
     assert (tmp_path / "p.csv").read_text() == out118.read_text()
@@ -584,7 +584,7 @@ def test_adaptive_rho_recovers_from_a_too_small_penalty():
 def test_warnings_for_islands_missing_reference_and_pandapower(tmp_path, caplog, capsys):
     import logging
 
-    from powerdp.grid.network import load_case
+    from powerdp.grid.loading import load_case
 
     text = CASE14.read_text()
     island = _island_case(tmp_path)

@@ -36,7 +36,7 @@ def _run_backend(prefix, tmp_path, name, extra):
     out = tmp_path / name
     proc = subprocess.run([*prefix, *ARGS, *extra, "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    from powerdp.admm.results import read_history
-    from powerdp.admm.sharing_run import HISTORY_ORDER
+    from powerdp.apps.power_flow.result import read_history
+    from powerdp.runs.sharing_run import HISTORY_ORDER
 
     return read_history(out, HISTORY_ORDER)  # both views joined

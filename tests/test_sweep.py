@@ -3,9 +3,9 @@
 import pandas as pd
 import pytest
 
-from powerdp.admm.config import RunConfig
+from powerdp.apps.power_flow.config import RunConfig
 from powerdp.errors import ConfigError
-from powerdp.sweep import load_sweep, run_sweep
+from powerdp.studies.sweep import load_sweep, run_sweep
 
 SMALL = """
 [sweep]
@@ -50,7 +50,7 @@ def test_grid_runs_and_tables(small_sweep):
 
 def test_interrupted_sweep_skips_finished_runs(small_sweep, monkeypatch):
     out, spec, _ = small_sweep
-    import powerdp.sweep as sweep_mod
+    import powerdp.studies.sweep as sweep_mod
 
     def boom(*a, **k):
         raise AssertionError("a finished run was run again")
@@ -75,7 +75,7 @@ def test_interrupted_sweep_skips_finished_runs(small_sweep, monkeypatch):
     ],
 )
 def test_bad_sweep_config_fails_before_any_solve(tmp_path, monkeypatch, text, match):
-    import powerdp.sweep as sweep_mod
+    import powerdp.studies.sweep as sweep_mod
 
     monkeypatch.setattr(sweep_mod, "_one", lambda *a, **k: pytest.fail("a run started"))
     with pytest.raises(ConfigError, match=match):
@@ -131,8 +131,8 @@ def test_bundled_sweep_config_produces_every_figure(tmp_path):
     """examples/sweep_small.toml (shortened here) + powerdp plot draw all four figure types."""
     from pathlib import Path
 
-    from powerdp.plots import plot_sweep
-    from powerdp.sweep import SweepSpec
+    from powerdp.studies.plots import plot_sweep
+    from powerdp.studies.sweep import SweepSpec
 
     spec = load_sweep(Path(__file__).resolve().parents[1] / "examples" / "sweep_small.toml")
     assert len(spec.epsilons) > 1 and len(spec.partitions) > 1
@@ -145,8 +145,8 @@ def test_bundled_sweep_config_produces_every_figure(tmp_path):
 
 def test_an_unfinished_run_of_a_sweep_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     """A sweep re-run continues a run that has a checkpoint (state.json/.npz) instead of starting it again."""
-    from powerdp import sweep as sweep_mod
-    from powerdp.admm import runner as runner_mod
+    from powerdp.apps.power_flow import runner as runner_mod
+    from powerdp.studies import sweep as sweep_mod
 
     calls = []
     real = runner_mod.run_distributed

@@ -9,9 +9,9 @@ import pytest
 
 from powerdp.cli import main
 from powerdp.errors import CaseDataError
-from powerdp.grid.network import load_case
+from powerdp.files.text import NotUTF8, read_utf8
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import partition
-from powerdp.textfile import NotUTF8, read_utf8
 
 CASE14 = load_case("case14")
 
@@ -90,7 +90,7 @@ def test_a_pandapower_xward_is_named():
 
 
 def test_vertical_error_counts_a_zero_margin_once():
-    from powerdp.learning.vertical import error_rate
+    from powerdp.apps.learning.vertical import error_rate
 
     y = np.array([1.0, -1.0, 1.0, -1.0])
     assert error_rate(y, np.zeros(4)) == 0.5  # one class right, one wrong: not 100 %

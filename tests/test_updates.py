@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from powerdp.admm.agent import ZoneAgent
-from powerdp.admm.algorithms import ALIASES, Algorithm, compose, resolve
-from powerdp.admm.config import RunConfig
-from powerdp.admm.messages import ConsensusMessage
-from powerdp.admm.runner import run_distributed
-from powerdp.admm.updates import UPDATES
-from powerdp.admm.updates.trust_region import trust_radius
+from powerdp.apps.power_flow.agent import ZoneAgent
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
+from powerdp.engine.consensus.algorithms import ALIASES, Algorithm, compose, resolve
+from powerdp.engine.consensus.messages import ConsensusMessage
+from powerdp.engine.consensus.updates import UPDATES
+from powerdp.engine.consensus.updates.trust_region import trust_radius
 from powerdp.errors import ConfigError
 from powerdp.grid.partition import bundled_partition
 

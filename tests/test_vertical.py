@@ -1,12 +1,12 @@
-"""Vertical learning by ADMM sharing (powerdp.learning.vertical) and its privacy analysis."""
+"""Vertical learning by ADMM sharing (powerdp.apps.learning.vertical) and its privacy analysis."""
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from powerdp.admm.sharing import LogisticZStep
-from powerdp.admm.sharing_run import SharingSettings
-from powerdp.learning.vertical import load_dataset, release_sensitivity, run_vertical_learning
+from powerdp.apps.learning.vertical import load_dataset, release_sensitivity, run_vertical_learning
+from powerdp.engine.sharing.coordinator import LogisticZStep
+from powerdp.runs.sharing_run import SharingSettings
 
 
 def test_logistic_prox_is_exact():
@@ -108,8 +108,8 @@ def test_run_writes_two_views_never_mixed(tmp_path):
 
     import pandas as pd
 
-    from powerdp.admm.results import read_history
-    from powerdp.admm.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER
+    from powerdp.apps.power_flow.result import read_history
+    from powerdp.runs.sharing_run import COORDINATOR_COLUMNS, COORDINATOR_KEYS, HISTORY_ORDER
 
     data = load_dataset("breast_cancer", 2)
     settings = SharingSettings(rounds=6, rho=0.5 / len(data.y_train), noise_multiplier=3.0, delta=1e-5)
@@ -132,8 +132,8 @@ def test_run_writes_two_views_never_mixed(tmp_path):
 
 def test_attack_nonprivate_releases_reveal_the_column_space():
     """What crosses without noise: after d_m rounds the coordinator knows col(D_m) of a party (the releases span it)."""
-    from powerdp.admm.sharing_run import run_sharing
-    from powerdp.learning.vertical import vertical_problem
+    from powerdp.apps.learning.vertical import vertical_problem
+    from powerdp.runs.sharing_run import run_sharing
 
     data = load_dataset("breast_cancer", 2)
     seen = []

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
-from powerdp.admm.zone_data import load_public_network, split_case, zone_loads_path, zone_network
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
+from powerdp.apps.power_flow.zone_data import load_public_network, split_case, zone_loads_path, zone_network
 from powerdp.cli import main
 from powerdp.errors import ConfigError
-from powerdp.grid.network import load_case
+from powerdp.grid.loading import load_case
 from powerdp.grid.partition import bundled_partition
 
 
@@ -75,7 +75,7 @@ def test_a_deployment_refuses_a_message_outside_the_allow_list(split):
 
     cfg = RunConfig(case="case14", zones=3, algorithm="objl", epsilon=0.3, rounds=2, evaluate=False, checkpoint_every=0,
                     deployment=str(split), faults=InjectedFaults(leak="noise_magnitude"))
-    from powerdp.admm.runner import RunFailed
+    from powerdp.apps.power_flow.runner import RunFailed
 
     with pytest.raises(RunFailed, match="zone 0 broke the protocol: .* outside the allow-list: noise_magnitude"):
         run_distributed(cfg, reference=False)

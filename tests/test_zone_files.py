@@ -12,16 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from powerdp.admm.checkpoint import load_state
-from powerdp.admm.config import RunConfig
-from powerdp.admm.results import COORDINATOR_VIEW
-from powerdp.admm.runner import RunFailed, resolve_config, resolve_partition, run_distributed
-from powerdp.admm.sharing_hosts import load_state as load_agent_state
-from powerdp.admm.zone_data import split_case
-from powerdp.admm.zone_folders import LEGACY_TEST_ONLY, ZONES_PRIVATE
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.plan import resolve_config, resolve_partition
+from powerdp.apps.power_flow.runner import RunFailed, run_distributed
+from powerdp.apps.power_flow.zone_data import split_case
+from powerdp.engine.sharing.hosts import load_state as load_agent_state
 from powerdp.errors import ConfigError
-from powerdp.grid.network import load_case
-from powerdp.private_files import private_tree_problems, write_private
+from powerdp.files.checkpoint import load_state
+from powerdp.files.private import private_tree_problems, write_private
+from powerdp.files.zone_folders import LEGACY_TEST_ONLY, ZONES_PRIVATE
+from powerdp.grid.loading import load_case
+from powerdp.runs.views import COORDINATOR_VIEW
 
 from .conftest import fail_local_solve
 
@@ -90,7 +91,7 @@ def test_simulation_keeps_zone_files_in_zones_private(tmp_path, open_umask):
     assert not any("zone" in name for name in _files(d / COORDINATOR_VIEW))
     # a secret-noise run keeps no generator state anywhere (fresh entropy on resume is as good)
     assert "rng" not in load_state(d / ZONES_PRIVATE / "zone_0" / "checkpoint" / "round_2")
-    from powerdp.admm.results import RunResult
+    from powerdp.apps.power_flow.result import RunResult
 
     assert RunResult.load(d).zone_solutions == res.zone_solutions
 
@@ -155,7 +156,7 @@ def test_old_run_directories_resume_or_refuse_in_one_line(tmp_path):
 
 
 def test_file_audit_passes_the_zone_layout_and_catches_the_old_one(tmp_path):
-    from powerdp.file_audit import audit_deployment_files
+    from powerdp.studies.file_audit import audit_deployment_files
 
     net = load_case("case14")
     cfg = resolve_config(RunConfig(case="case14", zones=2, algorithm="objl", target_epsilon=0.5, rounds=2, evaluate=False), net)
@@ -172,8 +173,8 @@ def test_file_audit_passes_the_zone_layout_and_catches_the_old_one(tmp_path):
 def test_audit_cli_fails_with_exit_3_on_the_old_layout(tmp_path, monkeypatch, capsys):
     import functools
 
-    from powerdp import file_audit
     from powerdp.cli import main
+    from powerdp.studies import file_audit
 
     argv = ["audit", "case14", "--algorithm", "objl", "--target-epsilon", "0.5", "--rounds", "1", "--runs", "20",
             "--jobs", "1", "--bus", "4", "--deployment", "-q"]
@@ -196,10 +197,10 @@ def _to_old_layout(out: Path, kind: str) -> None:
 
 
 def test_market_agents_keep_their_state_in_agent_private_files(tmp_path, open_umask):
-    from powerdp.admm.market import default_market_rho, run_market
-    from powerdp.admm.sharing_run import SharingSettings
+    from powerdp.apps.market.dc_market import default_market_rho, run_market
     from powerdp.grid.partition import partition
     from powerdp.opf.dc import dc_model
+    from powerdp.runs.sharing_run import SharingSettings
 
     net = load_case("case118")
     zones = partition(net, "case118_3areas").zone_of_bus
@@ -208,7 +209,7 @@ def test_market_agents_keep_their_state_in_agent_private_files(tmp_path, open_um
     full, _, _ = run_market(net, zones, SharingSettings(rounds=8, **settings), seed=7)
     out = tmp_path / "m"
     run_market(net, zones, SharingSettings(rounds=4, checkpoint_every=2, **settings), seed=7, out=out)
-    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == ["state.json", "state.npz"]  # the coordinator's only
+    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == ["evaluation.json", "evaluation.npz", "state.json", "state.npz"]  # the coordinator's only (state and the evaluation's history columns)
     assert {f"agent_{m}" for m in range(3)} <= {p.name for p in (out / "agents.private").iterdir()}
     assert (out / "agents.private" / "agent_0" / "checkpoint" / "round_4.npz").is_file()
     assert private_tree_problems(out / "agents.private") == []
@@ -224,7 +225,7 @@ def test_market_agents_keep_their_state_in_agent_private_files(tmp_path, open_um
 
 
 def test_learning_clients_keep_their_state_in_client_private_files(tmp_path, open_umask):
-    from powerdp.learning import LearnConfig, run_federated
+    from powerdp.apps.learning import LearnConfig, run_federated
 
     cfg = LearnConfig(dataset="digits", clients=3, algorithm="objg", epsilon=0.5, rounds=6, checkpoint_every=3, seed=2)
     full = run_federated(cfg, reference=False)

@@ -4,7 +4,7 @@ another zone, a missing own bus (its load silently 0) or a bus listed twice (the
 import pandas as pd
 import pytest
 
-from powerdp.admm.zone_data import zone_loads_path
+from powerdp.apps.power_flow.zone_data import zone_loads_path
 from powerdp.cli import main
 
 

@@ -19,15 +19,15 @@ import sys
 import textwrap
 
 from .._version import __version__
-from ..cli_args import Parser
-from ..cli_io import STDOUT_NAME, NamedStdout, json_on_stdout, route_python_warnings
-from ..cli_output import protect_streams
 from ..errors import Interrupted, PowerDPError
-from ..provenance import forget_noted
+from ..runs.inputs import forget_noted
+from .args import Parser
 from .audit import AUDIT_DESCRIPTION, MIN_RUNS, add_audit_parser, cmd_audit
 from .common import EXIT_AUDIT_FAILED, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, add_verbosity
+from .output import STDOUT_NAME, NamedStdout, json_on_stdout, route_python_warnings
 from .run import FLAG_TO_FIELD, RESUME_FLAGS, ROUND_LEGEND, RUN_DESCRIPTION, STOPPED, add_run_parser, cmd_run
 from .solve import add_solve_parsers, cmd_cases, cmd_export, cmd_partition, cmd_solve, log
+from .streams import protect_streams
 from .study import add_study_parsers, cmd_plot, cmd_sweep
 
 __all__ = [  # the names powerdp.cli had before it became a package, and the parser builders
@@ -93,11 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_parser(sub)  # run: the distributed solve (cli/run.py)
     add_study_parsers(sub)  # sweep, plot: its studies (cli/study.py)
     add_audit_parser(sub)
-    from ..cli_privacy import add_privacy_parser
-    from ..cli_sharing import register  # solve/run --model dc, learn --vertical (ADMM sharing)
-    from ..learning.cli import add_learn_parser
+    from .learn import add_learn_parser
+    from .privacy import add_privacy_parser
+    from .sharing import register  # solve/run --model dc, learn --vertical (ADMM sharing)
 
-    add_learn_parser(sub, add_verbosity)  # learn: federated learning on the same engine (powerdp/learning/cli.py)
+    add_learn_parser(sub, add_verbosity)  # learn: federated learning on the same engine (powerdp/cli/learn.py)
     add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
     register(sub)
     return parser
@@ -179,11 +179,11 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
     """The ``powerdp`` command. ``faults`` is test-only (an :class:`~powerdp.privacy.faults.InjectedFaults`): the
     audits (``audit``, ``learn --audit``) then run a deliberately broken configuration, which they must fail (exit
     status 3). No flag, file or environment variable can set it."""
-    from ..admm.stopping import stop_signals
+    from ..runs.stopping import stop_signals
 
     protect_streams()  # a character the terminal cannot encode is spelled in ASCII, never a traceback
     argv = list(sys.argv[1:] if argv is None else argv)
-    from ..learning.cli import audit_as_learn
+    from .learn import audit_as_learn
 
     try:
         argv = audit_as_learn(argv)  # powerdp audit DATASET: the learning audit (powerdp learn --audit)

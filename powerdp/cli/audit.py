@@ -1,5 +1,5 @@
 """``powerdp audit``: an empirical privacy audit of a run (docs/privacy.md, "Auditing"); the attack itself is
-:mod:`powerdp.audit`."""
+:mod:`powerdp.studies.audit`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..admm.config import ADJACENCIES, ALGORITHMS, RunConfig
-from ..cli_args import integer, real
-from ..cli_io import write_json
+from ..apps.power_flow.config import ADJACENCIES, ALGORITHMS, RunConfig
 from ..errors import ConfigError
+from .args import integer, real
 from .common import EXIT_AUDIT_FAILED, EXIT_OK, _check_output_file, _status_printer, add_verbosity
+from .output import write_json
 from .run import _refuse_unused_noise_flags
 
 AUDIT_DESCRIPTION = textwrap.dedent(
@@ -78,7 +78,7 @@ AUDIT_DESCRIPTION = textwrap.dedent(
 )
 
 
-MIN_RUNS = 20  # as powerdp.audit.MIN_RUNS (not imported here: the audit loads the solver stack)
+MIN_RUNS = 20  # as powerdp.studies.audit.MIN_RUNS (not imported here: the audit loads the solver stack)
 
 
 def add_audit_parser(sub) -> None:
@@ -158,7 +158,7 @@ def _audit_config(args: argparse.Namespace) -> RunConfig:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from ..audit import run_audit
+    from ..studies.audit import run_audit
 
     cfg = _audit_config(args)
     if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..cli_args import real
+from .args import real
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_AUDIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -44,9 +44,9 @@ def _check_output_file(path: Path | None, flag: str, force: bool) -> None:
     an existing file is refused unless ``force`` (--force: the overwrite rule of every command, cli_io.OVERWRITE_RULE)."""
     if path is None or str(path) == "-":
         return
-    from ..admm.outdir import ensure_dir
-    from ..cli_io import refuse_existing_output
     from ..errors import ConfigError
+    from ..runs.directory import ensure_dir
+    from .output import refuse_existing_output
 
     refuse_existing_output(path, flag, force)
     ensure_dir(path.parent if str(path.parent) else Path("."), f"directory of {flag} {path}")

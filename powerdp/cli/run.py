@@ -4,22 +4,22 @@ printers and the summary."""
 from __future__ import annotations
 
 import argparse
-import sys
 import textwrap
 from pathlib import Path
 
-from ..admm.algorithms import compose
-from ..admm.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
-from ..admm.perturbations import PERTURBATIONS
-from ..admm.updates import UPDATES
-from ..admm.updates.linearized import ETA_SCHEDULES
-from ..cli_args import integer, real
-from ..cli_io import write_json
+from ..apps.power_flow.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
+from ..engine.consensus.algorithms import compose
+from ..engine.consensus.perturbations import PERTURBATIONS
+from ..engine.consensus.updates import UPDATES
+from ..engine.consensus.updates.linearized import ETA_SCHEDULES
 from ..errors import ConfigError
+from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
-from ..opf.solver_base import SOLVERS
 from ..privacy import MECHANISMS
+from .args import integer, real
 from .common import _check_output_file, _status_printer, _weight, add_verbosity
+from .output import write_json
+from .run_report import ROUND_LEGEND, STOPPED, _print_summary, _progress_printer  # noqa: F401 - ROUND_LEGEND, STOPPED: powerdp.cli's names
 
 RUN_DESCRIPTION = textwrap.dedent(
     """\
@@ -315,9 +315,9 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
     if args.resume is not None:
         return _resume_config(args, explicit)
     if getattr(args, "config", None) is not None:
-        from ..admm.configfile import check_types
-        from ..provenance import note_input
-        from ..sweep import load_toml
+        from ..apps.power_flow.config_file import check_types
+        from ..runs.inputs import note_input
+        from ..studies.sweep import load_toml
 
         data = load_toml(args.config)
         unknown = sorted(set(data) - {"run"})
@@ -391,7 +391,7 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
 
 def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
     """The saved run's configuration; only flags that cannot change its results may be given."""
-    from ..admm.runner import load_config
+    from ..apps.power_flow.plan import load_config
 
     cfg = load_config(args.resume)
     saved = cfg.to_dict()
@@ -437,85 +437,17 @@ def _ipopt_options(items: list[str]) -> dict:
     return out
 
 
-ROUND_LEGEND = {
-    "shedding": "objective Σ_p f_p = shedding Σ(p.u.²)",
-    "cost+shedding": "objective Σ_p f_p = generation cost + ω·shedding ($/h)",
-    "cost": "objective Σ_p f_p = generation cost ($/h)",
-}
-
-
-def _per_step_text(cfg: RunConfig) -> str:
-    """The per-step ε (and δ) the run's zones use: the stated one, or the one calibrated to ``--target-epsilon``
-    (the same figure the ledger reports as ``epsilon_per_step``)."""
-    budget = cfg.per_step_noise()
-    if budget is None:
-        eps, delta = cfg.epsilon, (cfg.delta if cfg.mechanism == "gaussian" else 0.0)
-    elif cfg.mechanism == "gaussian":
-        from ..privacy.mechanisms import GaussianMechanism
-
-        eps, delta = GaussianMechanism.from_noise_multiplier(1.0, budget["noise_multiplier"], cfg.target_delta).per_step()
-    else:
-        eps, delta = budget["epsilon"], 0.0
-    calibrated = "" if budget is None else f", calibrated to the budget ε {cfg.target_epsilon:g}"
-    return f"ε {eps:.4g} per local step, δ {delta:g}{calibrated}"
-
-
-def _round_legend(cfg: RunConfig) -> str:
-    """What the columns of the per-round lines mean (printed once, before round 1)."""
-    eps = ""
-    if cfg.private:
-        eps = f"; eps = total ε spent so far per zone, largest over zones ({_per_step_text(cfg)})"
-    return (
-        f"columns: {ROUND_LEGEND[cfg.objective]}; feasibility = consensus residual ‖w − Bz‖₂ (p.u.); "
-        f"dual = dual residual ρ‖w − w_prev‖₂{eps}"
-    )
-
-
-def _progress_printer(args, cfg: RunConfig):
-    if args.quiet:
-        return None, None
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        tqdm = None
-    if tqdm is not None and not args.verbose and sys.stderr.isatty():
-        bar = tqdm(total=cfg.rounds, desc=f"{cfg.algorithm} {cfg.case}", unit="round", file=sys.stderr)
-
-        def update(row):
-            bar.update(1)
-            bar.set_postfix(obj=f"{row['objective']:.3g}", feas=f"{row['feasibility']:.2g}", eps=f"{row['epsilon_spent']:.3g}")
-
-        return update, bar
-    every = 1 if args.verbose else max(1, cfg.rounds // 10)
-    shown = []
-
-    def line(row):
-        t = row["round"]
-        if not shown:
-            print(_round_legend(cfg), flush=True)
-            shown.append(True)
-        if t == 1 or t % every == 0 or t == cfg.rounds:
-            eps = f"  eps {row['epsilon_spent']:.4g}" if cfg.private else ""
-            print(
-                f"round {t:5d}  objective {row['objective']:.6g}  feasibility {row['feasibility']:.3e}  "
-                f"dual {row['dual_residual']:.3e}{eps}  {row['wall_s'] * 1000:.0f} ms",
-                flush=True,
-            )
-
-    return line, None
-
-
 def _check_json_path(args) -> None:
     if args.json is not None:
         _check_output_file(args.json, "--json", args.overwrite)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..admm.runner import run_distributed
+    from ..apps.power_flow.runner import run_distributed
 
     cfg = _config(args)
     if cfg.backend == "mpi":
-        from ..admm.backends.mpi import rank
+        from ..engine.backends.mpi import rank
 
         if rank() != 0:
             run_distributed(cfg)  # serve this rank's agents until rank 0 closes the run
@@ -551,60 +483,3 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-STOPPED = {  # summary["stopped"], in words
-    "rounds": "all rounds run", "tolerance": "stopped: residuals below --tol", "interrupted": "interrupted", "failed": "failed",
-}
-
-
-def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
-    unit = "Σ(p.u.²)" if cfg.objective == "shedding" else "$/h"
-    what = {"cost": "generation cost", "shedding": "shedding"}.get(cfg.objective, cfg.objective)
-    print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
-    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({STOPPED.get(s['stopped'], s['stopped'])})")
-    print("── the coordinator's view (what a deployment publishes: releases, residuals, ledger) ──")
-    if s["final_feasibility"] is not None:
-        print(f"feasibility   consensus residual ‖w − Bz‖₂ = {s['final_feasibility']:.3e} p.u. (0 when the zones agree)")
-        print(f"dual          dual residual ρ‖w − w_prev‖₂ = {s['final_dual_residual']:.3e}")
-    if cfg.private:
-        parts = []
-        for z, e in s["epsilon_total"].items():
-            head = (privacy.get(int(z)) or {}).get("headline") or {}
-            d = head.get("delta")
-            parts.append(f"zone {z}: ε {e:.4g}" + (f", δ {d:.3g}" if d is not None else ""))
-        sources = sorted({str(((privacy.get(int(z)) or {}).get("headline") or {}).get("source")) for z in s["epsilon_total"]} - {"None"})
-        how = f"; accountant: {', '.join(sources)}" if sources else ""
-        steps = s.get("epsilon_per_step") or {}
-        per_step = f"{next(iter(steps.values())):.4g}" if steps else f"{cfg.epsilon:g}"
-        if cfg.target_epsilon is not None:
-            target = f"budget ε {cfg.target_epsilon:g}" + (f", δ {cfg.target_delta:g}" if cfg.target_delta else "")
-            per_step = f"{per_step} per local step, calibrated to the {target}"
-        else:
-            per_step = f"{per_step} per local step"
-        flag = "" if s.get("private", True) else " [NOT A GUARANTEE]"
-        print(f"privacy       total spent per zone over the whole run (ε {per_step}{how}){flag}: " + "; ".join(parts))
-        print(f"noise         {s.get('noise_source', cfg.noise_source)}" + (
-            " (OS entropy drawn by each zone; nobody else can replay it)" if cfg.noise_source == "secret" else ""))
-        for warning in s.get("privacy_warnings") or []:
-            print(f"WARNING       {warning}")
-    print(f"time          coordinator's loop {s['wall_s']:.2f} s, setup {s['setup_s']:.2f} s")
-    print("── the simulation's evaluation (needs every zone's data; a deployment cannot compute it) ──")
-    if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:
-        print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective)")
-    else:
-        print("objective     not evaluated (--no-evaluation: each zone keeps its own)")
-    mv = s.get("max_violation")
-    if mv is not None and mv == mv:
-        print(f"violation     largest violation of a zone's own constraints by its released point: {mv:.2e} p.u.")
-    if s.get("centralized_objective") is not None:
-        rel = s.get("relative_gap_to_centralized")
-        rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
-        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g} {unit} (absolute){rel_txt}")
-    label = SOLVERS[cfg.local_solver].label
-    if s.get("solves"):
-        print(f"zone solves   {s['solver_s']:.2f} s in {label}, {s['solves']} local solves (zone-private statistics)")
-        slow = s.get("straggler_zone")
-        if slow is not None and len(s["zone_solver_s"]) > 1:
-            times = sorted(s["zone_solver_s"].values())
-            print(f"straggler     zone {slow}: {s['zone_solver_s'][slow]:.2f} s in {label} (median zone {times[len(times) // 2]:.2f} s)")
-    if out is not None:
-        print(f"results       {out}  (coordinator_view/ is what a deployment publishes; simulation_evaluation/ is not)")

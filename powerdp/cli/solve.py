@@ -10,12 +10,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..cli_args import integer
-from ..cli_io import write_json
 from ..errors import ConfigError
+from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
-from ..opf.solver_base import SOLVERS
+from .args import integer
 from .common import EXIT_FAILED, EXIT_OK, _add_case_args, _check_output_file, _weight, add_verbosity
+from .output import write_json
 
 log = logging.getLogger("powerdp")
 
@@ -156,8 +156,8 @@ def add_solve_parsers(sub) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from ..admm.outdir import ensure_dir
     from ..opf.centralized import solve_opf
+    from ..runs.directory import ensure_dir
 
     _check_output_file(args.json, "--json", args.overwrite)
     for flag, path in (("--solution", args.solution), ("--out", args.out)):
@@ -204,7 +204,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         ensure_dir(args.solution, "--solution directory")
         res.save_tables(args.solution)
     if args.out:
-        from ..provenance import case_entry, record_inputs
+        from ..runs.inputs import case_entry, record_inputs
 
         ensure_dir(args.out, "--out directory")
         res.save(args.out)
@@ -218,7 +218,7 @@ def _check_solve_out(out: Path | None, overwrite: bool) -> None:
     """``solve --out`` never replaces a result, a run or a sweep silently (as ``run --out``)."""
     if out is None or not out.is_dir():
         return
-    from ..admm.outdir import holds_run
+    from ..runs.directory import holds_run
 
     if holds_run(out) or (out / "sweep.json").is_file():
         raise ConfigError(f"--out {out} holds a run or a sweep; give the solve a directory of its own")
@@ -227,8 +227,8 @@ def _check_solve_out(out: Path | None, overwrite: bool) -> None:
 
 
 def _export_case(d: Path, fallback: str) -> str:
-    """The case a run or solve directory was made from: its recorded file, checked unchanged (provenance.py)."""
-    from ..provenance import case_source, verify_inputs
+    """The case a run or solve directory was made from: its recorded file, checked unchanged (runs/inputs.py)."""
+    from ..runs.inputs import case_source, verify_inputs
 
     source = case_source(verify_inputs(d, "export"), fallback)
     text = str(source)
@@ -241,10 +241,18 @@ def _export_case(d: Path, fallback: str) -> str:
     return source
 
 
+#: why a run of another application has nothing to write into a pandapower network (export)
+NOT_EXPORTED = {
+    "deployment": "its coordinator holds only the public network, without loads, and each zone keeps its own solution, "
+                  "so there is no dispatch to write into a pandapower network",
+    "dc_market": "a DC dispatch has no voltages or reactive powers; its dispatch is in simulation_evaluation/generators.csv",
+}
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     import pandapower as pp
 
-    from ..grid.network import load_case
+    from ..grid.loading import load_case
     from ..opf.pandapower_io import ac_check, to_pandapower
     from ..opf.tables import ResultTables, dispatch_from_tables
 
@@ -253,8 +261,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ConfigError(f"{d} is not a directory (give a powerdp run or solve output directory)")
     _check_output_file(target, "--pandapower", args.force)
     if (d / "config.json").is_file():  # a run
-        from ..admm.results import RunResult
+        from ..apps.power_flow.result import RunResult
+        from ..runs.kinds import describe, run_kind
 
+        kind = run_kind(d)
+        if kind != "power_flow":
+            raise ConfigError(f"cannot export {d}: it is {describe(kind)}; {NOT_EXPORTED.get(kind, 'only a power-flow run has an AC dispatch')}")
         run = RunResult.load(d)
         net = load_case(_export_case(d, run.config.case), convention=run.config.convention)
         if run.tables is not None:
@@ -305,8 +317,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
-    from ..admm.runner import bundled_partition_name
-    from ..grid.network import load_case
+    from ..apps.power_flow.plan import bundled_partition_name
+    from ..grid.loading import load_case
     from ..grid.partition import partition
 
     _check_output_file(args.out, "--out", args.force)
@@ -328,8 +340,8 @@ def cmd_partition(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"wrote {args.out}")
     if args.split:
-        from ..admm.outdir import ensure_dir
-        from ..admm.zone_data import split_case
+        from ..apps.power_flow.zone_data import split_case
+        from ..runs.directory import ensure_dir
 
         split_case(net, part, ensure_dir(args.split, "--split directory"))
         if not args.quiet:

@@ -7,7 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..cli_args import integer
+from .args import integer
 from .common import add_verbosity
 
 
@@ -55,9 +55,9 @@ def add_study_parsers(sub) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..admm.outdir import ensure_dir
-    from ..learning.cli import learning_sweep_file, run_learning_sweep_command
-    from ..sweep import load_sweep, run_sweep
+    from ..runs.directory import ensure_dir
+    from ..studies.sweep import load_sweep, run_sweep
+    from .learn import learning_sweep_file, run_learning_sweep_command
 
     if learning_sweep_file(args.config):  # a [learn] table: a sweep of federated-learning runs
         return run_learning_sweep_command(args)
@@ -100,7 +100,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if failed:
             print(f"some runs failed: see {args.out / 'errors.json'}")
     if args.plot:
-        from ..plots import plot_sweep
+        from ..studies.plots import plot_sweep
 
         for p in plot_sweep(args.out):
             if not args.quiet:
@@ -109,7 +109,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from ..plots import plot_sweep
+    from ..studies.plots import plot_sweep
 
     for p in plot_sweep(args.directory, args.out):
         if not args.quiet:

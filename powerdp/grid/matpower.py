@@ -207,7 +207,7 @@ def read_matpower(path: str | Path) -> MatpowerData:
     Raises :class:`~powerdp.errors.CaseDataError` naming the file, the field and
     the line when the file is malformed.
     """
-    from ..textfile import NotUTF8, read_utf8
+    from ..files.text import NotUTF8, read_utf8
 
     path = Path(path)
     try:

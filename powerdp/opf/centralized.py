@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..grid.network import Network, load_case
+from ..grid.loading import load_case
+from ..grid.network import Network
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
+from .local_solver import SUCCESS_OUTCOMES, solver_class
 from .objectives import generation_cost, total_shedding_mw
-from .solver_base import SUCCESS_OUTCOMES, solver_class
 from .tables import DC_KINDS, Dispatch, ResultTables, dispatch_from_solution, physical_tables
 
 __all__ = ["OPFResult", "solve_opf", "solution_tables", "dcline_table"]
@@ -63,8 +64,8 @@ class OPFResult:
     shedding_weight: float | None
     generation_cost: float
     total_shedding_mw: float
-    solver: str  # the registered solver name (powerdp.opf.solver_base.SOLVERS)
-    outcome: str  # powerdp's status of the solve (solver_base.OUTCOMES)
+    solver: str  # the registered solver name (powerdp.opf.local_solver.SOLVERS)
+    outcome: str  # powerdp's status of the solve (local_solver.OUTCOMES)
     x: np.ndarray = field(repr=False)
     buses: pd.DataFrame = field(repr=False)
     generators: pd.DataFrame = field(repr=False)
@@ -147,7 +148,7 @@ def solve_opf(
 ) -> OPFResult:
     """Build, compile and solve the SOC relaxation of the whole network (docs/formulation.md).
 
-    ``case`` is anything :func:`~powerdp.grid.network.load_case` accepts. ``shedding_weight`` is the ω of
+    ``case`` is anything :func:`~powerdp.grid.loading.load_case` accepts. ``shedding_weight`` is the ω of
     ``cost+shedding`` (None: scaled to the costs; refused for other objectives). ``solver`` is a
     registered solver (``"ipopt"`` or ``"clarabel"``); ``profile`` and ``options`` are Ipopt's
     (for ``"clarabel"``, ``options`` are Clarabel settings and ``profile`` must stay ``"default"``).

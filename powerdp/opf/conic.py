@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from ..errors import ConfigError, ModelError
 from .compiled import CompiledProblem, QuadraticObjective
-from .solver_base import SolveResult
+from .local_solver import SolveResult
 
 __all__ = ["ConicForm", "conic_form", "second_order_cones", "ClarabelSolver", "CLARABEL_SETTINGS", "LOCAL_SETTINGS"]
 
@@ -74,7 +74,7 @@ LOCAL_SETTINGS: dict[str, Any] = {
     "direct_solve_method": "qdldl",
 }
 
-# Clarabel's SolverStatus names → powerdp outcomes (solver_base.OUTCOMES); others are "failed"
+# Clarabel's SolverStatus names → powerdp outcomes (local_solver.OUTCOMES); others are "failed"
 OUTCOMES = {
     "Solved": "solved",
     "AlmostSolved": "solved_inaccurate",
@@ -328,7 +328,7 @@ class ClarabelSolver:
     options: Clarabel settings overriding :data:`CLARABEL_SETTINGS` (names of ``clarabel.DefaultSettings``).
     objective_scale: a factor for P and q (the minimiser does not move; objectives are reported unscaled).
 
-    One implementation of :class:`~powerdp.opf.solver_base.LocalSolver`. In runs it solves the
+    One implementation of :class:`~powerdp.opf.local_solver.LocalSolver`. In runs it solves the
     reduced problem in r, as Ipopt does (flows and balance variables eliminated, z = P r): on
     case118's three zones (objl, E = 5, 20 rounds) that takes the same 11.5 iterations per solve
     as the full problem in z but 4.8–5.5 ms per solve instead of 7.8–8.3 ms (a smaller KKT system).

@@ -24,14 +24,14 @@ import numpy as np
 
 from ..errors import ConfigError, ModelError
 from .compiled import CompiledProblem, QuadraticObjective
-from .solver_base import SolveResult
+from .local_solver import SolveResult
 
 log = logging.getLogger(__name__)
 
 __all__ = ["IpoptSolver", "SolveResult", "load_ipopt_profile", "ipopt_profiles"]
 
 # Ipopt ApplicationReturnStatus codes
-#: Ipopt's statuses as powerdp's (solver_base.OUTCOMES); the others are "failed"
+#: Ipopt's statuses as powerdp's (local_solver.OUTCOMES); the others are "failed"
 OUTCOMES = {
     0: "solved",
     1: "solved_inaccurate",
@@ -83,7 +83,7 @@ def load_ipopt_profile(name_or_path: str | Path = "default") -> dict[str, Any]:
         text = candidate.read_text()
         path = Path(str(candidate))
     else:
-        from ..textfile import NotUTF8, read_utf8
+        from ..files.text import NotUTF8, read_utf8
 
         try:
             text = read_utf8(path)
@@ -282,7 +282,7 @@ class IpoptSolver:
         Ipopt then factors a sparser KKT system.
     warm_options: options switched on by :meth:`enable_warm_start` (the ``warm`` profile in runs).
 
-    One implementation of :class:`~powerdp.opf.solver_base.LocalSolver`.
+    One implementation of :class:`~powerdp.opf.local_solver.LocalSolver`.
     """
 
     name: ClassVar[str] = "ipopt"

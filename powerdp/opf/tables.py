@@ -181,7 +181,7 @@ class ResultTables:
 
     def save(self, directory: str | Path) -> None:
         """``generators.csv``, ``buses.csv``, ``branches.csv`` and ``zones.csv`` in ``directory``."""
-        from ..fileio import atomic_to_csv
+        from ..files.atomic import atomic_to_csv
 
         for name, frame in self.items():
             atomic_to_csv(frame, Path(directory) / f"{name}.csv", index=False)

@@ -7,7 +7,7 @@ import numbers
 from typing import Any
 
 from ..errors import ConfigError
-from ..jsonutil import jsonable
+from ..files.jsonable import jsonable
 from .mechanisms import MECHANISMS, GaussianMechanism, LaplaceMechanism, Mechanism
 from .params import check_delta, check_real
 

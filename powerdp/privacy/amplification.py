@@ -3,7 +3,7 @@
 The accountant of Chan, Xie & Zhao, *Privacy Amplification by Iteration for ADMM with
 (Strongly) Convex Objective Functions* (arXiv:2312.08685, "001"): pure functions, each citing
 the paper's equation, lemma or corollary. The algorithm they account for is 001's Algorithm 1
-(powerdp.learning.noisy_admm): iteration t uses one gradient of user t's private f_t, adds
+(powerdp.apps.learning.noisy_admm): iteration t uses one gradient of user t's private f_t, adds
 N(0, σ²I) to the primal x, and only the final (x, λ) is released.
 
 Every function checks the assumptions its bound needs and refuses a call that violates one

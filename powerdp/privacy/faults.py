@@ -2,7 +2,7 @@
 assumes of the implementation").
 
 An :class:`InjectedFaults` reaches a run only as an explicit Python argument: the ``faults`` field of a
-:class:`~powerdp.admm.config.RunConfig` or :class:`~powerdp.learning.config.LearnConfig` set in code. No
+:class:`~powerdp.apps.power_flow.config.RunConfig` or :class:`~powerdp.apps.learning.config.LearnConfig` set in code. No
 configuration file, command-line flag or environment variable can set it (``RunConfig.from_dict`` refuses it
 and ``to_dict`` leaves it out), so a real run never carries one. The former environment switches
 (``POWERDP_TEST_DISABLE_NOISE``, ``POWERDP_TEST_LEAK``) are read nowhere any more: a run with them set is an

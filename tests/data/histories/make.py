@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from powerdp.admm.config import RunConfig
-from powerdp.admm.runner import run_distributed
+from powerdp.apps.power_flow.config import RunConfig
+from powerdp.apps.power_flow.runner import run_distributed
 
 HERE = Path(__file__).resolve().parent
 DETERMINISTIC = ["round", "noise_magnitude", "objective", "feasibility", "dual_residual", "max_violation",

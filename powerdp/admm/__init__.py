@@ -1,1 +1,0 @@
-"""The distributed solve: configuration, algorithms, zone agents, coordinator, runner, backends."""

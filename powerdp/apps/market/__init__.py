@@ -1,0 +1,1 @@
+"""The zonal DC market cleared by sharing ADMM (docs/market.md)."""

@@ -1,0 +1,474 @@
+"""A zone agent: one zone's private data, its compiled local problem, its local updates.
+
+The agent builds its zone's Pyomo model once (docs/formulation.md), compiles it, and from
+then on only re-solves the compiled problem with new linear and diagonal
+objective terms (docs/algorithm.md step 2). Its loads live inside its compiled objective
+``f_p`` and never leave it: :meth:`ZoneAgent.step` returns a
+:class:`~powerdp.engine.consensus.messages.ZoneUpdate` holding only ``B_p z_p`` and solver
+statistics. :meth:`ZoneAgent.diagnostics` (the true objective and the
+constraint violation of the released point) exists for experiments, which is
+how the paper's figures are drawn; the coordinator never calls it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+import time
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse.linalg as spla
+
+from ...engine.consensus.messages import ConsensusMessage, SolverStats, ZoneUpdate
+from ...engine.consensus.perturbations import PERTURBATIONS, Perturbation
+from ...engine.consensus.updates import UPDATES, LocalUpdate, step_size
+from ...errors import ConfigError
+from ...files.checkpoint import zone_checkpoint_path
+from ...files.zone_folders import ZoneFolders
+from ...grid.network import Network
+from ...opf.compiled import CompiledProblem, QuadraticObjective, compile_model
+from ...opf.formulation import BALANCE_VARIABLES, build_model
+from ...opf.local_solver import LocalSolver, solver_class
+from ...opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
+from ...opf.reduction import eliminate, sparse_elimination
+from ...privacy import PrivacyLedger, noise_rng
+from ...privacy.mechanisms import mechanism_from_dict, mechanism_to_dict
+from .config import RunConfig
+
+__all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
+
+@dataclasses.dataclass(frozen=True)
+class _LeakyZoneUpdate(ZoneUpdate):
+    """A ZoneUpdate with a field the allow-list forbids (the test-only leak switch)."""
+
+    noise_magnitude: float = 0.0
+
+
+def _maybe_leak(update: ZoneUpdate, noise: float, faults) -> ZoneUpdate:
+    """The test-only side channel (``RunConfig.faults.leak == "noise_magnitude"``): every ZoneUpdate carries the
+    round's Σ|ξ| in a field outside the allow-list, as before the privacy review; ``powerdp audit`` must fail on it."""
+    if faults is not None and faults.leak == "noise_magnitude":
+        return _LeakyZoneUpdate(update.round, update.zone, update.released, float(noise))
+    return update
+
+
+def lipschitz_constant(objective: QuadraticObjective, n: int) -> float:
+    """L_p = λ_max of the objective's Hessian (docs/algorithm.md).
+
+    For the shedding objective in the paper's coordinates the Hessian is 2·I on
+    the balance variables and 0 elsewhere, so L_p = 2 exactly; a diagonal
+    Hessian is read off, any other goes to an eigensolver with a fixed start
+    vector, so the value (and the run) is the same on every execution.
+    """
+    H = objective.hessian_matrix(n).tocoo()
+    if H.nnz == 0:
+        return 0.0
+    if np.all(H.row == H.col):
+        return float(max(H.data.max(), 0.0))
+    if n <= 400:
+        return float(max(np.linalg.eigvalsh(H.toarray()).max(), 0.0))
+    val = spla.eigsh(H.tocsr(), k=1, which="LA", return_eigenvectors=False, tol=1e-8, v0=np.ones(n))
+    return float(max(val[0], 0.0))
+
+
+#: the curvature 2ω·s of the shedding penalty Ipopt should see: with ω ~ 1e9 $/h per p.u.² (auto ω) a
+#: warm-started local solve otherwise fails (Ipopt scales the objective only from a cold start's gradient)
+PENALTY_CURVATURE_TARGET = 1e4
+
+
+def objective_scaling(shedding_weight: float | None) -> dict[str, float]:
+    """Ipopt's obj_scaling_factor for a weighted objective: 2ω·s = PENALTY_CURVATURE_TARGET (s ≤ 1); {} otherwise.
+
+    Scaling the objective does not move its minimiser; a user's own obj_scaling_factor wins.
+    """
+    if not shedding_weight:
+        return {}
+    return {"obj_scaling_factor": min(1.0, PENALTY_CURVATURE_TARGET / (2.0 * float(shedding_weight)))}
+
+
+@dataclass(frozen=True)
+class ZoneDiagnostics:
+    """Evaluation-only figures of a zone (experiments and plots; never sent to the coordinator)."""
+
+    zone: int
+    objective: float  # f_p at the released point, with the true loads
+    max_violation: float  # how far the released point lies outside W_p
+    epsilon_spent: float
+    privacy: dict[str, Any] | None
+    solution: dict[Hashable, float] | None = None
+    cost: float = math.nan  # generation cost of the released dispatch ($/h; NaN without costs)
+    shedding_mw: float = math.nan  # Σ over own buses of |yp + pd| at the released point, MW
+    # the zone's own statistics of its last round (solver work, Σ|ξ|): zone-private, evaluation only (None without)
+    stats: SolverStats | None = None
+
+
+class ZoneAgent:
+    """One zone's operator in the distributed solve.
+
+    Parameters
+    ----------
+    net: the network (the agent reads only its own buses' loads).
+    zone: the zone id.
+    own_buses: internal indices of the buses the zone owns.
+    shared_keys: the zone's shared variables, in the order of its consensus entries.
+    config: the run configuration.
+    """
+
+    def __init__(
+        self,
+        net: Network,
+        zone: int,
+        own_buses: np.ndarray,
+        shared_keys: Sequence[Hashable],
+        config: RunConfig,
+    ):
+        self.zone = int(zone)
+        self.config = config
+        self.private_inputs: dict[str, dict] = {}  # the zone's own input files with their SHA-256 (hosted_zone_agent)
+        t0 = time.perf_counter()
+        # everything alive before this zone's model is kept out of the collection below (gc.freeze), which then
+        # scans only the model: 0.04 s instead of 0.7 s a zone on case118 (loaded machine); gc.unfreeze
+        # gives them back to the collector
+        gc.freeze()
+        try:
+            model = build_model(
+                net, own_buses, objective=config.objective, flows=config.flows, name=f"{net.name}/zone{zone}",
+                shedding_weight=config.shedding_weight,
+            )
+            t1 = time.perf_counter()
+            self.problem: CompiledProblem = compile_model(model)
+            del model
+            gc.collect()  # drop the Pyomo model now rather than inside the solver's callbacks
+        finally:
+            gc.unfreeze()
+        t2 = time.perf_counter()
+        prob = self.problem
+        self.n = prob.n
+        self._f = prob.objective  # the private local objective (holds the loads)
+        self.shedding_weight = prob.meta.get("shedding_weight")  # ω of a weighted objective, else None
+        self.shared_cols = prob.index_of(list(shared_keys))
+        self.n_shared = len(self.shared_cols)
+        self._shared_mask = np.zeros(self.n)
+        self._shared_mask[self.shared_cols] = 1.0
+        # the balance variables y: the only entries of z through which the loads enter f_p
+        y_cols = np.flatnonzero([key[0] in BALANCE_VARIABLES for key in prob.var_keys])
+        # what the linearized and trust-region rules linearize (docs/algorithm.md): all of f_p, or with
+        # linearize "private" only the terms on y; the rest (e.g. the generation cost) holds no load and
+        # is kept exact in every local problem, and the proximal term covers only what is linearized
+        self._f_lin, free = self._f, None
+        if config.linearize == "private" and y_cols.size:
+            private, rest = self._f.split(y_cols)
+            if not rest.is_zero:
+                self._f_lin, free = private, rest
+        self._prox_mask = np.ones(self.n)
+        if free is not None:
+            self._prox_mask = np.zeros(self.n)
+            self._prox_mask[self._f_lin.support()] = 1.0
+        self.lipschitz = lipschitz_constant(self._f_lin, self.n)
+        self._gen_cols = prob.index_of([("pg", int(g)) for g in prob.meta["gens"]])
+        self._gens = np.asarray(prob.meta["gens"], dtype=np.int64)
+        self._net = net
+        # the algorithm works in z (flows included in "variables" mode, as in the paper); a solver that
+        # wants it (Ipopt, Clarabel) solves the smaller problem in r with the flows and balance variables
+        # eliminated (z = P r), another the problem in z itself (P = I)
+        solver_cls = solver_class(config.local_solver, "local_solver")
+        # (the balance variables too unless that fills the zone's KKT factor in: reduction.sparse_elimination)
+        self.reduction = sparse_elimination(prob) if solver_cls.wants_reduced else eliminate(prob, ())
+        red = self.reduction
+        self._f_r = red.reduced.objective  # f_p in the solver's coordinates (exact ADMM)
+        self._free_r = red.pull_objective(free) if free is not None else None  # the data-free part, kept exact
+        # the update rule decides what the solver is built for (docs/algorithm.md)
+        self.update: LocalUpdate = UPDATES[config.update](config)
+        local, pattern = self.update.local_problem(red, self._f_r)
+        if self._free_r is not None:
+            pattern = QuadraticObjective(
+                c=pattern.c,
+                qi=np.concatenate([pattern.qi, self._free_r.qi]),
+                qj=np.concatenate([pattern.qj, self._free_r.qj]),
+                qv=np.concatenate([pattern.qv, np.zeros(len(self._free_r.qv))]),
+            )
+        scale = objective_scaling(self.shedding_weight).get("obj_scaling_factor")
+        self.solver: LocalSolver = solver_cls.from_config(local, pattern, config, objective_scale=scale)
+        self._warm_start = bool(config.warm_start and solver_cls.supports_warm_start)
+        self._z_flat = prob.x0.copy()  # data-independent flat start (docs/algorithm.md)
+        self._r_flat = red.reduced.x0.copy()
+        self.rng = noise_rng(config.seed, self.zone, faults=config.faults)  # secret unless seeded; never leaves the zone
+        self.grad_sensitivity = None
+        # where ObjPert's noise goes: the balance variables y, the only entries of ∇f_p that hold
+        # loads (noise_on "data"), or every entry of z as the paper draws it ("all")
+        self.noise_cols = y_cols if config.noise_support == "data" else np.arange(self.n)
+        if config.private:
+            if y_cols.size == 0:
+                raise ConfigError(f"zone {self.zone}: objective {config.objective!r} has no balance variables; DP needs them")
+            # the objective unit's own rule (docs/privacy.md): 2β on y for shedding, 2ωβ for cost+shedding
+            self.grad_sensitivity = OBJECTIVES[config.objective].gradient_sensitivity(
+                config.beta, config.sensitivity, config.adjacency, weight=self.shedding_weight
+            )
+        self.perturbation: Perturbation = PERTURBATIONS[config.spec.perturbation](
+            config,
+            gradient_sensitivity=self.grad_sensitivity,
+            rng=self.rng,
+            noise_cols=self.noise_cols,
+            n=self.n,
+            zone=self.zone,
+            update=self.update,
+            lipschitz=self.lipschitz,
+        )
+        self.z_last: np.ndarray | None = None  # last local iterate (the next round starts here)
+        self.z_released: np.ndarray | None = None  # z_p^{t+1}, the mean of the round's iterates
+        self.lam = np.zeros(self.n_shared)
+        self.round = 0
+        self._warm: tuple[np.ndarray, ...] | None = None
+        self.last_stats: SolverStats | None = None  # zone-private (messages.SolverStats)
+        self.stats_log: list[tuple[int, SolverStats]] = []
+        self.setup_s = {"build_s": t1 - t0, "compile_s": t2 - t1, "solver_s": time.perf_counter() - t2}
+
+    # ------------------------------------------------------------ internals
+    @property
+    def mechanism(self):
+        """The zone's noise mechanism of the current round (None when non-private)."""
+        return self.perturbation.mechanism
+
+    @property
+    def ledger(self) -> PrivacyLedger | None:
+        return self.perturbation.ledger
+
+    @property
+    def shared_mask(self) -> np.ndarray:
+        return self._shared_mask
+
+    def _context(self, step: int | None = None) -> str:
+        ctx = f"zone {self.zone}, round {self.round}"
+        return ctx + (f", local step {step}" if step is not None else "")
+
+    @property
+    def prox_mask(self) -> np.ndarray:
+        """1 on the entries of z the linearized part of f_p depends on (all of z when all of f_p is linearized)."""
+        return self._prox_mask
+
+    def gradient(self, z: np.ndarray) -> np.ndarray:
+        """∇ of the linearized part of f_p at z: 2(y + d) on the balance variables for ``shedding``,
+        2ω(y + d) for ``cost+shedding`` (plus the cost gradient with linearize "all"); holds the loads, stays here."""
+        return self._f_lin.gradient(z)
+
+    def solve(
+        self,
+        c: np.ndarray,
+        diag: np.ndarray,
+        step: int | None,
+        exact: bool = False,
+        bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ):
+        """Solve min_{z ∈ W_p} c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``); returns (z, SolveResult).
+
+        ``bounds`` (lb, ub, cl, cu), in the solver's coordinates, replace the solver's variable and
+        row bounds for this solve (an update rule that moves its feasible set, e.g. a trust region).
+        """
+        if bounds is not None:
+            self.solver.set_bounds(*bounds)
+        return self._solve(c, diag, step, exact)
+
+    def _solve(self, c: np.ndarray, diag: np.ndarray, step: int | None, exact: bool = False):
+        """Solve min_{z ∈ W_p} c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``, else + its data-free part if it is
+        kept exact); returns (z, SolveResult)."""
+        objective = self.reduction.pull(c, diag, base=self._f_r if exact else self._free_r)
+        if self._warm is not None:
+            # primal-dual warm start from the previous local solve (benchmarks/warmstart.py)
+            x_prev, mult_g, zl, zu = self._warm
+            res = self.solver.solve(objective, x0=x_prev, mult_g=mult_g, mult_x_lower=zl, mult_x_upper=zu)
+        else:
+            res = self.solver.solve(objective, x0=self._r_flat)
+        res.check(self._context(step))
+        if self._warm_start:
+            self._set_warm((res.x, res.mult_g, res.mult_x_lower, res.mult_x_upper))
+        return self.reduction.lift(res.x), res
+
+    def _set_warm(self, point) -> None:
+        if not self._warm_start:
+            return
+        if point is not None and self._warm is None:
+            self.solver.enable_warm_start()  # from now on every solve is warm-started
+        self._warm = point
+
+    # ------------------------------------------------------------- protocol
+    def initialize(self) -> ZoneUpdate:
+        """Project the data-independent flat start onto W_p (docs/algorithm.md) and release its shared part."""
+        t = time.perf_counter()
+        z, res = self._solve(-self._z_flat, np.ones(self.n), None)
+        self.z_last = z
+        self.z_released = z
+        self._record_stats(SolverStats(1, res.iterations, res.solver_s, time.perf_counter() - t, (res.outcome,), 0.0))
+        return ZoneUpdate(round=0, zone=self.zone, released=z[self.shared_cols].copy())
+
+    def _record_stats(self, stats: SolverStats) -> None:
+        """Keep a round's solver statistics and noise magnitude with the zone (they never cross)."""
+        self.last_stats = stats
+        self.stats_log.append((self.round, stats))
+
+    def step(self, msg: ConsensusMessage) -> ZoneUpdate:
+        """One ADMM round (docs/algorithm.md steps 2–3): E local updates, release B_p z_p^{t+1}, update λ_p."""
+        if msg.zone != self.zone:
+            raise ValueError(f"message for zone {msg.zone} delivered to zone {self.zone}")
+        if self.z_last is None:
+            raise RuntimeError(f"zone {self.zone} has not been initialized")
+        t_start = time.perf_counter()
+        self.round = t = msg.round
+        cfg = self.config
+        w, rho = msg.w, msg.rho
+        # B_pᵀ(ρ w + λ): the ADMM term's linear part, fixed for the round
+        admm_lin = np.zeros(self.n)
+        admm_lin[self.shared_cols] = rho * w + self.lam
+        self.perturbation.start_round(t)
+        outcome = self.update.run_round(self, t, rho, admm_lin)
+        if cfg.private:
+            self.perturbation.end_round(len(outcome.iterates))
+        iterates = outcome.iterates
+        self.z_last = iterates[-1]
+        self.z_released = iterates[0] if len(iterates) == 1 else np.mean(iterates, axis=0)
+        released = self.z_released[self.shared_cols].copy()
+        self.lam = self.lam + rho * (w - released)  # docs/algorithm.md step 3
+        self._record_stats(SolverStats(
+            solves=len(iterates),
+            iterations=outcome.iterations,
+            solver_s=outcome.solver_s,
+            wall_s=time.perf_counter() - t_start,
+            statuses=tuple(outcome.statuses),
+            noise_magnitude=outcome.noise,
+        ))
+        return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise, cfg.faults)
+
+    # ----------------------------------------------------------- evaluation
+    def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
+        """True objective and W_p violation of the released point, and the privacy spend.
+
+        The first two (and the solution) depend on the zone's private data and are
+        reported only when ``config.evaluate`` is on (experiments); otherwise they
+        are NaN / None and only the data-independent privacy spend is reported.
+        """
+        z = self.z_released
+        evaluate = self.config.evaluate
+        solution = dict(zip(self.problem.var_keys, z.tolist())) if (with_solution and evaluate) else None
+        return ZoneDiagnostics(
+            zone=self.zone,
+            objective=self._f.value(z) if evaluate else math.nan,
+            max_violation=self.problem.max_violation(z) if evaluate else math.nan,
+            cost=generation_cost(self._net, z[self._gen_cols], self._gens) if evaluate else math.nan,
+            shedding_mw=total_shedding_mw(self.problem.expressions["sp"](z), self._net.base_mva) if evaluate else math.nan,
+            epsilon_spent=self.ledger.epsilon_spent() if self.ledger is not None else 0.0,
+            privacy=self.ledger.report() if self.ledger is not None else None,
+            solution=solution,
+            stats=self.last_stats if evaluate else None,
+        )
+
+    def save_solution(self, folders: ZoneFolders) -> Path:
+        """Write the zone's released solution z_p and its own per-round statistics into its private folder
+        (:mod:`powerdp.files.zone_folders`), on its own host."""
+        import pandas as pd
+
+        keys = self.problem.var_keys
+        frame = pd.DataFrame({"variable": [k[0] for k in keys], "index": [k[1] for k in keys], "value": self.z_released})
+        path = folders.write_csv(frame, folders.solution_path(self.zone))
+        # the zone's own solver statistics and noise magnitude per round: zone-private, never handed over
+        columns = ["round", "solves", "solver_iterations", "solver_s", "noise_magnitude"]
+        frame = pd.DataFrame([{"round": r, "solves": st.solves, "solver_iterations": st.iterations, "solver_s": st.solver_s,
+                               "noise_magnitude": st.noise_magnitude} for r, st in self.stats_log], columns=columns)
+        stats = folders.stats_path(self.zone)
+        if stats.is_file() and len(frame):  # a resumed run: the rounds before it, as the zone logged them then
+            try:
+                earlier = pd.read_csv(stats, float_precision="round_trip")
+                frame = pd.concat([earlier[earlier["round"] < frame["round"].min()][columns], frame], ignore_index=True)
+            except (ValueError, KeyError, OSError):  # a damaged log of the zone's own: rewritten from this run
+                pass
+        folders.write_csv(frame, stats)
+        return path
+
+    # ----------------------------------------------------------- checkpoint
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume this agent (kept on the zone's side): arrays and JSON values only.
+
+        The noise generator's state only when the run is seeded (a seeded run resumes bit-identically); a
+        secret-noise run keeps no generator state anywhere: a resumed zone draws from fresh OS entropy, as good.
+        """
+        state: dict[str, Any] = {
+            "zone": self.zone,
+            "round": self.round,
+            "noise_source": self.config.noise_source,
+            "z_last": self.z_last,
+            "z_released": self.z_released,
+            "lam": self.lam,
+            "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
+            "ledger_history": [[mechanism_to_dict(m), int(n)] for m, n in self.ledger.history] if self.ledger is not None else [],
+            "warm": self._warm,
+            "private_inputs": self.private_inputs,  # the zone's own input files and their hashes (a deployment's loads)
+        }
+        if self.config.noise_source == "seeded":
+            state["rng"] = self.rng.state  # the seeded stream's state; a secret source keeps nothing
+        state.update(self.perturbation.state_arrays())
+        return state
+
+    def save_checkpoint(self, folders: ZoneFolders) -> Path:
+        """Write this zone's state after its current round to its own private folder (``checkpoint/round_T.npz`` +
+        ``.json``, no pickle, 0600 in a 0700 folder): its iterate, duals and noise never pass through the coordinator."""
+        return folders.save_state(self.zone, self.round, self.state_dict())
+
+    def load_checkpoint(self, folders: ZoneFolders, round: int) -> None:
+        """Restore the state this zone saved after round ``round`` (see :meth:`save_checkpoint`)."""
+        if not folders.has_state(self.zone, round):
+            path = folders.checkpoint_stem(self.zone, round)
+            raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path}.json/.npz is missing)")
+        self.load_state_dict(folders.load_state(self.zone, round))
+
+    def _check_private_inputs(self, saved: dict[str, dict]) -> None:
+        """The zone checks its own input files against the hashes in its own checkpoint: a resumed run on an edited
+        private load file would mix the rounds of two data sets (the coordinator never sees these files)."""
+        for role, entry in saved.items():
+            now = self.private_inputs.get(role)
+            if now is None or now.get("sha256") != entry.get("sha256"):
+                raise ConfigError(
+                    f"cannot resume zone {self.zone}: its {role} file {entry.get('path')} has changed since the run was "
+                    "made (SHA-256 differs from the zone's checkpoint); restore the original file, or start a new run"
+                )
+
+    def prune_checkpoints(self, folders: ZoneFolders, keep_round: int) -> None:
+        """Delete this zone's checkpoint files of rounds other than ``keep_round``."""
+        folders.prune(self.zone, keep_round)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["zone"]) != self.zone:
+            raise ValueError(f"checkpoint of zone {state['zone']} loaded into zone {self.zone}")
+        self._check_private_inputs(state.get("private_inputs") or {})
+        self.round = int(state["round"])
+        self.z_last = np.asarray(state["z_last"], dtype=float)
+        self.z_released = np.asarray(state["z_released"], dtype=float)
+        self.lam = np.asarray(state["lam"], dtype=float)
+        if "rng" in state and self.config.noise_source == "seeded":  # a secret run goes on with fresh entropy
+            self.rng.state = state["rng"]
+        if self.ledger is not None:
+            if self.ledger.steps == 0 and state.get("ledger_history"):
+                for mechanism, steps in state["ledger_history"]:
+                    self.ledger.record(int(steps), mechanism=mechanism_from_dict(mechanism))
+            missing = int(state["ledger_steps"]) - self.ledger.steps
+            if missing > 0:  # checkpoints written before the ledger kept its history
+                self.ledger.record(missing)
+        self.perturbation.load_state_arrays(state)
+        warm = state.get("warm")
+        self._set_warm(tuple(np.asarray(a, dtype=float) for a in warm) if warm is not None else None)
+
+
+def hosted_zone_agent(net: Network, zone: int, own_buses: np.ndarray, shared_keys: tuple[Hashable, ...],
+                      config: RunConfig) -> ZoneAgent:
+    """Zone ``zone``'s agent as its host builds it (the engine's ``AgentSpec.agent``): in a deployment the zone
+    reads its own load file on its own host, and no other."""
+    if config.deployment is None:
+        return ZoneAgent(net, zone, own_buses, shared_keys, config)
+    from ...runs.inputs import file_entry
+    from .zone_data import zone_loads_path, zone_network
+
+    agent = ZoneAgent(zone_network(config.deployment, zone, net, own_buses), zone, own_buses, shared_keys, config)
+    agent.private_inputs = {"private load": file_entry(zone_loads_path(config.deployment, zone))}  # checked on resume
+    return agent

@@ -1,0 +1,477 @@
+"""Run the distributed solve: the plan (:mod:`.plan`) → agents on a backend → the shared round loop → RunResult.
+
+:func:`run_distributed` is the one entry point used by the CLI, the sweeps
+and notebooks. The rounds run in :func:`powerdp.runs.loop.run_rounds` and the files are those of
+:class:`powerdp.runs.record.RunRecord`: it checkpoints every ``config.checkpoint_every`` rounds into
+the output directory, so an interrupted or failed run keeps its history and
+can continue with ``resume=True`` (``powerdp run --resume DIR``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...engine.backends import launch, make_backend
+from ...engine.consensus.coordinator import Coordinator
+from ...engine.consensus.messages import ZoneUpdate
+from ...errors import ConfigError, PowerDPError
+from ...files.atomic import atomic_write
+from ...grid.network import Network
+from ...grid.partition import Partition
+from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
+from ...runs.inputs import case_entry, file_entry, partition_entry
+from ...runs.loop import Rounds, run_rounds
+from ...runs.record import RunRecord
+from ...runs.views import EVALUATION_VIEW
+from .config import RunConfig
+from .plan import RunPlan, plan_run
+from .result import HISTORY_COLUMNS, LEGACY_FILES, OLD_HISTORY_NAMES, RunResult
+
+log = logging.getLogger(__name__)
+
+__all__ = ["run_distributed", "RunFailed", "privacy_labels"]
+
+
+class RunFailed(PowerDPError):
+    """A run stopped on an error; ``result`` holds the history up to the failure."""
+
+    exit_status = 1
+
+    def __init__(self, message: str, result: RunResult | None, cause: BaseException):
+        super().__init__(message)
+        self.result = result
+        self.cause = cause
+
+
+def run_distributed(
+    config: RunConfig,
+    network: Network | None = None,
+    partition: Partition | None = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    reference: bool = True,
+    overwrite: bool = False,
+    status: Callable[[str], None] | None = None,
+    ac_check: bool = False,
+    observe: Callable[[list[ZoneUpdate]], None] | None = None,
+    _zone_layout: str | None = None,
+) -> RunResult | None:
+    """Run the (private) distributed ADMM of docs/algorithm.md and return its :class:`RunResult`.
+
+    With ``config.backend == "mpi"`` call it on every rank: rank 0 returns the
+    result, the other ranks host agents and return ``None``.
+
+    Parameters
+    ----------
+    config: the run configuration.
+    network, partition: pass already-loaded objects, else they come from ``config``.
+    out: output directory (results, checkpoints); required for ``resume``. A directory
+        that already holds a run is refused unless ``resume`` or ``overwrite``; it is
+        locked while the run writes to it.
+    resume: continue from the last checkpoint in ``out``; settings that change the
+        results must match the saved run (:data:`RESUME_MAY_CHANGE` may differ).
+    progress: called after every round with that round's history row.
+    reference: also solve the centralized problem to report the gap to it.
+    overwrite: replace the run already in ``out``.
+    status: called with a short message as each setup stage starts (loading, reference solve...).
+    ac_check: run pandapower's AC power flow at the final point (``result.ac_check``,
+        ``summary["ac_check"]``; docs/operating_point.md). Needs ``config.evaluate``.
+    observe: called with the zones' :class:`ZoneUpdate` messages of every round, round 0 (the initial
+        projection) included: exactly what the coordinator receives (``powerdp audit`` records them).
+    _zone_layout: TEST-ONLY: ``"legacy-test-only"`` writes the zones' files where earlier versions did (under
+        ``out``, default permissions), for the tests that show the file audit catching it. Never in a real run.
+
+    Each zone keeps its checkpoints, solution and statistics in a private folder of its own (0700, files 0600;
+    :mod:`powerdp.files.zone_folders`): ``out/zones.private/zone_P`` in a simulation, ``DEP/zone_P.private/runs/RUN``
+    on the zone's own host in a deployment (nothing of a zone under ``out``).
+
+    With ``config.evaluate`` the result holds the final point in physical units
+    (``result.generators``, ``.buses``, ``.branches``, ``.zones``), saved as CSVs in ``out``;
+    a run on a pandapower network also writes its dispatch into a copy of that network
+    (``out/pandapower.json``).
+    """
+    config.validate()
+    if ac_check and not config.evaluate:
+        raise ConfigError(
+            "the AC check needs the run's final point, which is not evaluated without evaluation "
+            "(--no-evaluation keeps each zone's solution with the zone)"
+        )
+    # the backend decides how the run starts (under MPI only rank 0 coordinates; docs/contributing.md)
+    return launch(
+        config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check,
+                                    observe, _zone_layout)
+    )
+
+
+def _locked_run(
+    config, network, partition, out, resume, progress, reference, overwrite, status, ac_check=False, observe=None,
+    zone_layout=None,
+) -> RunResult:
+    if out is None:
+        if resume:
+            raise ConfigError("resume needs the output directory of the run")
+        return _run(plan_run(config, network, partition, None, False, reference, status, zone_layout), progress, status, ac_check,
+                    observe)
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"output directory {out_dir} is an existing file, not a directory")
+    if resume and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} holds no run to resume (no such directory)")
+    ensure_dir(out_dir)
+    with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
+        prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
+        return _run(plan_run(config, network, partition, out_dir, resume, reference, status, zone_layout), progress, status,
+                    ac_check, observe)
+
+
+def _checked(observe):
+    """A deployment's coordinator takes nothing outside the allow-list of a zone's message."""
+    from ...engine.backends.base import WorkerError
+    from ...engine.consensus.messages import check_message
+
+    def seen(updates):
+        for u in updates:
+            try:
+                check_message(u)
+            except ValueError as exc:
+                raise WorkerError(f"zone {u.zone} broke the protocol: {exc}") from None
+        observe(updates)
+
+    return seen
+
+
+def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunResult:
+    """Execute ``plan``: the reference solve, the agents on their backend, the rounds, the final point."""
+    say = status or (lambda msg: None)
+    seen = observe or (lambda updates: None)
+    config, net, part, record = plan.config, plan.network, plan.partition, plan.record
+    if config.deployment is not None:
+        seen = _checked(seen)
+    t_setup = time.perf_counter()
+    central = None
+    reference_s = 0.0  # the centralized solve reads every load: the simulation's, kept out of the coordinator's setup time
+    if plan.reference:
+        say(f"centralized reference solve of {net.name} ({net.n_bus} buses)")
+        t_ref = time.perf_counter()
+        central = _centralized_reference(net, config)
+        reference_s = time.perf_counter() - t_ref
+    keys = plan.shared_keys
+    history: list[dict[str, Any]] = []
+    init_s = 0.0
+    coordinator = Coordinator(len(keys), list(plan.zone_maps), config.rho, config.rho_schedule)
+    say(f"building {part.n_zones} zone agents ({config.backend} backend)")
+    backend = make_backend(config.backend, net, plan.specs, config)
+    last_diags: dict[int, Any] = {}  # each zone's latest report: its privacy spend survives a lost host
+    zone_times: dict[int, list[float]] = {}  # zone → [solver s, round s] summed over the rounds (evaluation only)
+    try:
+        setup_times = backend.setup_times()
+        if plan.resume:
+            state, saved = record.load_checkpoint()
+            coordinator.load_state_dict(state)
+            backend.load_checkpoint(plan.folders, coordinator.round)
+            history = [_renamed(row) for row in saved]  # checkpoints of older versions
+            _start_files(record, config, part, history)  # drop rounds logged after the checkpoint, and a stale failure
+            log.info("resuming %s at round %d", record.directory, coordinator.round + 1)
+        else:
+            say(f"initial projection of {part.n_zones} zones")
+            t_init = time.perf_counter()
+            initial = backend.initialize()
+            seen(initial)
+            coordinator.start(initial)
+            init_s = time.perf_counter() - t_init
+            if record is not None:
+                _start_files(record, config, part, history)
+                _record_inputs(record, config)
+        start_round = coordinator.round + 1
+        setup_s = time.perf_counter() - t_setup - reference_s
+        run_start = time.perf_counter()
+
+        def partial(rows, stopped, complete=False):
+            run_s = None if stopped == "failed" else time.perf_counter() - run_start
+            return _result(config, net, part, keys, coordinator, rows, backend, central, setup_s, setup_times, complete,
+                           run_s=run_s, stopped=stopped, init_s=init_s, last_diags=last_diags, zone_times=zone_times)
+
+        def step(t: int) -> dict[str, Any]:
+            t0 = time.perf_counter()
+            rho = coordinator.rho
+            updates = backend.step(coordinator.broadcast())
+            seen(updates)
+            res = coordinator.receive(updates)
+            diags = backend.diagnostics()
+            last_diags.update((int(d.zone), d) for d in diags)
+            _add_zone_times(zone_times, diags)
+            return {
+                "round": t,
+                **_zone_stats(diags),  # zone-private statistics: the simulation's evaluation only
+                "objective": float(sum(d.objective for d in diags)),
+                "feasibility": res.primal,
+                "dual_residual": res.dual,
+                "max_violation": float(max(d.max_violation for d in diags)),
+                "wall_s": time.perf_counter() - t0,
+                "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
+                "rho": rho,
+            }
+
+        def failed(t, detail, result, exc):
+            kept = f"; {record.kept()}" if record is not None else ""
+            return RunFailed(f"run stopped in round {t}: {detail}{kept}", result, exc)
+
+        def checkpoint(rows):
+            # each zone writes its own checkpoint/round_T files into its private folder on its host (plan.folders: never
+            # under the coordinator's views); the deployment's run id names those folders: a resumed run finds them again
+            record.save_checkpoint({**coordinator.state_dict(), "zone_run": plan.folders.run}, rows, coordinator.round,
+                                   agents=lambda d: backend.save_checkpoint(plan.folders),
+                                   prune=lambda d: backend.prune_checkpoints(plan.folders, coordinator.round))
+
+        tol = config.tol_primal > 0 or config.tol_dual > 0
+        rounds = Rounds(
+            step=step, partial=partial, failed=failed, checkpoint=checkpoint,
+            converged=(lambda row: row["feasibility"] <= config.tol_primal and row["dual_residual"] <= config.tol_dual) if tol else None,
+        )
+        stopped = run_rounds(rounds, start_round, config.rounds, history, record, config.checkpoint_every, progress, plan.resume)
+        result = partial(history, stopped, complete=True)
+        result.summary["resumed_from"] = start_round - 1 if plan.resume else None
+        if plan.folders is not None and plan.folders.run:  # names each zone's folder DEP/zone_P.private/runs/RUN on its host
+            result.summary["zone_run"] = plan.folders.run
+        result.summary["reference_s"] = reference_s
+        if record is not None and not config.evaluate:
+            backend.save_solutions(plan.folders)  # each zone's host writes its own solution into its private folder
+    finally:
+        backend.close()
+    out_dir = record.directory if record is not None else None
+    _final_point(result, net, part, out_dir, ac_check, say)
+    if out_dir is not None:
+        result.save(out_dir)
+    return result
+
+
+def _renamed(row: dict) -> dict:
+    """A history row with its old column names (``ipopt_s``) renamed to the current ones."""
+    out = dict(row)
+    for old, new in OLD_HISTORY_NAMES.items():
+        if old in out and new not in out:
+            out[new] = out.pop(old)
+    return out
+
+
+def _centralized_reference(net: Network, config: RunConfig) -> float | None:
+    """The centralized optimum of the run's objective, solved with Ipopt whatever the local solver: the
+    reference the product is specified on (Clarabel does not reach its tolerances on some large
+    centralized problems, README "Choosing the local solver")."""
+    from ...opf.centralized import solve_opf
+
+    try:
+        res = solve_opf(
+            net, objective=config.objective, convention=config.convention, flows=config.flows,
+            shedding_weight=config.shedding_weight, solver="ipopt",
+        )
+    except PowerDPError as exc:
+        log.warning("centralized reference solve failed: %s", exc)
+        return None
+    if not res.success:
+        log.warning("centralized reference solve failed (%s); the run reports no gap to it", res.status_name)
+        return None
+    return res.objective
+
+
+def _final_point(result: RunResult, net: Network, part: Partition, out_dir: Path | None, ac_check: bool, say) -> None:
+    """The final point in physical units, the AC check, and the dispatch in a copy of a pandapower source net."""
+    from ...opf.tables import dispatch_from_zones, physical_tables
+
+    if not result.config.evaluate or not result.zone_solutions:
+        return
+    result.dispatch = dispatch_from_zones(net, part.zone_of_bus, result.zone_solutions)
+    result.tables = physical_tables(net, result.dispatch, part.zone_of_bus, part.labels)
+    if out_dir is not None:  # what was computed is kept before anything optional runs
+        result.save(out_dir)
+    if ac_check:
+        say("AC check: pandapower power flow at the final point")
+        result.check_ac(net)
+    if out_dir is not None and net.pandapower_net is not None:
+        _write_pandapower_copy(result, net, out_dir)
+
+
+def _write_pandapower_copy(result: RunResult, net: Network, out_dir: Path) -> None:
+    """The dispatch in a copy of the source pandapower network (an extra nobody asked for: skipped with a warning
+    when the network holds elements the dispatch cannot be written into)."""
+    import pandapower as pp
+
+
+    try:
+        pp_net = result.ac_check.pandapower.net if result.ac_check is not None else result.to_pandapower(net)
+    except PowerDPError as exc:
+        log.warning("no %s: %s", out_dir / EVALUATION_VIEW / "pandapower.json", exc)
+        return
+    atomic_write(out_dir / EVALUATION_VIEW / "pandapower.json", lambda fh: fh.write(pp.to_json(pp_net)))
+
+
+def _start_files(record: RunRecord, config: RunConfig, part: Partition, history: list[dict]) -> None:
+    """The run's files as round 1 (or the first resumed round) starts."""
+    record.write_config(config.to_dict())
+    part.to_csv(record.directory / "partition.csv")
+    record.start(history, legacy=LEGACY_FILES)  # an earlier version's mixed files: the history is rewritten in the two views
+
+def _record_inputs(record: RunRecord, config: RunConfig) -> None:
+    """inputs.json of a new run: the case and partition files it was made from, and its own partition.csv."""
+    out_dir = record.directory
+    if config.deployment is not None:  # the coordinator's public files (a zone's private file is its own)
+        from .zone_data import public_dir, public_partition_path
+
+        pub = public_dir(config.deployment)
+        record.record_inputs({
+            "public network": file_entry(pub / "network.npz"),
+            "public network (json)": file_entry(pub / "network.json"),
+            "public partition": file_entry(public_partition_path(config.deployment)),
+            "partition.csv": file_entry(out_dir / "partition.csv"),
+        })
+        return
+    record.record_inputs({
+        "case": case_entry(config.case),
+        "partition": partition_entry(config.partition),
+        "partition.csv": file_entry(out_dir / "partition.csv"),
+    })
+
+def privacy_labels(config: RunConfig) -> dict[str, Any]:
+    """What a run's ε means (docs/privacy.md, "Threat model"): whether the claim is a proven guarantee
+    (``private``), and whether the noise is secret or replayable from the seed (``noise_source``)."""
+    labels: dict[str, Any] = {"private": bool(config.claim_holds), "noise_source": config.noise_source}
+    warnings = []
+    if config.private and not config.claim_holds:
+        warnings.append(
+            f"sensitivity 'paper' with {config.perturbation} perturbation is not a proven bound: the printed epsilon "
+            "is the paper's, not a guarantee"
+        )
+    if config.private and config.noise_source == "seeded":
+        warnings.append(
+            f"seeded noise (seed {config.seed}): the guarantee holds only against observers who do not know the seed"
+        )
+    labels["privacy_warnings"] = warnings
+    return labels
+
+
+def _zone_stats(diags) -> dict[str, float]:
+    """Σ over zones of their own round statistics (noise magnitude, solver work), as the zones report them
+    to the simulation's evaluation; NaN in a deployment-view run (they stay with the zones)."""
+    stats = [getattr(d, "stats", None) for d in diags]
+    if not stats or any(s is None for s in stats):
+        return {"noise_magnitude": np.nan, "solver_iterations": np.nan, "solves": np.nan, "solver_s": np.nan}
+    return {
+        "noise_magnitude": float(sum(s.noise_magnitude for s in stats)),
+        "solver_iterations": int(sum(s.iterations for s in stats)),
+        "solves": int(sum(s.solves for s in stats)),
+        "solver_s": float(sum(s.solver_s for s in stats)),
+    }
+
+
+def _add_zone_times(zone_times: dict[int, list[float]], diags) -> None:
+    """Add each zone's round (time inside its solver, its whole round) to its totals, from the statistics the
+    zones report to the simulation's evaluation (none in a deployment-view run: they stay with the zones)."""
+    for d in diags:
+        stats = getattr(d, "stats", None)
+        if stats is not None:
+            totals = zone_times.setdefault(int(d.zone), [0.0, 0.0])
+            totals[0] += stats.solver_s
+            totals[1] += stats.wall_s
+
+
+def zone_time_summary(zone_times: dict[int, list[float]]) -> dict[str, Any]:
+    """Per-zone solve times and the straggler (the zone with the most time inside its solver), for the summary."""
+    if not zone_times:
+        return {"zone_solver_s": {}, "zone_round_s": {}, "straggler_zone": None}
+    zones = sorted(zone_times)
+    return {
+        "zone_solver_s": {z: zone_times[z][0] for z in zones},  # Σ over rounds of the zone's time inside its solver
+        "zone_round_s": {z: zone_times[z][1] for z in zones},  # Σ over rounds of the zone's whole step
+        "straggler_zone": max(zones, key=lambda z: zone_times[z][0]),
+    }
+
+
+def _finite_sum(values: list[float]) -> float | None:
+    """The sum, or None when a value is missing (not evaluated, no costs) or there are none."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals or len(vals) != len(values) or not all(np.isfinite(vals)):
+        return None
+    return float(sum(vals))
+
+
+def _result(
+    config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete,
+    run_s=None, stopped="failed", init_s=0.0, last_diags=None, zone_times=None,
+):
+    frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
+    try:
+        diags = backend.diagnostics(with_solution=True) if (history or complete) else []
+        host_mb = backend.host_memory()
+    except PowerDPError:
+        if complete:
+            raise
+        # a lost host cannot report: each zone's spend and privacy report as of the last round it completed
+        diags, host_mb = sorted((last_diags or {}).values(), key=lambda d: d.zone), []
+    privacy = {d.zone: d.privacy for d in diags if d.privacy is not None}
+    final_obj = float(frame["objective"].iloc[-1]) if len(frame) else None
+    # the released dispatch, from the zones' evaluation diagnostics (None when not evaluated)
+    final_cost = _finite_sum([d.cost for d in diags]) if len(frame) else None
+    shedding_mw = _finite_sum([d.shedding_mw for d in diags]) if len(frame) else None
+    summary: dict[str, Any] = {
+        "case": net.name,
+        "algorithm": config.algorithm,
+        "objective": config.objective,
+        "n_zones": part.n_zones,
+        "n_shared": len(keys),
+        "load_values": 2 * int(net.n_bus),  # pd and qd of every bus: the private values (docs/privacy.md)
+        "rounds": int(len(frame)),
+        "stopped": stopped,
+        "final_objective": final_obj,
+        "shedding_weight": config.shedding_weight,
+        "final_cost": final_cost,  # Σ_g cost_g(pg) at the released dispatch, $/h
+        "total_shedding_mw": shedding_mw,  # Σ_i |yp_i + pd_i| · baseMVA at the released point, MW
+        "final_feasibility": float(frame["feasibility"].iloc[-1]) if len(frame) else None,
+        "final_dual_residual": float(frame["dual_residual"].iloc[-1]) if len(frame) else None,
+        "max_violation": float(frame["max_violation"].max()) if len(frame) else None,
+        "final_max_violation": float(frame["max_violation"].iloc[-1]) if len(frame) else None,
+        "wall_s": float(frame["wall_s"].sum()) if run_s is None else float(run_s),
+        "setup_s": float(setup_s),  # everything before round 1 (load, partition, build, compile, projection)
+        # but the centralized reference solve (the simulation's evaluation: result.summary["reference_s"])
+        "init_s": float(init_s),  # of which the initial projection onto each W_p (0 on resume)
+        "local_solver": config.local_solver,
+        "solver_s": float(frame["solver_s"].sum()),
+        "ipopt_s": float(frame["solver_s"].sum()),  # old name of solver_s, kept for readers of older summaries
+        "solves": int(frame["solves"].sum()),  # zone-private statistics (0 when the zones kept them: no evaluation)
+        "solver_iterations": int(frame["solver_iterations"].sum()),
+        "epsilon_total": {int(d.zone): float(d.epsilon_spent) for d in diags},  # the ledger's tightest valid figure
+        "epsilon_per_step": {int(d.zone): d.privacy["per_step"]["epsilon"] for d in diags if d.privacy},
+        "epsilon_basic": {int(d.zone): d.privacy["basic"]["epsilon"] for d in diags if d.privacy},
+        "target_epsilon": config.target_epsilon,
+        "target_delta": config.target_delta,
+        **privacy_labels(config),
+        "centralized_objective": central,
+        "gap_to_centralized": None,
+        "relative_gap_to_centralized": None,
+        "backend": config.backend,
+        "hosts": getattr(backend, "n_hosts", 1),
+        "setup_times": {int(z): v for z, v in setup_times.items()},
+        "host_peak_rss_mb": [round(m, 1) for m in host_mb],  # per agent host (serial: this process)
+        # zone-private statistics of the simulation's evaluation (empty without it): which zone holds the rounds up
+        **zone_time_summary(zone_times or {}),
+    }
+    if central is not None and final_obj is not None:
+        summary["gap_to_centralized"] = final_obj - central
+        if abs(central) > 1e-9:
+            summary["relative_gap_to_centralized"] = (final_obj - central) / abs(central)
+    return RunResult(
+        config=config,
+        history=frame,
+        shared_keys=list(keys),
+        consensus=coordinator.w.copy(),
+        zone_solutions={int(d.zone): d.solution for d in diags if d.solution is not None},
+        privacy=privacy,
+        summary=summary,
+    )

@@ -1,0 +1,1 @@
+"""Consensus ADMM: coordinator, messages, update rules, perturbations (docs/algorithm.md)."""

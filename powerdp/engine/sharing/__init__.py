@@ -1,0 +1,1 @@
+"""Sharing ADMM: the coordinator and its z-steps, the agents' contract, the agents' hosts (docs/sharing.md)."""

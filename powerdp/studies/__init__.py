@@ -1,0 +1,1 @@
+"""Studies built on the applications: sweeps, figures, empirical privacy audits."""
