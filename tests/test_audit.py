@@ -275,7 +275,7 @@ def test_honest_runs_of_every_private_algorithm_pass_on_every_channel(case14, al
     kw = {"epsilon": 1.0, **PRIVATE[algorithm]}
     res = run_audit(_cfg(algorithm=algorithm, seed=11, **kw), runs=20, bus=4, jobs=1, network=case14)
     assert res.verdict == "passed", (res.epsilon_lower_bound, res.channels)
-    from powerdp.fp_attack import FloatingPointCheck
+    from powerdp.studies.fp_attack import FloatingPointCheck
 
     fp = {"floating_point"} if FloatingPointCheck.applies(res_config := _cfg(algorithm=algorithm, seed=11, **kw)) else set()
     assert set(res.channels) == {"coordinator_view", "coordinator_timing", "replay"} | fp
