@@ -146,7 +146,8 @@ def test_user_regression_file(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["learn", "digits", "--algorithm", "noisy-admm"], "classification set"),
-    (["learn", "--algorithm", "noisy-admm", "--clients", "4"], "--clients: not read by --algorithm noisy-admm"),
+    (["learn", "--algorithm", "noisy-admm", "--box", "1"], "--box: not read by --algorithm noisy-admm"),
+    (["learn", "--algorithm", "noisy-admm", "--users", "5", "--clients", "6"], "more clients than the 5 users"),
     (["learn", "digits", "--algorithm", "objl", "--sigma", "0.1"], "--sigma: not read by --algorithm objl"),
     (["learn", "--algorithm", "noisy-admm", "--ridge-in-f", "0.1"], "eq. (23) needs g strongly convex"),
 ])
@@ -229,3 +230,63 @@ def test_the_headline_composes_over_the_published_runs(tmp_path):
     assert many["zcdp_total"] / one["zcdp_total"] == pytest.approx(many["every_user"]["uses"], rel=1e-12)
     assert many["epsilon_total"] > 5 * one["epsilon_total"]
     assert many["first_user"] == one["first_user"]  # per run, labelled: not the headline
+
+
+def _noisy_run(tmp_path, name, *extra):
+    """A seeded noisy-admm run (3 batched runs, 4 clients) into tmp_path/name: its release, history and summary."""
+    import pandas as pd
+
+    out = tmp_path / name
+    assert main(["learn", "--algorithm", "noisy-admm", "--users", "120", "--dim", "8", "--rounds", "150", "--runs", "3",
+                 "--clients", "4", "--seed", "2", "--out", str(out), "-q", *extra]) == 0
+    with np.load(out / "coordinator_view" / "model.npz", allow_pickle=False) as z:
+        release = (z["x"], z["lam"])
+    return out, release, pd.read_csv(out / "simulation_evaluation" / "history.csv"), read_summary(out)
+
+
+def test_process_backend_bit_identical_to_serial_and_clients_write_nothing(tmp_path):
+    """Issue 28 item 3: the users on 4 clients in worker processes; a seeded run equals the serial one bit for bit
+    (each client draws its own stream for its own rows). The clients keep no file: the run directory holds the
+    coordinator's files only (noisy-admm keeps no checkpoint, so there is no clients.private/)."""
+    import pandas as pd
+
+    _, serial, h_serial, s_serial = _noisy_run(tmp_path, "serial")
+    out, process, h_process, s_process = _noisy_run(tmp_path, "process", "--backend", "process", "--workers", "2")
+    for a, b in zip(serial, process):
+        np.testing.assert_array_equal(a, b)
+    pd.testing.assert_frame_equal(h_serial, h_process, check_exact=True)
+    timing = {"backend", "wall_s", "round_ms", "setup_s"}
+    assert {k: v for k, v in s_serial.items() if k not in timing} == {k: v for k, v in s_process.items() if k not in timing}
+    assert s_process["backend"] == "process" and s_process["clients"] == 4
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [
+        "config.json", "coordinator_view/model.npz", "coordinator_view/summary.json",
+        "simulation_evaluation/history.csv", "simulation_evaluation/summary.json"]
+
+
+def test_clients_hold_their_block_and_draw_their_own_noise():
+    """Each client's spec holds its own contiguous block of users only; the coordinator's loop over the hosts is
+    Algorithm 1 (σ = 0: equal to the in-process maths to rounding), and with noise every client's draws are its
+    own stream (a secret run differs from the next)."""
+    from powerdp.apps.learning.amplified import iterate
+    from powerdp.apps.learning.noisy_admm import noisy_admm
+    from powerdp.apps.learning.noisy_hosts import user_blocks, user_specs
+    from powerdp.engine.sharing.hosts import make_sharing_backend
+
+    prob = elastic_net_data(0.25, n=6, users=50)
+    specs = user_specs(prob.features, prob.targets, 3, eta=0.5, beta=0.9, ridge_in_f=0.0, sigma=0.0, seed=None)
+    edges = user_blocks(50, 3)
+    assert list(edges) == [0, 17, 33, 50]
+    for s, lo, hi in zip(specs, edges[:-1], edges[1:]):
+        np.testing.assert_array_equal(s.kwargs["features"], prob.features[lo:hi])
+        assert s.weight == hi - lo and not np.shares_memory(s.kwargs["features"], prob.features)
+    order = user_order(50, 2, 80, "uniform", 0)
+    backend = make_sharing_backend("serial", specs)
+    x, lam, obj = iterate(prob, order, 80, 0.9, edges, backend)
+    ref = noisy_admm(prob, eta=0.5, beta=0.9, sigma=0.0, iterations=80, order=order, evaluate=True)
+    np.testing.assert_allclose(x, ref.x, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(lam, ref.lam, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(obj, ref.objective, rtol=1e-12)
+    noisy = [iterate(prob, order, 80, 0.9, edges, make_sharing_backend(
+        "serial", user_specs(prob.features, prob.targets, 3, eta=0.5, beta=0.9, ridge_in_f=0.0, sigma=0.1, seed=None)))[0]
+        for _ in range(2)]
+    assert np.abs(noisy[0] - noisy[1]).max() > 1e-3 and np.abs(noisy[0] - x).max() > 1e-3

@@ -36,9 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 #: flags of the consensus runs that noisy-admm does not read (refused when given)
-_NOT_READ = ("clients", "split", "clip_l1", "box", "reg", "epsilon", "target_epsilon", "target_delta", "sensitivity",
+_NOT_READ = ("split", "clip_l1", "box", "reg", "epsilon", "target_epsilon", "target_delta", "sensitivity",
              "adjacency", "local_updates", "rho_schedule", "rho", "eta_scale", "trust_radius", "trust_schedule",
-             "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client", "tol", "backend", "workers", "bounds")
+             "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client", "tol", "bounds")
 _ONLY_HERE = ("beta", "sigma", "l1", "l2", "ridge_in_f", "mu", "users", "dim", "runs", "order", "target_shift")
 
 
@@ -62,8 +62,11 @@ def cmd_noisy_admm(args: argparse.Namespace) -> int:
         ridge_in_f=args.ridge_in_f, beta=args.beta, sigma=args.sigma, eta=args.eta,
         rounds=args.rounds if args.rounds is not None else NoisyADMMConfig.rounds, runs=args.runs,
         order=args.order, target_shift=args.target_shift, delta=args.delta, seed=args.seed,
+        clients=args.clients, backend=args.backend, workers=args.workers,
     )
     run = run_noisy_admm(cfg, out=args.out, overwrite=args.overwrite)
+    if run is None:  # an MPI rank that hosted clients: rank 0 reports
+        return 0
     s = run.summary
     if args.json is not None:
         write_json(args.json, s)
@@ -75,7 +78,8 @@ def cmd_noisy_admm(args: argparse.Namespace) -> int:
 
 def print_summary(s: dict[str, Any], out=None) -> None:
     print(f"learned       {s['dataset']}: elastic net, {s['train_samples']} users, {s['features']} features, "
-          f"{s['iterations']} iterations × {s['runs']} run(s), noisy-admm (001's Algorithm 1, {s['order']} order)")
+          f"{s['iterations']} iterations × {s['runs']} run(s), noisy-admm (001's Algorithm 1, {s['order']} order), "
+          f"users on {s['clients']} clients ({s['backend']})")
     print(f"step          eta {s['eta']:.6g} ({s['eta_rule']}), beta {s['beta']:g}, sigma {s['sigma']:g}")
     print("── the coordinator's view (what a deployment publishes) ──")
     print(f"released      {s['released']}")

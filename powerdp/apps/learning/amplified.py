@@ -2,10 +2,12 @@
 
 Why its own runner: :func:`~powerdp.apps.learning.runner.run_federated` is a per-round consensus of P clients,
 each releasing its local model every round. 001's Algorithm 1 is a different protocol: iteration t uses one
-gradient of ONE user's function f_t, adds N(0, σ²I) to the primal x, and only the final (x̃, λ) is released
-(nothing per round crosses to anyone). This module is the small runner that does that
-(:func:`~powerdp.apps.learning.noisy_admm.noisy_admm` does the maths) and fills the learning summary's keys; the
-``learn`` command dispatches here through :data:`powerdp.apps.learning.config.RUNNERS`.
+gradient of ONE user's function f_t, adds N(0, σ²I) to the primal x, and only the final (x̃, λ) is released.
+This module is the small runner that does that: the coordinator's loop (:func:`iterate`; the maths in
+:mod:`powerdp.apps.learning.noisy_admm`) with the users on P clients on the engine's sharing hosts
+(:mod:`powerdp.apps.learning.noisy_hosts`: serial, worker processes or MPI ranks; per iteration only the noisy
+x̃_t and what the coordinator computes from it cross), and it fills the learning summary's keys; the ``learn``
+command dispatches here through :data:`powerdp.apps.learning.config.RUNNERS`.
 
 Model: the elastic net (1/N)Σ(⟨a_i, x⟩ − b_i)² + c₁‖x‖₁ + c₂‖x‖² of 001 §10 (a regression: every user is one
 sample (a_i, b_i)). Data: ``elastic-net`` (SPEC §11's synthetic recipe, public seed ``split_seed``) or a
@@ -36,8 +38,10 @@ import pandas as pd
 
 from ...errors import ConfigError
 from ...privacy.amplification import AmplifiedGuarantee, first_user_guarantee, one_step_zcdp, step_midpoint, zcdp_to_dp
+from .config import BACKENDS
 from .data import BUNDLED, clip_rows
-from .noisy_admm import ElasticNet, elastic_net_data, noisy_admm, uniform_order
+from .noisy_admm import ElasticNet, dual_step, elastic_net_data, uniform_order
+from .noisy_hosts import IterateMessage, user_blocks, user_specs
 
 __all__ = ["NoisyADMMConfig", "NoisyADMMRun", "run_noisy_admm", "load_regression", "auto_eta", "user_order",
            "ledger_entry", "ORDERS", "SYNTHETIC", "COORDINATOR_KEYS"]
@@ -45,16 +49,17 @@ __all__ = ["NoisyADMMConfig", "NoisyADMMRun", "run_noisy_admm", "load_regression
 SYNTHETIC = "elastic-net"  # 001 §10's data (SPEC §11), generated from the public seed split_seed
 ORDERS = ("permutation", "uniform")
 #: summary keys of the coordinator's view (an allow-list): the public settings, what is released and the ledger.
-#: Nothing per iteration crosses, so the coordinator has no history and no timing; every other key (the objective,
+#: The coordinator records nothing per iteration, so it has no history and no timing; every other key (the objective,
 #: the test loss, the centralized reference, the test set's size, the preprocessing, the run's times) is evaluation
 COORDINATOR_KEYS = (
-    "application", "dataset", "algorithm", "engine_algorithm", "model", "clients", "train_samples", "features",
+    "application", "dataset", "algorithm", "engine_algorithm", "model", "clients", "backend", "train_samples", "features",
     "rounds", "iterations", "runs", "order", "eta", "eta_rule", "beta", "sigma", "l1", "l2", "ridge_in_f", "stopped",
     "released", "private", "noise_source", "seed", "adjacency", "gradient_sensitivity", "epsilon_total",
     "delta_total", "zcdp_total", "ledger_source", "amplified", "refused_assumptions", "ledger", "every_user", "first_user",
 )
 
-RELEASE_NOTE = "only the final (x̃, λ) is released (001's Algorithm 1); no per-iteration message crosses to anyone"
+RELEASE_NOTE = ("only the final (x̃, λ) is released (001's Algorithm 1); per iteration only the noisy x̃_t and what the "
+                "coordinator computes from it cross between the coordinator and that iteration's client")
 
 
 @dataclass
@@ -82,6 +87,10 @@ class NoisyADMMConfig:
     target_shift: float = 1.0  # neighbours: one user's target b moves by at most this (features public)
     delta: float = 1e-6  # δ of the (ε, δ) conversion
     seed: int | None = None  # None: secret noise from OS entropy; an integer: a reproducible (not secret) run
+    clients: int = 10  # P: the users' samples are dealt to P clients in contiguous public blocks (noisy_hosts.py)
+    backend: str = "serial"  # where the clients run: serial, process (worker processes) or mpi (ranks)
+    workers: int | None = None  # process backend: worker processes (default: one per core, at most one per client)
+    rank_timeout: float = 60.0  # mpi backend: a rank silent this long (no heartbeat) is reported lost
     extra: dict[str, Any] = field(default_factory=dict)
 
     algorithm = "noisy-admm"  # the registry name (a class attribute)
@@ -103,11 +112,19 @@ class NoisyADMMConfig:
                 raise bad(name, "must be a non-negative number")
         if self.ridge_in_f > self.l2:
             raise bad("ridge_in_f", f"at most the ridge c₂ = {self.l2:g} can move into f")
-        for name, low in (("rounds", 1), ("runs", 1), ("users", 2), ("dim", 1)):
+        for name, low in (("rounds", 1), ("runs", 1), ("users", 2), ("dim", 1), ("clients", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < low:
                 raise bad(name, f"must be an integer ≥ {low}")
             setattr(self, name, int(v))
+        if self.dataset == SYNTHETIC and self.clients > self.users:
+            raise bad("clients", f"more clients than the {self.users} users")
+        if self.backend not in BACKENDS:
+            raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
+        if self.workers is not None and (isinstance(self.workers, bool) or int(self.workers) != self.workers or self.workers < 1):
+            raise bad("workers", "must be a positive integer")
+        if not (isinstance(self.rank_timeout, (int, float)) and self.rank_timeout > 0):
+            raise bad("rank_timeout", "must be a positive number of seconds")
         if self.order not in ORDERS:
             raise bad("order", f"choose one of {', '.join(ORDERS)}")
         if not 0 < self.test_fraction < 1:
@@ -171,7 +188,7 @@ class NoisyADMMRun:
         for view in (COORDINATOR_VIEW, EVALUATION_VIEW):
             (out / view).mkdir(parents=True, exist_ok=True)
         np.savez(out / COORDINATOR_VIEW / "model.npz", x=self.x, lam=self.lam)  # the release
-        atomic_to_csv(self.history, out / EVALUATION_VIEW / "history.csv", index=False)  # nothing per round crosses
+        atomic_to_csv(self.history, out / EVALUATION_VIEW / "history.csv", index=False)  # the coordinator records no history
         s = self.summary  # the headline (every user, over the published runs), the first user's figure beside it
         privacy = {"epsilon": s["epsilon_total"], "zcdp": s["zcdp_total"], "delta": s["delta_total"],
                    "scope": s["ledger_source"], "first_user": self.ledger.to_dict()}
@@ -295,13 +312,46 @@ def ledger_entry(problem: ElasticNet, order: np.ndarray, *, eta: float, beta: fl
 
 def run_noisy_admm(config: NoisyADMMConfig, problem: ElasticNet | None = None,
                    test: tuple[np.ndarray, np.ndarray] | None = None, out: str | Path | None = None,
-                   overwrite: bool = False) -> NoisyADMMRun:
+                   overwrite: bool = False) -> NoisyADMMRun | None:
     """Run 001's Algorithm 1 as configured; ``problem``/``test`` replace ``config.dataset`` when given.
     ``out``: write config.json, coordinator_view/ (model.npz: the released (x, λ); summary.json: the settings
-    and the ledger) and simulation_evaluation/ (history.csv: the objective per iteration; summary.json) there."""
-    from ...privacy.mechanisms import noise_rng
+    and the ledger) and simulation_evaluation/ (history.csv: the objective per iteration; summary.json) there.
+
+    The users live on ``config.clients`` clients on ``config.backend``'s hosts (:mod:`.noisy_hosts`); under
+    ``backend="mpi"`` call it on every rank: rank 0 returns the run, the others host clients and return None."""
+    from ...engine.sharing.hosts import launch_sharing
 
     c = config.validate()
+    return launch_sharing(c, lambda: _run(c, problem, test, out, overwrite))
+
+
+def iterate(problem: ElasticNet, order: np.ndarray, iterations: int, beta: float, edges: np.ndarray, backend,
+            x0: float = 3.0, lam0: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The coordinator's loop of Algorithm 1 over the clients on ``backend`` (users of client p: ``edges[p]`` to
+    ``edges[p + 1]``): final x̃ and λ of every run, and the objective at every x̃_t (the simulation's evaluation)."""
+    runs, n = order.shape[0], problem.dim
+    x, lam = np.full((runs, n), float(x0)), np.full((runs, n), float(lam0))
+    owner = np.searchsorted(edges, order[:, :iterations], side="right") - 1  # the client of each (run, iteration)
+    local = order[:, :iterations] - edges[owner]
+    objective = np.empty((runs, iterations + 1))
+    objective[:, 0] = problem.objective(x)
+    clients = len(edges) - 1
+    for t in range(iterations):
+        y, lam = dual_step(x, lam, beta=beta, c1=problem.c1, c2_g=problem.c2 - problem.ridge_in_f)
+        msgs = {}
+        for p in range(clients):
+            rows = np.flatnonzero(owner[:, t] == p)
+            msgs[p] = IterateMessage(t + 1, p, rows, local[rows, t], x[rows], y[rows], lam[rows])
+        for update in backend.call("step_each", msgs):  # x̃_{t+1} of each client's runs, noise drawn on its host
+            x[msgs[update.zone].runs] = update.released
+        objective[:, t + 1] = problem.objective(x)
+    return x, lam, objective
+
+
+def _run(c: NoisyADMMConfig, problem: ElasticNet | None, test, out, overwrite) -> NoisyADMMRun:
+    """The coordinator's side of :func:`run_noisy_admm` (the only side of a serial or process run)."""
+    from ...engine.sharing.hosts import make_sharing_backend
+
     t0 = time.perf_counter()
     pre: dict[str, Any] = {"note": "problem given by the caller"}
     if problem is None:
@@ -315,8 +365,14 @@ def run_noisy_admm(config: NoisyADMMConfig, problem: ElasticNet | None = None,
     reference_x, reference = problem.minimize()
     setup_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    rng = None if c.seed is None else noise_rng(c.seed, 0)  # None: OS entropy inside noisy_admm
-    res = noisy_admm(problem, eta=eta, beta=c.beta, sigma=c.sigma, iterations=c.rounds, order=order, rng=rng, evaluate=True)
+    edges = user_blocks(problem.users, c.clients)
+    specs = user_specs(problem.features, problem.targets, c.clients, eta=eta, beta=c.beta, ridge_in_f=problem.ridge_in_f,
+                       sigma=c.sigma, seed=c.seed)
+    backend = make_sharing_backend(c.backend, specs, c)
+    try:
+        x, lam, obj = iterate(problem, order, c.rounds, c.beta, edges, backend)
+    finally:
+        backend.close()
     wall = time.perf_counter() - t1
     if c.sigma > 0:
         ledger, every = ledger_entry(problem, order, eta=eta, beta=c.beta, sigma=c.sigma, iterations=c.rounds,
@@ -325,13 +381,12 @@ def run_noisy_admm(config: NoisyADMMConfig, problem: ElasticNet | None = None,
         ledger = AmplifiedGuarantee(zcdp=math.inf, source="none (σ = 0)", iterations=c.rounds, one_step_zcdp=math.inf,
                                     delta=c.delta, epsilon=math.inf, refused=["σ = 0: no noise, not private"])
         every = {"zcdp": math.inf, "epsilon": math.inf, "uses": None, "runs": c.runs, "note": "σ = 0: not private"}
-    obj = res.objective
     history = pd.DataFrame({"round": np.arange(obj.shape[1]), "objective": obj.mean(axis=0),
                             "objective_std": obj.std(axis=0), "gap": obj.mean(axis=0) - reference})
     test_loss = None
     if test is not None:
         A, b = test
-        test_loss = float(np.mean((res.x @ A.T - b) ** 2))
+        test_loss = float(np.mean((x @ A.T - b) ** 2))
     final = float(obj[:, -1].mean())
     amplified = ledger.source in ("Cor. 6.2", "Cor. 7.3")
     summary: dict[str, Any] = {
@@ -340,7 +395,8 @@ def run_noisy_admm(config: NoisyADMMConfig, problem: ElasticNet | None = None,
         "algorithm": c.algorithm,
         "engine_algorithm": "001 Algorithm 1 (noisy-gradient ADMM, powerdp.apps.learning.noisy_admm)",
         "model": "elastic net (1/N)Σ(⟨a_i, x⟩ − b_i)² + c₁‖x‖₁ + c₂‖x‖², split x − y = 0",
-        "clients": problem.users,  # every user (one sample) is a client of one iteration
+        "clients": c.clients,  # the holders of the users' samples (each user is one sample)
+        "backend": c.backend,
         "train_samples": problem.users,
         "test_samples": None if test is None else int(len(test[1])),
         "features": problem.dim,
@@ -381,15 +437,16 @@ def run_noisy_admm(config: NoisyADMMConfig, problem: ElasticNet | None = None,
         "first_user": {
             "epsilon": ledger.epsilon, "zcdp": ledger.zcdp, "delta": c.delta, "source": ledger.source,
             "amplified": amplified,
-            "scope": "the user of iteration 1 of one run, in that run alone (001's amplified guarantee): a figure for "
-                     "that user, not the dataset's guarantee and not composed over the runs",
+            "scope": "the user of iteration 1 of one run, in that run alone (001's amplified guarantee, against whoever "
+                     "sees only the release; the coordinator sees every x̃_t): a figure for that user, not the dataset's "
+                     "guarantee and not composed over the runs",
         },
         "wall_s": wall,
         "round_ms": 1e3 * wall / c.rounds,
         "setup_s": setup_s,
         "reference_x_norm": float(np.linalg.norm(reference_x)),
     }
-    run = NoisyADMMRun(config=c, problem=problem, x=res.x, lam=res.lam, history=history, ledger=ledger, summary=summary)
+    run = NoisyADMMRun(config=c, problem=problem, x=x, lam=lam, history=history, ledger=ledger, summary=summary)
     if out is not None:
         from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
 

@@ -29,7 +29,7 @@ from ...errors import ConfigError
 from ...privacy.amplification import AmplifiedGuarantee, first_user_guarantee
 from ...privacy.sampler import NoiseSource, as_source, gaussian_release
 
-__all__ = ["ElasticNet", "elastic_net_data", "NoisyADMMResult", "noisy_admm", "uniform_order"]
+__all__ = ["ElasticNet", "elastic_net_data", "NoisyADMMResult", "noisy_admm", "uniform_order", "dual_step", "primal_step"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,23 @@ class NoisyADMMResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+def dual_step(x: np.ndarray, lam: np.ndarray, *, beta: float, c1: float, c2_g: float) -> tuple[np.ndarray, np.ndarray]:
+    """y_t and λ_{t+1} from x̃_t and λ_t alone (rows: runs): y_t = G(λ_t − βx̃_t), the soft threshold of Lemma 3.1
+    for g(y) = c₁‖y‖₁ + c₂_g‖y‖², then λ_{t+1} = λ_t − β(Ax̃_t + By_t − c) with A = I, B = −I, c = 0."""
+    v = beta * x - lam
+    y = np.sign(v) * np.maximum(np.abs(v) - c1, 0.0) / (2.0 * c2_g + beta)
+    return y, lam - beta * (x - y)
+
+
+def primal_step(x: np.ndarray, y: np.ndarray, lam: np.ndarray, a: np.ndarray, b: np.ndarray, *, eta: float, beta: float,
+                ridge_in_f: float) -> np.ndarray:
+    """x_{t+1} of Lemma 3.2 (A = I, B = −I, c = 0) before the noise, row r with the gradient of the user (a[r], b[r])
+    at x̃_t: f(x) = (⟨a, x⟩ − b)² + r‖x‖². Row by row: a row's result does not depend on the other rows."""
+    grad = 2.0 * (np.einsum("rn,rn->r", a, x) - b)[:, None] * a + 2.0 * ridge_in_f * x
+    scale = 1.0 / (1.0 + eta * beta)  # (I + ηβAᵀA)⁻¹ with A = I
+    return scale * (x - eta * (grad - beta * y - lam))
+
+
 def noisy_admm(problem: ElasticNet, *, eta: float, beta: float, sigma: float, iterations: int, order: np.ndarray,
                rng: np.random.Generator | NoiseSource | None = None, x0: float | np.ndarray = 3.0, lam0: float | np.ndarray = 0.0,
                record_at: tuple[int, ...] = (), evaluate: bool = False, target_shift: float | None = None,
@@ -172,14 +189,9 @@ def noisy_admm(problem: ElasticNet, *, eta: float, beta: float, sigma: float, it
     objective = np.empty((runs, iterations + 1)) if evaluate else None
     if evaluate:
         objective[:, 0] = problem.objective(x)
-    scale = 1.0 / (1.0 + eta * beta)  # (I + ηβAᵀA)⁻¹ with A = I
     for t in range(iterations):
-        v = beta * x - lam  # y_t = G(λ_t − βx̃_t): soft threshold (Lemma 3.1)
-        y = np.sign(v) * np.maximum(np.abs(v) - c1, 0.0) / (2.0 * c2_g + beta)
-        lam = lam - beta * (x - y)  # λ_{t+1} = λ_t − β(Ax̃_t + By_t − c)
-        ai, bi = a[order[:, t]], b[order[:, t]]
-        grad = 2.0 * (np.einsum("rn,rn->r", ai, x) - bi)[:, None] * ai + 2.0 * r_f * x
-        x = scale * (x - eta * (grad - beta * y - lam))  # Lemma 3.2 with A = I, B = −I, c = 0
+        y, lam = dual_step(x, lam, beta=beta, c1=c1, c2_g=c2_g)
+        x = primal_step(x, y, lam, a[order[:, t]], b[order[:, t]], eta=eta, beta=beta, ridge_in_f=r_f)
         if sigma > 0:
             x = gaussian_release(x, sigma, None, rng)[0]  # the product's sampler: x on its grid plus discrete noise
         if t + 1 in record_at:
