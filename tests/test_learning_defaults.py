@@ -90,6 +90,25 @@ def test_private_runs_keep_their_penalty_schedule_and_public_step():
     assert list(res.history["rho"]) == [cfg.penalty(t) for t in (1, 2, 3)]
 
 
+def test_round_cap_is_resolved_from_the_final_settings():
+    """rounds not given: T = 1000 for a private run, the cap 5000 for a non-private one, resolved from the settings as
+    they end up (replace, or a changed algorithm), never carried over from the algorithm the config started with."""
+    from powerdp.apps.learning.config import DEFAULT_ROUNDS, NONPRIVATE_ROUNDS
+
+    base = LearnConfig()
+    assert base.rounds == NONPRIVATE_ROUNDS
+    private = base.replace(algorithm="objg")
+    assert private.rounds == DEFAULT_ROUNDS and private.private_steps == DEFAULT_ROUNDS
+    assert private.replace(algorithm="nonprivate").rounds == NONPRIVATE_ROUNDS
+    assert base.replace(algorithm="objg", rounds=7).rounds == 7  # given: kept
+    assert LearnConfig(rounds=NONPRIVATE_ROUNDS).replace(algorithm="objg").rounds == NONPRIVATE_ROUNDS
+    assert LearnConfig(algorithm="objt", rounds=300).replace(algorithm="nonprivate").rounds == 300
+    changed = LearnConfig()
+    changed.algorithm = "objl"
+    assert changed.validate().rounds == DEFAULT_ROUNDS
+    assert LearnConfig.from_dict(private.to_dict()).rounds == DEFAULT_ROUNDS and "_default_rounds" not in private.to_dict()
+
+
 def test_one_warning_names_the_columns_outside_their_declared_range(tmp_path, caplog):
     data, bounds = _wide_csv(tmp_path)
     tab = pd.read_csv(bounds)

@@ -135,6 +135,9 @@ class LearnConfig(AlgorithmChoices):
     # TEST-ONLY (powerdp.privacy.faults): set in Python by the test suite or the audit's self-test, never from a
     # file or a flag (from_dict refuses it, to_dict leaves it out)
     faults: InjectedFaults | None = field(default=None, repr=False)
+    # the round cap validate() resolved from the algorithm when rounds was not given (None: rounds was given); while
+    # rounds still equals it, it is resolved again from the final settings (replace, or a changed algorithm)
+    _default_rounds: int | None = field(default=None, init=False, repr=False, compare=False)
 
     application = "learning"  # what BoxProjection.check_config looks for (a class attribute, not a field)
 
@@ -186,8 +189,11 @@ class LearnConfig(AlgorithmChoices):
             raise bad("sensitivity", "choose 'sound' or 'paper' (the papers' data-dependent value, not private)")
         if self.adjacency not in ADJACENCIES:
             raise bad("adjacency", f"choose one of {', '.join(ADJACENCIES)}")
-        if self.rounds is None:
-            self.rounds = DEFAULT_ROUNDS if spec.private else NONPRIVATE_ROUNDS
+        if self.rounds is None or (self._default_rounds is not None and self.rounds == self._default_rounds):
+            # not given: T of a private run, the cap of a non-private one, from the algorithm as it is now
+            self.rounds = self._default_rounds = DEFAULT_ROUNDS if spec.private else NONPRIVATE_ROUNDS
+        else:
+            self._default_rounds = None
         if isinstance(self.rounds, bool) or int(self.rounds) != self.rounds or self.rounds < 1:
             raise bad("rounds", "must be a positive integer")
         if int(self.local_updates) != self.local_updates or self.local_updates < 1:
@@ -343,22 +349,30 @@ class LearnConfig(AlgorithmChoices):
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("faults")  # test-only: never written, so never read back
+        d.pop("_default_rounds")  # the written config holds the resolved rounds
         if d["feature_range"] is not None:
             d["feature_range"] = list(d["feature_range"])
         return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "configuration") -> LearnConfig:
-        known = {f.name for f in dataclasses.fields(cls)} - {"faults"}  # test-only: set in Python, never from a file
+        known = {f.name for f in dataclasses.fields(cls) if f.init} - {"faults"}  # test-only: set in Python, never from a file
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
         return cls(**data)
 
     def replace(self, **changes: Any) -> LearnConfig:
+        """A new config with ``changes``; settings resolved from others (the round cap) are resolved again."""
         faults = changes.pop("faults", self.faults)
-        new = LearnConfig.from_dict({**self.to_dict(), **changes})
-        return new if faults is None else dataclasses.replace(new, faults=faults)
+        settings = self.to_dict()
+        if self._default_rounds is not None and self.rounds == self._default_rounds:
+            settings["rounds"] = None  # not given: validate() resolves it from the new algorithm
+        new = LearnConfig.from_dict({**settings, **changes})
+        if faults is not None:
+            new.faults = faults
+            new.validate()
+        return new
 
 
 class EngineView:
