@@ -63,7 +63,7 @@ def test_nonprivate_defaults_reach_the_centralized_model_on_user_csvs(tmp_path, 
 
 @pytest.mark.slow
 def test_nonprivate_defaults_reach_the_centralized_model_on_mnist():
-    """The ill-conditioned bundled set (box 1, R₂ = 1): converged at round 4900 of the 5000 cap, gap 4.2e-5
+    """The ill-conditioned bundled set (box 1, R₂ = 1): converged at round 4900 of the 10000 cap, gap 4.2e-5
     (~90 s on a quiet core; digits is tests/test_learning.py's acceptance test)."""
     res = run_federated(LearnConfig(dataset="mnist", clients=10, evaluate_every=50))
     _close_to_centralized(res.summary)
@@ -84,14 +84,14 @@ def test_stopping_rule_ends_a_converged_run_and_a_capped_run_says_it_stopped_sho
 def test_private_runs_keep_their_penalty_schedule_and_public_step():
     cfg = LearnConfig(algorithm="outg", epsilon=0.5)
     assert cfg.coordinator_rho_schedule == "constant" and cfg.stopping_tolerance == 0.0
-    assert cfg.rounds == 1000 and LearnConfig().rounds == 5000  # T of a private run; a non-private run's cap
+    assert cfg.rounds == 1000 and LearnConfig().rounds == 10000  # T of a private run; a non-private run's cap
     assert cfg.eta_rule == "public constant"
     res = run_federated(cfg.replace(rounds=3, clients=3, seed=0, evaluate=False), reference=False)
     assert list(res.history["rho"]) == [cfg.penalty(t) for t in (1, 2, 3)]
 
 
 def test_round_cap_is_resolved_from_the_final_settings():
-    """rounds not given: T = 1000 for a private run, the cap 5000 for a non-private one, resolved from the settings as
+    """rounds not given: T = 1000 for a private run, the cap 10000 for a non-private one, resolved from the settings as
     they end up (replace, or a changed algorithm), never carried over from the algorithm the config started with."""
     from powerdp.apps.learning.config import DEFAULT_ROUNDS, NONPRIVATE_ROUNDS
 

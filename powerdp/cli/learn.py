@@ -74,7 +74,7 @@ LEARN_DESCRIPTION = textwrap.dedent(
     private run, with the public step 300/R^2 and all --rounds (1000). A non-private
     run adapts rho by residual balancing, backtracks a diagonal curvature metric on
     each client's data, and stops when its relative residuals are below --tol (1e-5),
-    at most after 5000 rounds; a run that reaches the cap first says so.
+    at most after 10000 rounds; a run that reaches the cap first says so.
 
     --backend process or mpi runs the clients in worker processes or on MPI ranks
     (mpiexec -n K python -m powerdp learn ... --backend mpi); a seeded run is
