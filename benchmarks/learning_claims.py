@@ -14,7 +14,9 @@ fresh directory (the CSVs are appended to):
     python benchmarks/learning_claims.py paper000 --out DIR --rounds 2 --seeds 1 --epsilons 1 --evaluate-every 1
     python benchmarks/learning_claims.py figures --out DIR
 
---epsilons, --targets and --dpgd-steps only narrow a run; without them it is the one above.
+--epsilons, --targets and --dpgd-steps only narrow a run; without them it is the one above. `inexact --skip-done`
+leaves out every run that already has its row in the CSV (a long run continued, or split over processes:
+`inexact --epsilons 0.05 --skip-done` and `inexact --epsilons 5 --skip-done` side by side).
 """
 
 from __future__ import annotations
@@ -95,13 +97,14 @@ def inexact(args) -> None:
     scale = 60000 / 4000
     outp = {"box": 1.0}
     runs = [("nonprivate", None, {})]
-    for full in (5.0, 0.05):
+    for full in args.epsilons or (5.0, 0.05):
         runs += [("objt", full, {"trust_radius": a, "trust_schedule": s}) for a, s in ((args.radius, "constant"), (args.radius, "inverse-square"))]
         runs += [("outp", full, outp)]
         runs += [("objt", full, {"trust_radius": args.radius, "trust_schedule": "constant", "adjacency": "add-remove"}),
                  ("outp", full, {**outp, "adjacency": "add-remove"})]
         runs += [("objt", full, {"trust_radius": args.radius, "trust_schedule": "constant", "sensitivity": "paper"}),
                  ("outp", full, {**outp, "sensitivity": "paper"})]
+    done = _done_runs(args.out / "learning_inexact.csv") if args.skip_done else set()
     for alg, full, extra in runs:
         for seed in range(args.seeds if alg != "nonprivate" else 1):
             kw = dict(epsilon=full * scale) if full else {}
@@ -110,9 +113,27 @@ def inexact(args) -> None:
                    "trust_schedule": extra.get("trust_schedule", ""), "trust_radius": extra.get("trust_radius", ""),
                    "sensitivity": extra.get("sensitivity", "sound"), "adjacency": cfg.adjacency,
                    "box": "none" if cfg.box is None else cfg.box, "seed": seed, "rounds": args.rounds}
+            if _run_key(row) in done:
+                continue
             row.update(_run(cfg, data))
             _write(args.out, "inexact", row)
             print(row, flush=True)
+
+
+#: the settings that name an inexact run (its CSV row's first columns)
+RUN_KEY = ("algorithm", "epsilon_full_mnist", "trust_schedule", "trust_radius", "sensitivity", "adjacency", "box", "seed", "rounds")
+
+
+def _run_key(row: dict) -> tuple[str, ...]:
+    return tuple("" if row[k] is None else str(row[k]) for k in RUN_KEY)
+
+
+def _done_runs(path: Path) -> set[tuple[str, ...]]:
+    """The runs that already have a row in ``path`` (``--skip-done``)."""
+    if not path.exists():
+        return set()
+    with open(path, newline="") as fh:
+        return {_run_key(row) for row in csv.DictReader(fh)}
 
 
 def dp_gd(data, epsilon: float, delta: float, steps: int, box: float, R: float, seed: int, lr: float) -> dict:
@@ -220,17 +241,17 @@ def report(args) -> None:
     path = args.out / "learning_inexact.csv"
     if path.exists():
         df = pd.read_csv(path)
-        print(f"\n#### 004 on the MNIST subset (T = {df['rounds'].iloc[0]}, ε̄ scaled by 60000/4000 = 15; mean ± sd over seeds)\n")
+        print(f"\n#### 004 on the MNIST subset (T = {df['rounds'].iloc[0]}, ε̄ scaled by 60000/4000 = 15; mean ± sd over the seeds run)\n")
         for col, default in (("adjacency", "replace-one"), ("box", "0.1")):  # CSVs written before these columns
             if col not in df:
                 df[col] = default
-        print("| algorithm | full-MNIST ε̄ | ε̄ used | box | radius | sensitivity | neighbours | test error | objective | total ε per client |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| algorithm | full-MNIST ε̄ | ε̄ used | box | radius | sensitivity | neighbours | seeds | test error | objective | total ε per client |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         keys = ["algorithm", "epsilon_full_mnist", "epsilon_step", "box", "trust_schedule", "trust_radius", "sensitivity", "adjacency"]
         for key, g in df.fillna("").groupby(keys, sort=False):
             alg, full, used, box, sched, a, sens, adj = key
             radius = f"{sched} a = {a}" if sched else ""
-            print(f"| {alg} | {full} | {used} | {box} | {radius} | {sens} | {adj} | {_ms(g.tail_test_error)} | {_ms(g.tail_objective)} | "
+            print(f"| {alg} | {full} | {used} | {box} | {radius} | {sens} | {adj} | {g.seed.nunique()} | {_ms(g.tail_test_error)} | {_ms(g.tail_objective)} | "
                   f"{g.epsilon_total.iloc[0]:.4g} |")
     path = args.out / "learning_budget.csv"
     if path.exists():
@@ -252,7 +273,9 @@ def main() -> None:
     ap.add_argument("--evaluate-every", type=int, default=50, help="evaluate the model every N rounds")
     ap.add_argument("--radius", type=float, default=0.1, help="ObjT's a")
     ap.add_argument("--epsilons", type=float, nargs="+", default=None,
-                    help=f"paper000: the ε̄ per local step (default {' '.join(map(str, PAPER000_EPSILONS))})")
+                    help=f"paper000: the ε̄ per local step (default {' '.join(map(str, PAPER000_EPSILONS))}); "
+                         "inexact: the full-MNIST ε̄ (default 5 0.05)")
+    ap.add_argument("--skip-done", action="store_true", help="inexact: leave out the runs that already have a row in the CSV")
     ap.add_argument("--targets", type=float, nargs="+", default=[1.0, 10.0], help="budget: the total ε per client (default 1 10)")
     ap.add_argument("--dpgd-steps", type=int, nargs="+", default=[50, 200], help="budget: centralized DP-GD step counts (default 50 200)")
     ap.add_argument("--dpgd-lr", type=float, default=0.02, help="centralized DP-GD step (1/L with L = R²/2 = 50)")
