@@ -38,7 +38,7 @@ import pandas as pd
 
 from ...errors import ConfigError
 from ...privacy.amplification import AmplifiedGuarantee, first_user_guarantee, one_step_zcdp, step_midpoint, zcdp_to_dp
-from .config import BACKENDS
+from .config import check_placement
 from .data import BUNDLED, clip_rows
 from .noisy_admm import ElasticNet, dual_step, elastic_net_data, uniform_order
 from .noisy_hosts import IterateMessage, user_blocks, user_specs
@@ -119,12 +119,7 @@ class NoisyADMMConfig:
             setattr(self, name, int(v))
         if self.dataset == SYNTHETIC and self.clients > self.users:
             raise bad("clients", f"more clients than the {self.users} users")
-        if self.backend not in BACKENDS:
-            raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
-        if self.workers is not None and (isinstance(self.workers, bool) or int(self.workers) != self.workers or self.workers < 1):
-            raise bad("workers", "must be a positive integer")
-        if not (isinstance(self.rank_timeout, (int, float)) and self.rank_timeout > 0):
-            raise bad("rank_timeout", "must be a positive number of seconds")
+        check_placement(self, bad)
         if self.order not in ORDERS:
             raise bad("order", f"choose one of {', '.join(ORDERS)}")
         if not 0 < self.test_fraction < 1:

@@ -54,6 +54,17 @@ def runner_part(algorithm: str, which: int):
     return getattr(import_module(f"{__package__}.{module}"), attr)
 
 
+def check_placement(config, bad) -> None:
+    """Where a run's clients live: ``backend``, ``workers``, ``rank_timeout`` (LearnConfig and NoisyADMMConfig);
+    ``bad(name, message)`` makes the error."""
+    if config.backend not in BACKENDS:
+        raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
+    if config.workers is not None and (isinstance(config.workers, bool) or int(config.workers) != config.workers or config.workers < 1):
+        raise bad("workers", "must be a positive integer")
+    if not (isinstance(config.rank_timeout, (int, float)) and config.rank_timeout > 0):
+        raise bad("rank_timeout", "must be a positive number of seconds")
+
+
 RHO_SCHEDULES = ("auto", "paper", "constant")
 #: the first ρ of a non-private run under rho_schedule "auto"; residual balancing (Boyd et al. §3.4.1) adapts it
 #: in the first ADAPT_RHO_ROUNDS rounds and then holds it (the convergence proof needs ρ fixed eventually)
@@ -227,12 +238,7 @@ class LearnConfig(AlgorithmChoices):
             raise bad("box", "OutP's step size (Huang et al.) needs a bounded feasible set; give --box U")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
             raise bad("seed", "must be a non-negative integer, or unset for secret noise")
-        if self.backend not in BACKENDS:
-            raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
-        if self.workers is not None and (isinstance(self.workers, bool) or int(self.workers) != self.workers or self.workers < 1):
-            raise bad("workers", "must be a positive integer")
-        if not (isinstance(self.rank_timeout, (int, float)) and self.rank_timeout > 0):
-            raise bad("rank_timeout", "must be a positive number of seconds")
+        check_placement(self, bad)
         if self.tol is not None and not (isinstance(self.tol, (int, float)) and math.isfinite(self.tol) and self.tol >= 0):
             raise bad("tol", "must be a non-negative number (0: run every round)")
         check_faults(self.faults)
