@@ -51,7 +51,7 @@ class IterateMessage:
 class HostedUsers:
     """A client holding a block of users' samples, on the sharing hosts' contract (``HostedUsers(agent=P, ...)``)."""
 
-    private_kind = "client"
+    private_kind = "client"  # its folder would be OUT/clients.private/client_P; noisy-admm keeps no checkpoint, so none is made
 
     def __init__(self, agent: int, features: np.ndarray, targets: np.ndarray, eta: float, beta: float, ridge_in_f: float,
                  sigma: float, seed: int | None):
