@@ -68,7 +68,8 @@ LEARN_DESCRIPTION = textwrap.dedent(
                      .csv/.npz with a numeric target; --rounds is the number of iterations,
                      --eta auto is eq. (23)'s midpoint; its ledger is the amplified bound of the
                      user of iteration 1 when 001's assumptions hold, else the plain composition
-                     with the refused assumption named (docs/amplification.md)
+                     with the refused assumption named (docs/amplification.md); --clients P
+                     deals the users to P clients, which --backend places as below
 
     The penalty is rho_t = min(1e9, c1*1.2^floor(t/Tc) + c2/eps) (000 eq. 73) for a
     private run, with the public step 300/R^2 and all --rounds (1000). A non-private
