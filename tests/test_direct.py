@@ -110,3 +110,22 @@ def test_compile_zone_falls_back_to_pyomo_for_other_models(case14):
         assert _differences(zone, reference) == []
         with pytest.raises(ModelError, match="compile_direct writes"):
             compile_direct(case14, own, objective=objective, flows=flows)
+
+
+def test_a_zone_agent_of_a_private_run_builds_no_pyomo_model(case118, monkeypatch):
+    """The set-up path of every private run (the shedding objective) compiles its zones without Pyomo."""
+    import pyomo.environ as pyo
+
+    from powerdp.apps.power_flow.agent import ZoneAgent
+    from powerdp.apps.power_flow.config import RunConfig
+
+    def no_pyomo(*args, **kwargs):
+        raise AssertionError("a Pyomo model was built")
+
+    part = bundled_partition(case118, 3)
+    by_zone = part.shared_by_zone("variables")
+    config = RunConfig(case="case118", algorithm="objl", epsilon=0.1, sensitivity="paper", local_solver="clarabel")
+    reference = compile_model(build_model(case118, part.own_buses(2), objective="shedding", name="case118/zone2"))
+    monkeypatch.setattr(pyo, "ConcreteModel", no_pyomo)
+    agent = ZoneAgent(case118, 2, part.own_buses(2), by_zone[2], config)
+    assert _differences(agent.problem, reference) == []
