@@ -22,8 +22,7 @@ import scipy.sparse as sp
 from ..errors import ModelError
 from ..grid.network import Network, voltage_product_bounds
 from .compiled import INF, CompiledProblem, LinearMap, QuadraticObjective, _check_finite_model, compile_model
-from .formulation import FLOW_MODES, _zone_elements, branch_flow_coefficients, build_model, zone_dclines
-from .objectives import objective_unit, resolve_shedding_weight
+from .formulation import branch_flow_coefficients, build_model, zone_model_elements
 
 __all__ = ["compile_zone", "compile_direct", "DIRECT_OBJECTIVES"]
 
@@ -103,23 +102,12 @@ def compile_direct(
 ) -> CompiledProblem:
     """The :class:`CompiledProblem` of ``build_model(net, own_buses, objective, flows, name, shedding_weight)``
     written directly (module doc); ``objective`` one of :data:`DIRECT_OBJECTIVES`, ``flows="variables"``."""
-    unit = objective_unit(objective)
     if objective not in DIRECT_OBJECTIVES or flows != "variables":
         raise ModelError(f"compile_direct writes the {', '.join(DIRECT_OBJECTIVES)} objective with flows as variables only "
                          f"(not {objective!r} with flows {flows!r}): use compile_model(build_model(...))")
-    if flows not in FLOW_MODES:
-        raise ModelError(f"unknown flow mode {flows!r}; choose one of {', '.join(FLOW_MODES)}")
-    unit.check(net)
-    weight = resolve_shedding_weight(objective, shedding_weight, net)
-    own = np.arange(net.n_bus) if own_buses is None else np.unique(np.asarray(list(own_buses), dtype=np.int64))
-    if own.size == 0:
-        raise ModelError("a model needs at least one bus")
-    if own.min() < 0 or own.max() >= net.n_bus:
-        raise ModelError(f"bus index out of range 0..{net.n_bus - 1} in own_buses")
-    buses, branches, pairs, gens = _zone_elements(net, own)
-    own_mask = np.zeros(net.n_bus, dtype=bool)
-    own_mask[own] = True
-    dclines, dclines_fr, dclines_to = zone_dclines(net, own_mask)
+    z = zone_model_elements(net, own_buses, objective, flows, shedding_weight)
+    weight, own, own_mask, buses, branches, pairs, gens = z.weight, z.own, z.own_mask, z.buses, z.branches, z.pairs, z.gens
+    dclines, dclines_fr, dclines_to = z.dclines, z.dclines_fr, z.dclines_to
     pm = net.convention == "powermodels"
     dc = net.dcline
 
