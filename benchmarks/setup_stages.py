@@ -59,6 +59,7 @@ def main() -> None:
     ap.add_argument("--method", default="spectral")
     ap.add_argument("--local-solver", default="clarabel")
     ap.add_argument("--profile", help="write a cProfile of the whole set-up here")
+    ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--pyomo", action="store_true", help="build every zone's Pyomo model and compile it (the path before opf.direct)")
     args = ap.parse_args()
     logging.getLogger("pyomo").setLevel(logging.ERROR)
@@ -67,7 +68,7 @@ def main() -> None:
 
     from powerdp.apps.power_flow.config import RunConfig
     from powerdp.apps.power_flow.plan import resolve_config
-    from powerdp.grid.loading import network_from_matpower
+    from powerdp.grid.loading import bundled_path, network_from_matpower
     from powerdp.grid.matpower import read_matpower
     from powerdp.grid.partition import partition
     from powerdp.opf.compiled import compile_model
@@ -81,8 +82,11 @@ def main() -> None:
         prof.enable()
     clock = Clock()
     limits = threadpool_limits(limits=1)  # as a host runs (engine.backends.base.single_threaded_pools)
+    path = Path(args.case) if Path(args.case).exists() else bundled_path(args.case)  # a file, or a bundled case's name
+    if path is None:
+        sys.exit(f"no case {args.case!r}: not a file, and not a bundled case")
     with clock.stage("parse"):
-        data = read_matpower(args.case)
+        data = read_matpower(path)
     with clock.stage("checks"):
         net = network_from_matpower(data)
     cfg = resolve_config(RunConfig(case=args.case, algorithm="objl", epsilon=0.1, sensitivity="paper", zones=args.zones,
@@ -132,6 +136,8 @@ def main() -> None:
         "loadavg_1min": round(os.getloadavg()[0], 2),
     }
     print(json.dumps(row), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(row, indent=2) + "\n")
 
 
 if __name__ == "__main__":
