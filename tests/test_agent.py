@@ -230,11 +230,11 @@ def test_case118_zone_is_bit_identical_across_processes():
 
 def test_building_a_zone_collects_its_model_and_leaves_the_collector_as_it_was(case14, monkeypatch):
     """The zone's Pyomo model is collected with the rest of the heap frozen (a fast collection); the freeze is
-    undone after a build, and after a build that fails."""
+    undone after a build, and after a build that fails. (The cost objective: its zones are built with Pyomo.)"""
     import gc
     import weakref
 
-    import powerdp.apps.power_flow.agent as agent_module
+    import powerdp.opf.direct as agent_module  # where a zone agent's Pyomo model is built (opf.direct.compile_zone)
 
     part = bundled_partition(case14, 3)
     by_zone = part.shared_by_zone("variables")
@@ -248,7 +248,7 @@ def test_building_a_zone_collects_its_model_and_leaves_the_collector_as_it_was(c
         return model
 
     monkeypatch.setattr(agent_module, "build_model", build)
-    ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], RunConfig(case="case14", algorithm="nonprivate"))
+    ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], RunConfig(case="case14", algorithm="nonprivate", objective="cost"))
     assert built and built[0]() is None  # the model is gone
     assert gc.get_freeze_count() == 0
 
@@ -257,5 +257,5 @@ def test_building_a_zone_collects_its_model_and_leaves_the_collector_as_it_was(c
 
     monkeypatch.setattr(agent_module, "build_model", failing)
     with pytest.raises(RuntimeError, match="model failed"):
-        ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], RunConfig(case="case14", algorithm="nonprivate"))
+        ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], RunConfig(case="case14", algorithm="nonprivate", objective="cost"))
     assert gc.get_freeze_count() == 0

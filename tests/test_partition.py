@@ -520,3 +520,25 @@ def test_hvdc_line_inside_a_zone_is_not_shared(hvdc_case):
     assert not any(k[0] in DCLINE_KINDS for k in part.shared_keys())
     holders = _model_holders(net, part, "variables")
     assert {k: zs for k, zs in holders.items() if k[0] in DCLINE_KINDS} == {(k, 0): {0} for k in DCLINE_KINDS}
+
+
+def test_automatic_zones_run_on_one_blas_thread(case118, monkeypatch):
+    """The eigensolvers of the automatic methods run with one BLAS/OpenMP thread (spinning pool threads cost more
+    CPU than they save on these small or sparse problems)."""
+    from threadpoolctl import ThreadpoolController, threadpool_limits
+
+    import powerdp.grid.zoning as zoning
+
+    seen = []
+    spectral = zoning._AUTOMATIC["spectral"]
+
+    def recording(net, zones, seed):
+        seen.extend(p["num_threads"] for p in ThreadpoolController().info())
+        return spectral(net, zones, seed)
+
+    monkeypatch.setitem(zoning._AUTOMATIC, "spectral", recording)
+    with threadpool_limits(limits=2):  # as on a machine with two cores, whatever this one has
+        a = partition(case118, zones=4, method="spectral", seed=0)
+    assert seen and set(seen) == {1}
+    monkeypatch.setitem(zoning._AUTOMATIC, "spectral", spectral)
+    assert np.array_equal(a.zone_of_bus, partition(case118, zones=4, method="spectral", seed=0).zone_of_bus)

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import pyomo.environ as pyo
@@ -36,7 +37,7 @@ from ..errors import ModelError
 from ..grid.network import Network, voltage_product_bounds
 from .objectives import objective_unit, resolve_shedding_weight
 
-__all__ = ["build_model", "FLOW_MODES", "BALANCE_VARIABLES", "DCLINE_VARIABLES", "branch_flow_coefficients", "zone_dclines"]
+__all__ = ["build_model", "zone_model_elements", "ZoneElements", "FLOW_MODES", "BALANCE_VARIABLES", "DCLINE_VARIABLES", "branch_flow_coefficients", "zone_dclines"]
 
 FLOW_MODES = ("variables", "expressions")
 BALANCE_VARIABLES = ("yp", "yq")  # the load-free balance of each own bus (private objectives only)
@@ -92,6 +93,43 @@ def zone_dclines(net: Network, own_mask: np.ndarray) -> tuple[np.ndarray, np.nda
     return np.flatnonzero(fr | to), np.flatnonzero(fr), np.flatnonzero(to)
 
 
+@dataclass(frozen=True)
+class ZoneElements:
+    """What a zone's model holds (docs/formulation.md), checked: its objective unit and ω, its own buses, the
+    buses, branches, bus pairs and generators of its model, and its HVDC lines (zone_dclines)."""
+
+    unit: Any
+    weight: float | None
+    own: np.ndarray
+    own_mask: np.ndarray
+    buses: np.ndarray
+    branches: np.ndarray
+    pairs: np.ndarray
+    gens: np.ndarray
+    dclines: np.ndarray
+    dclines_fr: np.ndarray
+    dclines_to: np.ndarray
+
+
+def zone_model_elements(net: Network, own_buses: Iterable[int] | None, objective: Objective, flows: FlowMode,
+                        shedding_weight: float | str | None) -> ZoneElements:
+    """Check a model's arguments (build_model's) and gather the elements it holds."""
+    unit = objective_unit(objective)
+    if flows not in FLOW_MODES:
+        raise ModelError(f"unknown flow mode {flows!r}; choose one of {', '.join(FLOW_MODES)}")
+    unit.check(net)
+    weight = resolve_shedding_weight(objective, shedding_weight, net)
+    own = np.arange(net.n_bus) if own_buses is None else np.unique(np.asarray(list(own_buses), dtype=np.int64))
+    if own.size == 0:
+        raise ModelError("a model needs at least one bus")
+    if own.min() < 0 or own.max() >= net.n_bus:
+        raise ModelError(f"bus index out of range 0..{net.n_bus - 1} in own_buses")
+    buses, branches, pairs, gens = _zone_elements(net, own)
+    own_mask = np.zeros(net.n_bus, dtype=bool)
+    own_mask[own] = True
+    return ZoneElements(unit, weight, own, own_mask, buses, branches, pairs, gens, *zone_dclines(net, own_mask))
+
+
 def build_model(
     net: Network,
     own_buses: Iterable[int] | None = None,
@@ -113,20 +151,9 @@ def build_model(
         scales it to the network's costs (``powerdp.opf.objectives.auto_shedding_weight``). Refused for
         an objective without a shedding penalty.
     """
-    unit = objective_unit(objective)
-    if flows not in FLOW_MODES:
-        raise ModelError(f"unknown flow mode {flows!r}; choose one of {', '.join(FLOW_MODES)}")
-    unit.check(net)
-    weight = resolve_shedding_weight(objective, shedding_weight, net)
-    own = np.arange(net.n_bus) if own_buses is None else np.unique(np.asarray(list(own_buses), dtype=np.int64))
-    if own.size == 0:
-        raise ModelError("a model needs at least one bus")
-    if own.min() < 0 or own.max() >= net.n_bus:
-        raise ModelError(f"bus index out of range 0..{net.n_bus - 1} in own_buses")
-    buses, branches, pairs, gens = _zone_elements(net, own)
-    own_mask = np.zeros(net.n_bus, dtype=bool)
-    own_mask[own] = True
-    dclines, dclines_fr, dclines_to = zone_dclines(net, own_mask)
+    z = zone_model_elements(net, own_buses, objective, flows, shedding_weight)
+    unit, weight, own, buses, branches, pairs, gens = z.unit, z.weight, z.own, z.buses, z.branches, z.pairs, z.gens
+    dclines, dclines_fr, dclines_to = z.dclines, z.dclines_fr, z.dclines_to
     pm = net.convention == "powermodels"
 
     m = pyo.ConcreteModel(name=name or net.name)

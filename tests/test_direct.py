@@ -1,0 +1,131 @@
+"""opf.direct writes the compiled problem build_model defines, bit for bit, without Pyomo."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from powerdp.errors import ModelError
+from powerdp.grid.loading import load_case
+from powerdp.grid.partition import bundled_partition, partition
+from powerdp.opf.compiled import CompiledProblem, compile_model
+from powerdp.opf.direct import compile_direct, compile_zone
+from powerdp.opf.formulation import build_model
+
+from .shared_data import shared_case
+
+
+def _differences(a: CompiledProblem, b: CompiledProblem) -> list[str]:
+    """The fields in which two compiled problems differ (exact comparison, sparsity patterns included)."""
+    out = []
+    if a.name != b.name:
+        out.append("name")
+    if a.var_keys != b.var_keys:
+        out.append("var_keys")
+    if a.con_keys != b.con_keys:
+        out.append("con_keys")
+    for f in ("lb", "ub", "x0", "cl", "cu", "qrow", "qi", "qj", "qv"):
+        x, y = getattr(a, f), getattr(b, f)
+        if x.dtype != y.dtype or not np.array_equal(x, y):
+            out.append(f)
+    for what, x, y in [("A", a.A, b.A)] + [(f"expression {k}", a.expressions[k].M, b.expressions[k].M) for k in b.expressions]:
+        if x.shape != y.shape or not all(np.array_equal(getattr(x, f), getattr(y, f)) for f in ("indptr", "indices", "data")):
+            out.append(what)
+    if sorted(a.expressions) != sorted(b.expressions):
+        out.append("expressions")
+    for k in b.expressions:
+        if a.expressions[k].keys != b.expressions[k].keys or not np.array_equal(a.expressions[k].const, b.expressions[k].const):
+            out.append(f"expression {k} keys/const")
+    for f in ("c", "qi", "qj", "qv"):
+        if not np.array_equal(getattr(a.objective, f), getattr(b.objective, f)):
+            out.append(f"objective.{f}")
+    if a.objective.const != b.objective.const or a.objective.diag is not None or b.objective.diag is not None:
+        out.append("objective.const/diag")
+    if sorted(a.meta) != sorted(b.meta):
+        out.append("meta keys")
+    for k, v in b.meta.items():
+        if not (np.array_equal(a.meta[k], v) if isinstance(v, np.ndarray) else a.meta[k] == v):
+            out.append(f"meta {k}")
+    return out
+
+
+def _both(net, own, name="zone"):
+    pyomo = compile_model(build_model(net, own, objective="shedding", flows="variables", name=name))
+    return compile_direct(net, own, objective="shedding", flows="variables", name=name), pyomo
+
+
+@pytest.mark.parametrize("convention", ["powermodels", "matpower"])
+def test_case14_and_case118_zones_and_whole_networks_are_identical(convention):
+    for case, zones in (("case14", 3), ("case118", 3)):
+        net = load_case(case, convention=convention)
+        part = bundled_partition(net, zones)
+        for own in [part.own_buses(z) for z in range(part.n_zones)] + [None]:
+            direct, pyomo = _both(net, own)
+            assert _differences(direct, pyomo) == [], (case, convention, own is None)
+            assert direct.A.nnz > 0 and len(direct.qv) > 0 and direct.objective.const > 0
+
+
+def test_hvdc_lines_are_identical():
+    net = load_case(shared_case("powermodels", "case5_db.m", checks="opf.direct with HVDC lines against Pyomo"))
+    assert net.n_dcline > 0
+    part = partition(net, zones=2, method="spectral", seed=0)
+    for own in [part.own_buses(z) for z in range(part.n_zones)] + [None]:
+        assert _differences(*_both(net, own)) == []
+
+
+def test_zero_angle_limits_and_unrated_branches_are_identical(case14):
+    """A zero angle limit makes Pyomo read wi >= 0 as a row on wi alone; an unrated branch has free flows."""
+    angmin, angmax, rate = case14.angmin.copy(), case14.angmax.copy(), case14.rate_a.copy()
+    angmin[0], angmax[3], rate[5] = 0.0, 0.0, np.inf
+    net = replace(case14, angmin=angmin, angmax=angmax, rate_a=rate)
+    direct, pyomo = _both(net, bundled_partition(net, 3).own_buses(0))
+    assert _differences(direct, pyomo) == []
+    assert any(k[0] == "angle_lo" for k in direct.con_keys) and np.isinf(net.rate_a).any()
+
+
+def test_a_zone_of_case13659pegase_is_identical():
+    path = shared_case("matpower", "case13659pegase.m", checks="opf.direct against Pyomo on a zone of the 13659-bus case")
+    net = load_case(path)
+    part = partition(net, zones=16, method="spectral", seed=0)
+    z = int(np.argmax([len(part.own_buses(z)) for z in range(part.n_zones)]))
+    direct, pyomo = _both(net, part.own_buses(z), name="z")
+    assert _differences(direct, pyomo) == []
+    assert direct.n > 10_000
+
+
+def test_the_differences_are_seen(case14):
+    """The comparison itself catches a changed coefficient, bound or row order."""
+    direct, pyomo = _both(case14, bundled_partition(case14, 3).own_buses(0))
+    direct.A.data[3] *= 1 + 1e-15
+    direct.x0[0] += 1e-12
+    direct.con_keys[0], direct.con_keys[1] = direct.con_keys[1], direct.con_keys[0]
+    assert {"A", "x0", "con_keys"} <= set(_differences(direct, pyomo))
+
+
+def test_compile_zone_falls_back_to_pyomo_for_other_models(case14):
+    own = bundled_partition(case14, 3).own_buses(0)
+    for objective, flows in (("cost", "variables"), ("shedding", "expressions"), ("cost+shedding", "variables")):
+        zone = compile_zone(case14, own, objective=objective, flows=flows, name="z")
+        reference = compile_model(build_model(case14, own, objective=objective, flows=flows, name="z"))
+        assert _differences(zone, reference) == []
+        with pytest.raises(ModelError, match="compile_direct writes"):
+            compile_direct(case14, own, objective=objective, flows=flows)
+
+
+def test_a_zone_agent_of_a_private_run_builds_no_pyomo_model(case118, monkeypatch):
+    """The set-up path of every private run (the shedding objective) compiles its zones without Pyomo."""
+    import pyomo.environ as pyo
+
+    from powerdp.apps.power_flow.agent import ZoneAgent
+    from powerdp.apps.power_flow.config import RunConfig
+
+    def no_pyomo(*args, **kwargs):
+        raise AssertionError("a Pyomo model was built")
+
+    part = bundled_partition(case118, 3)
+    by_zone = part.shared_by_zone("variables")
+    config = RunConfig(case="case118", algorithm="objl", epsilon=0.1, sensitivity="paper", local_solver="clarabel")
+    reference = compile_model(build_model(case118, part.own_buses(2), objective="shedding", name="case118/zone2"))
+    monkeypatch.setattr(pyo, "ConcreteModel", no_pyomo)
+    agent = ZoneAgent(case118, 2, part.own_buses(2), by_zone[2], config)
+    assert _differences(agent.problem, reference) == []
