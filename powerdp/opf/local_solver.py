@@ -170,7 +170,6 @@ SOLVERS: Mapping[str, type] = _Registry(
     {
         "ipopt": "powerdp.opf.solvers:IpoptSolver",
         "clarabel": "powerdp.opf.conic:ClarabelSolver",
-        "active-set": "powerdp.opf.active_set:ActiveSetSolver",
     }
 )
 
