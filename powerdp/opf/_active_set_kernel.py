@@ -15,8 +15,8 @@ LAPACK's dense Cholesky: G has a few dozen rows). The relaxed problem's minimise
 satisfies every constraint left out of G (a relaxation's optimum that is feasible is optimal):
 :func:`working_set_solve` adds the violated blocks and repeats until none is left.
 
-Everything here is a deterministic function of its inputs (no threads, no fastmath), so a run gives the same
-bits on every host and after a resume.
+Everything here is a deterministic function of its inputs (no fastmath; LAPACK runs in the hosts' BLAS pools,
+which every backend holds to one thread), so a run gives the same bits on every host and after a resume.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from numba import njit
 
 # statuses of working_set_solve
 CERTIFIED = 0
-REFINE = 3  # at most this many iterative-refinement steps of each Newton direction …
-REFINE_TOL = 1e-13  # … stopping once both equations hold to this (relative to their right-hand sides)
 NOT_CONVERGED = 1  # the dense cone QP did not converge
 TOO_MANY_PASSES = 2  # violated blocks were still being added after the last pass
+
+REFINE = 3  # at most this many iterative-refinement steps of each Newton direction …
+REFINE_TOL = 1e-13  # … stopping once both equations hold to this (relative to their right-hand sides)
 
 
 @njit(cache=True, error_model="numpy")
