@@ -37,13 +37,13 @@ def compiled14(case14):
 
 
 def test_registry_lists_both_solvers_and_each_follows_the_protocol(compiled14):
-    assert list(SOLVERS) == ["ipopt", "clarabel"]
+    assert list(SOLVERS) == ["ipopt", "clarabel", "active-set"]
     prob = compiled14[("cost", "variables")]
     for name in SOLVERS:
         cls = solver_class(name)
         assert cls.name == name and isinstance(cls.wants_reduced, bool) and isinstance(cls.supports_warm_start, bool)
         assert isinstance(cls(prob), LocalSolver)
-    with pytest.raises(ConfigError, match="solver = 'gurobi': unknown solver; choose one of ipopt, clarabel"):
+    with pytest.raises(ConfigError, match="solver = 'gurobi': unknown solver; choose one of ipopt, clarabel, active-set"):
         solver_class("gurobi")
 
 

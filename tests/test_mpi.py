@@ -29,7 +29,7 @@ def _mpiexec():
     return exe
 
 
-@pytest.mark.parametrize("algorithm, solver", [("objg", "ipopt"), ("objt", "ipopt"), ("objl", "clarabel")])
+@pytest.mark.parametrize("algorithm, solver", [("objg", "ipopt"), ("objt", "ipopt"), ("objl", "clarabel"), ("objl", "active-set")])
 def test_mpi_history_equals_serial(tmp_path, algorithm, solver):
     exe = _mpiexec()
     args = ["case14", "--zones", "3", "--algorithm", algorithm, "--epsilon", "0.3", "--rounds", "6", "--local-updates", "2", "--seed", "5", "--no-reference"]

@@ -170,6 +170,7 @@ SOLVERS: Mapping[str, type] = _Registry(
     {
         "ipopt": "powerdp.opf.solvers:IpoptSolver",
         "clarabel": "powerdp.opf.conic:ClarabelSolver",
+        "active-set": "powerdp.opf.active_set:ActiveSetSolver",
     }
 )
 

@@ -93,7 +93,7 @@ class RunConfig(AlgorithmChoices):
     # deployment: a directory written by `powerdp partition --split`; the coordinator reads only its public
     # network (no loads) and each zone's host only its own zone's load file (powerdp.apps.power_flow.zone_data)
     deployment: str | None = None
-    local_solver: str = "ipopt"  # the zones' solver (powerdp.opf.local_solver.SOLVERS): "ipopt" or "clarabel"
+    local_solver: str = "ipopt"  # the zones' solver (powerdp.opf.local_solver.SOLVERS): "ipopt", "clarabel", "active-set"
     ipopt_profile: str = "default"  # Ipopt options of cold solves (a bundled profile or a .opt file)
     ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
     ipopt_options: dict[str, Any] = field(default_factory=dict)  # extra Ipopt options, e.g. {"print_level": 5}
