@@ -3,6 +3,7 @@ MATPOWER case and on a pandapower net, a SimBench grid's first day, cost files, 
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import sys
@@ -96,14 +97,19 @@ def test_parquet_table(case14, tmp_path):
 # ----------------------------------------------------------------------------- a pandapower net without costs
 
 
-@pytest.fixture
-def pp_net():
-    """pandapower's case14 without its costs, with two static generators (a wind and a PV plant)."""
+@pytest.fixture(scope="module")
+def _pp_case14():
     net = pn.case14()
     net.poly_cost = net.poly_cost.iloc[0:0]
     pp.create_sgen(net, bus=8, p_mw=30.0, type="wind onshore")
     pp.create_sgen(net, bus=13, p_mw=20.0, type="biomass")
     return net
+
+
+@pytest.fixture
+def pp_net(_pp_case14):
+    """pandapower's case14 without its costs, with two static generators (a wind plant and a biomass plant)."""
+    return copy.deepcopy(_pp_case14)
 
 
 def test_pandapower_net_sgens_become_curtailable_generators(pp_net, tmp_path):
@@ -262,16 +268,25 @@ def test_unknown_simbench_code_is_one_line():
 
 
 @pytest.fixture(scope="module")
-def hv_day():
-    pytest.importorskip("simbench", reason="SimBench is the profiles extra: pip install 'powerdp[profiles]'")
+def simbench_hv():
+    """SimBench's 1-HV-mixed--0-sw read once: ``simbench.get_simbench_net`` then hands out copies of it."""
+    sb = pytest.importorskip("simbench", reason="SimBench is the profiles extra: pip install 'powerdp[profiles]'")
+    raw = sb.get_simbench_net("1-HV-mixed--0-sw")
+    prof = sb.get_absolute_values(copy.deepcopy(raw), profiles_instead_of_study_cases=True)
+    with pytest.MonkeyPatch.context() as mp:
+        real = sb.get_simbench_net
+        mp.setattr(sb, "get_simbench_net", lambda code: copy.deepcopy(raw) if code == "1-HV-mixed--0-sw" else real(code))
+        yield prof
+
+
+@pytest.fixture(scope="module")
+def hv_day(simbench_hv):
     return load_horizon("simbench:1-HV-mixed--0-sw", periods=96)
 
 
-def test_simbench_hv_first_day(hv_day):
+def test_simbench_hv_first_day(hv_day, simbench_hv):
     """1-HV-mixed--0-sw (306 buses, 58 loads, 103 sgens, 3 external grids; sn_mva 1): its first day."""
-    import simbench as sb
-
-    h = hv_day
+    h, prof = hv_day, simbench_hv
     net = h.network
     S = net.base_mva
     assert h.periods == 96 and h.period_minutes == 15.0
@@ -282,8 +297,6 @@ def test_simbench_hv_first_day(hv_day):
     assert kinds == {"import": 3, "renewable": 103}
     assert h.gen_names[:3] == ("ext_grid.0", "ext_grid.1", "ext_grid.2")
     # the loads and available outputs are SimBench's absolute profiles (MW), summed per bus
-    raw = sb.get_simbench_net("1-HV-mixed--0-sw")
-    prof = sb.get_absolute_values(raw, profiles_instead_of_study_cases=True)
     np.testing.assert_allclose(h.pd.sum(1) * S, prof[("load", "p_mw")].iloc[:96].sum(1), rtol=1e-10)
     np.testing.assert_allclose(h.qd.sum(1) * S, prof[("load", "q_mvar")].iloc[:96].sum(1), rtol=1e-10, atol=1e-9)
     j = h.load_names.index("load.5")
@@ -317,3 +330,8 @@ def test_simbench_hv_period_solves(hv_day):
     price = DEFAULT_COSTS.by_type["import"]
     expected = (price[1] * pg[imp] * S + price[0] * (pg[imp] * S) ** 2).sum()
     assert r.generation_cost + h.curtailment_offset[t] == pytest.approx(expected, rel=1e-4)
+
+
+def test_simbench_horizon_past_the_year(simbench_hv):
+    with pytest.raises(CaseDataError, match=r"simbench:1-HV-mixed--0-sw: start 35100 \+ periods 96 = 35196 is past the 35136 rows"):
+        load_horizon("simbench:1-HV-mixed--0-sw", periods=96, start=35100)

@@ -135,13 +135,12 @@ def load_horizon(
     labels = None
     if text.startswith("simbench:"):
         code = text.split(":", 1)[1].strip()
-        pp_net, sb_profiles, labels = sbs.simbench_grid(code)
-        data = _slice(_from_simbench(sb_profiles), start, periods, f"SimBench grid {code}")
-        labels = None if labels is None else labels[start : start + periods]
+        pp_net, sb_profiles, labels = sbs.simbench_grid(code, start, periods)
+        data = _slice(_from_simbench(sb_profiles), 0, periods, f"SimBench grid {code}", row0=start)
         name = f"simbench:{code}"
         minutes = _SIMBENCH_MINUTES
         if user is not None:
-            over, ulabels, uminutes = user
+            over = user[0]
             data.update(_slice(over, start, periods, str(profiles)))
         return _pandapower_horizon(pp_net, data, table, convention, start, periods, labels, minutes, name)
     if user is None:
@@ -252,7 +251,8 @@ def _check_window(periods: Any, start: Any) -> tuple[int, int]:
     return int(periods), int(start)
 
 
-def _slice(data: _Profiles, start: int, periods: int, what: str) -> _Profiles:
+def _slice(data: _Profiles, start: int, periods: int, what: str, row0: int = 0) -> _Profiles:
+    """Rows ``start .. start + periods`` of every profile, checked; ``row0`` is the first row's number in messages."""
     out: _Profiles = {}
     for key, (idx, values) in data.items():
         n = values.shape[0]
@@ -263,7 +263,7 @@ def _slice(data: _Profiles, start: int, periods: int, what: str) -> _Profiles:
         bad = ~np.isfinite(window)
         if bad.any():
             r, c = np.argwhere(bad)[0]
-            raise CaseDataError(f"{what}: {key[0]} {idx[c]} field {key[1]} is not a number in row {start + r}")
+            raise CaseDataError(f"{what}: {key[0]} {idx[c]} field {key[1]} is not a number in row {row0 + start + r}")
         out[key] = (idx, window)
     return out
 

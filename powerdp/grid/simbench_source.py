@@ -41,9 +41,9 @@ def import_simbench():
     return simbench
 
 
-def simbench_grid(code: str):
-    """The SimBench grid ``code`` with its year of profiles: (pandapower net, {(element, variable): DataFrame},
-    time labels). Absolute values (MW, Mvar), one row per quarter-hour."""
+def simbench_grid(code: str, start: int, periods: int):
+    """The SimBench grid ``code`` and rows ``start .. start + periods`` of its year of profiles: (pandapower net,
+    {(element, variable): DataFrame} in MW and Mvar, time labels). Only the window is made absolute."""
     sb = import_simbench()
     try:
         net = sb.get_simbench_net(code)
@@ -52,11 +52,16 @@ def simbench_grid(code: str):
             f"simbench:{code}: not a SimBench grid code ({type(exc).__name__}: {exc}); codes look like "
             "1-HV-mixed--0-sw or 1-EHV-mixed--0-sw (simbench.collect_all_simbench_codes())"
         ) from None
-    profiles = sb.get_absolute_values(net, profiles_instead_of_study_cases=True)
-    labels = None
     prof = getattr(net, "profiles", None) or {}
-    if "load" in prof and "time" in prof["load"]:
-        labels = prof["load"]["time"].astype(str).to_numpy()
+    rows = len(prof["load"]) if "load" in prof else 0
+    if start + periods > rows:
+        raise CaseDataError(f"simbench:{code}: start {start} + periods {periods} = {start + periods} is past the "
+                            f"{rows} rows of its profiles (periods at most {max(rows - start, 0)} from start {start})")
+    for key, df in prof.items():
+        if len(df) == rows:
+            prof[key] = df.iloc[start : start + periods].reset_index(drop=True)
+    profiles = sb.get_absolute_values(net, profiles_instead_of_study_cases=True)
+    labels = prof["load"]["time"].astype(str).to_numpy() if "time" in prof["load"] else None
     return net, dict(profiles), labels
 
 
