@@ -147,6 +147,19 @@ def test_pandapower_net_sgens_become_curtailable_generators(pp_net, tmp_path):
     assert r.dispatch.pg[s0] * S == pytest.approx(30.0, rel=1e-4)
 
 
+def test_pandapower_gen_with_a_profile_is_a_renewable(pp_net, tmp_path):
+    pp_net.gen.loc[0, "min_p_mw"] = 10.0
+    pd.DataFrame({"gen.0.p_mw": [15.0, 25.0]}).to_csv(tmp_path / "p.csv", index=False)
+    h = load_horizon(pp_net, periods=2, profiles=tmp_path / "p.csv")
+    S, g = h.network.base_mva, list(h.gen_names).index("gen.0")
+    assert h.gen_kind[g] == "renewable" and h.network.pmin[g] == pytest.approx(0.0, abs=1e-9)
+    np.testing.assert_allclose(h.gen_pmax[:, g] * S, [15.0, 25.0])
+    assert h.network.cost_c1[g] == pytest.approx(-DEFAULT_COSTS.curtailment_price * S)
+    # the two sgens without a profile are available at their rating (30 and 20 MW)
+    np.testing.assert_allclose(h.curtailment_offset, DEFAULT_COSTS.curtailment_price * np.array([15.0 + 50, 25.0 + 50]))
+    assert h.network_at(1).pmax[g] * S == pytest.approx(25.0)
+
+
 def test_cost_file_json_overrides(pp_net, tmp_path):
     pd.DataFrame({"sgen.0.p_mw": [5.0, 6.0]}).to_csv(tmp_path / "p.csv", index=False)
     (tmp_path / "c.json").write_text(json.dumps({

@@ -280,12 +280,15 @@ def _pandapower_horizon(pp_net, data: _Profiles, costs: PublicCosts, convention:
             raise CaseDataError(f"{name}: profile column {element}.{missing[0]}.{var} names no {element} "
                                 f"(the net's {element} indices are {_span(tbl.index)})")
     sgen_idx, sgen_vals = data.get(("sgen", "p_mw"), (np.zeros(0, np.int64), np.zeros((periods, 0))))
-    if (sgen_vals < 0).any():
-        r, c = np.argwhere(sgen_vals < 0)[0]
-        raise CaseDataError(f"{name}: sgen {sgen_idx[c]} field p_mw is negative in row {start + r}; a profile of "
-                            "a generator is its available output")
-    sgen_max = {int(i): float(v) for i, v in zip(sgen_idx, sgen_vals.max(0) if periods else [])}
-    prepared, public = sbs.prepare_pandapower(pp_net, sgen_max, costs)
+    gen_idx, gen_vals = data.get(("gen", "p_mw"), (np.zeros(0, np.int64), np.zeros((periods, 0))))
+    for el, idx, vals in (("sgen", sgen_idx, sgen_vals), ("gen", gen_idx, gen_vals)):
+        if (vals < 0).any():
+            r, c = np.argwhere(vals < 0)[0]
+            raise CaseDataError(f"{name}: {el} {idx[c]} field p_mw is negative in row {start + r}; a profile of "
+                                "a generator is its available output")
+    sgen_max = {int(i): float(v) for i, v in zip(sgen_idx, sgen_vals.max(0))}
+    gen_max = {int(i): float(v) for i, v in zip(gen_idx, gen_vals.max(0))}
+    prepared, public = sbs.prepare_pandapower(pp_net, sgen_max, costs, gen_max)
     net = load_case(prepared, convention)
     net.name = name
     buses = sbs.bus_map(prepared, net)
@@ -314,9 +317,7 @@ def _pandapower_horizon(pp_net, data: _Profiles, costs: PublicCosts, convention:
     types = np.array([sbs.element_types(prepared, e, i) for e, i in gens], dtype=object)
     gen_pmax = np.repeat(net.pmax[None, :], periods, axis=0)
     avail = {("sgen", int(i)): sgen_vals[:, c] for c, i in enumerate(sgen_idx)}
-    if ("gen", "p_mw") in data:
-        gidx, gvals = data[("gen", "p_mw")]
-        avail.update({("gen", int(i)): gvals[:, c] for c, i in enumerate(gidx)})
+    avail.update({("gen", int(i)): gen_vals[:, c] for c, i in enumerate(gen_idx)})
     for g, key in enumerate(gens):
         if key in avail:
             gen_pmax[:, g] = np.maximum(avail[key] / S, net.pmin[g])

@@ -81,11 +81,15 @@ def _filled(values, default) -> np.ndarray:
     return np.where(np.isfinite(v), v, default)
 
 
-def prepare_pandapower(pp_net, sgen_max_mw: dict[int, float], costs: PublicCosts):
-    """A copy of ``pp_net`` ready for the OPF export, and the set of elements that got a public cost.
+def prepare_pandapower(pp_net, sgen_max_mw: dict[int, float], costs: PublicCosts,
+                       gen_max_mw: dict[int, float] | None = None):
+    """A copy of ``pp_net`` ready for the OPF export, and {element name: kind} of the elements that got a public cost.
 
-    ``sgen_max_mw``: per sgen index, its largest available output over the horizon (MW).
+    ``sgen_max_mw``: per sgen index, its largest available output over the horizon (MW); ``gen_max_mw``: the
+    same for the power plants (``gen``) a profile gives an available output: they become renewables
+    (``min_p_mw = 0``).
     """
+    gen_max_mw = gen_max_mw or {}
     import pandapower as pp
 
     net = copy.deepcopy(pp_net)
@@ -122,6 +126,9 @@ def prepare_pandapower(pp_net, sgen_max_mw: dict[int, float], costs: PublicCosts
         g["min_p_mw"] = _filled(g.get("min_p_mw", np.nan), 0.0)
         g["max_q_mvar"] = _filled(g.get("max_q_mvar", np.nan), TAN_PHI * g["max_p_mw"].to_numpy(float))
         g["min_q_mvar"] = _filled(g.get("min_q_mvar", np.nan), -TAN_PHI * g["max_p_mw"].to_numpy(float))
+        for i, top in gen_max_mw.items():
+            g.loc[i, "max_p_mw"] = max(float(g.at[i, "max_p_mw"]), top)
+            g.loc[i, "min_p_mw"] = 0.0
     for table in ("storage",):
         if table in net and len(net[table]) and bool(net[table]["in_service"].any()):
             log.warning("%s: %d storage unit(s) are not modelled by the dispatch and are set out of service",
@@ -149,7 +156,7 @@ def prepare_pandapower(pp_net, sgen_max_mw: dict[int, float], costs: PublicCosts
                 for ctbl in ("poly_cost", "pwl_cost"):
                     c = net[ctbl]
                     net[ctbl] = c[~((c["et"] == et) & (c["element"] == int(i)))]
-            kind = pandapower_kind(et, t)
+            kind = "renewable" if et == "gen" and int(i) in gen_max_mw else pandapower_kind(et, t)
             c2, c1, c0 = costs.cost_of(name, kind, "" if t == "nan" else t)
             pp.create_poly_cost(net, int(i), et, cp1_eur_per_mw=c1, cp2_eur_per_mw2=c2, cp0_eur=c0)
             public[name] = kind
