@@ -1,0 +1,184 @@
+"""SimBench grids and pandapower networks made ready for a dispatch over time (docs/profiles.md).
+
+SimBench (``pip install "powerdp[profiles]"``) is imported here only, and lazily. A pandapower net
+made for power flow becomes an OPF case: every in-service static generator (``sgen``: SimBench's
+renewables) becomes a curtailable generator (``controllable``, ``min_p_mw = 0``, ``max_p_mw`` its
+largest available output over the horizon, reactive limits at power factor 0.95), every external
+grid an import generator (export allowed at the same price where its limits are not given), missing
+generator limits are filled from the rating, and every element without a cost gets its public cost
+as a pandapower ``poly_cost`` row, so that pandapower's MATPOWER export (``to_mpc``) keeps them all.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import CaseDataError
+from .public_costs import PublicCosts
+
+log = logging.getLogger(__name__)
+
+__all__ = ["import_simbench", "simbench_grid", "prepare_pandapower", "pandapower_kind", "TAN_PHI"]
+
+PROFILES_EXTRA = 'pip install "powerdp[profiles]"'
+#: reactive limits of a renewable: ±tan(acos 0.95)·max_p_mw (power factor 0.95, a common grid-code range)
+TAN_PHI = math.tan(math.acos(0.95))
+#: elements whose available active power a profile gives (the others' profiles are not availability)
+PROFILED_GENERATORS = ("sgen",)
+
+
+def import_simbench():
+    """The ``simbench`` module, or a :class:`CaseDataError` naming the extra that installs it."""
+    try:
+        import simbench
+    except ImportError:
+        raise CaseDataError(f"SimBench grids need the profiles extra: {PROFILES_EXTRA}") from None
+    return simbench
+
+
+def simbench_grid(code: str):
+    """The SimBench grid ``code`` with its year of profiles: (pandapower net, {(element, variable): DataFrame},
+    time labels). Absolute values (MW, Mvar), one row per quarter-hour."""
+    sb = import_simbench()
+    try:
+        net = sb.get_simbench_net(code)
+    except Exception as exc:  # simbench raises IndexError/KeyError/ValueError for an unknown code
+        raise CaseDataError(
+            f"simbench:{code}: not a SimBench grid code ({type(exc).__name__}: {exc}); codes look like "
+            "1-HV-mixed--0-sw or 1-EHV-mixed--0-sw (simbench.collect_all_simbench_codes())"
+        ) from None
+    profiles = sb.get_absolute_values(net, profiles_instead_of_study_cases=True)
+    labels = None
+    prof = getattr(net, "profiles", None) or {}
+    if "load" in prof and "time" in prof["load"]:
+        labels = prof["load"]["time"].astype(str).to_numpy()
+    return net, dict(profiles), labels
+
+
+def pandapower_kind(element: str, gen_type: str) -> str:
+    """A generator's kind from its pandapower element and type."""
+    if element == "ext_grid" or str(gen_type).lower().startswith("imp"):
+        return "import"  # SimBench names its interconnectors' gens imp0, imp1
+    if element == "sgen":
+        return "renewable"
+    if element == "gen":
+        return "conventional"
+    return "other"
+
+
+def _filled(values, default) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    return np.where(np.isfinite(v), v, default)
+
+
+def prepare_pandapower(pp_net, sgen_max_mw: dict[int, float], costs: PublicCosts):
+    """A copy of ``pp_net`` ready for the OPF export, and the set of elements that got a public cost.
+
+    ``sgen_max_mw``: per sgen index, its largest available output over the horizon (MW).
+    """
+    import pandapower as pp
+
+    net = copy.deepcopy(pp_net)
+    for table in ("sgen", "gen", "ext_grid", "storage"):
+        if table in net and len(net[table]) and "controllable" not in net[table]:
+            net[table]["controllable"] = np.nan
+    sg = net.sgen
+    if len(sg):
+        on = sg["in_service"].to_numpy(bool)
+        rated = _filled(sg["p_mw"] * sg.get("scaling", 1.0), 0.0)
+        top = np.array([sgen_max_mw.get(int(i), r) for i, r in zip(sg.index, rated)])
+        pmax = np.maximum(np.maximum(rated, top), 0.0)
+        sg["controllable"] = on
+        sg["max_p_mw"] = pmax
+        sg["min_p_mw"] = 0.0
+        sg["max_q_mvar"] = _filled(sg.get("max_q_mvar", np.nan), TAN_PHI * pmax)
+        sg["min_q_mvar"] = _filled(sg.get("min_q_mvar", np.nan), -TAN_PHI * pmax)
+    eg = net.ext_grid
+    if len(eg):
+        # without given limits an external grid imports or exports up to all the load and generation of the net
+        bound = float(np.nansum(np.abs(net.load["p_mw"]))) + float(np.nansum(np.abs(net.sgen.get("max_p_mw", 0.0))))
+        bound += float(np.nansum(np.abs(net.gen["max_p_mw"]))) if "max_p_mw" in net.gen else 0.0
+        bound = max(bound, 1.0)
+        eg["controllable"] = True
+        eg["max_p_mw"] = _filled(eg.get("max_p_mw", np.nan), bound)
+        eg["min_p_mw"] = _filled(eg.get("min_p_mw", np.nan), -bound)
+        eg["max_q_mvar"] = _filled(eg.get("max_q_mvar", np.nan), bound)
+        eg["min_q_mvar"] = _filled(eg.get("min_q_mvar", np.nan), -bound)
+    g = net.gen
+    if len(g):
+        rated = _filled(g.get("sn_mva", np.nan), _filled(g["p_mw"], 0.0))
+        g["controllable"] = _filled(g["controllable"].astype(float), 1.0).astype(bool) if "controllable" in g else True
+        g["max_p_mw"] = _filled(g.get("max_p_mw", np.nan), np.maximum(rated, _filled(g["p_mw"], 0.0)))
+        g["min_p_mw"] = _filled(g.get("min_p_mw", np.nan), 0.0)
+        g["max_q_mvar"] = _filled(g.get("max_q_mvar", np.nan), TAN_PHI * g["max_p_mw"].to_numpy(float))
+        g["min_q_mvar"] = _filled(g.get("min_q_mvar", np.nan), -TAN_PHI * g["max_p_mw"].to_numpy(float))
+    for table in ("storage",):
+        if table in net and len(net[table]) and bool(net[table]["in_service"].any()):
+            log.warning("%s: %d storage unit(s) are not modelled by the dispatch and are set out of service",
+                        getattr(net, "name", "") or "pandapower net", int(net[table]["in_service"].sum()))
+            net[table]["in_service"] = False
+    have = set()
+    for tbl in ("poly_cost", "pwl_cost"):
+        if tbl in net and len(net[tbl]):
+            have |= {(str(et), int(e)) for et, e in zip(net[tbl]["et"], net[tbl]["element"])}
+    if not costs.keep_case_costs and len(net.poly_cost):
+        net.poly_cost = net.poly_cost.iloc[0:0]
+        net.pwl_cost = net.pwl_cost.iloc[0:0]
+        have = set()
+    public: dict[str, str] = {}
+    for et in ("ext_grid", "gen", "sgen"):
+        tbl = net[et]
+        if not len(tbl):
+            continue
+        types = tbl["type"].astype(str).to_numpy() if "type" in tbl else np.array([""] * len(tbl))
+        for i, t, on in zip(tbl.index, types, tbl["in_service"].to_numpy(bool)):
+            name = f"{et}.{int(i)}"
+            if not on or ((et, int(i)) in have and name not in costs.elements):
+                continue
+            if (et, int(i)) in have:  # an element override replaces the case's cost
+                for ctbl in ("poly_cost", "pwl_cost"):
+                    c = net[ctbl]
+                    net[ctbl] = c[~((c["et"] == et) & (c["element"] == int(i)))]
+            kind = pandapower_kind(et, t)
+            c2, c1, c0 = costs.cost_of(name, kind, "" if t == "nan" else t)
+            pp.create_poly_cost(net, int(i), et, cp1_eur_per_mw=c1, cp2_eur_per_mw2=c2, cp0_eur=c0)
+            public[name] = kind
+    return net, public
+
+
+def bus_map(prepared_net, network) -> dict[int, int]:
+    """pandapower bus index → the Network's bus index, after ``load_case(prepared_net)`` (buses that closed
+    bus-bus switches fuse share one; buses the export dropped are missing)."""
+    lookup = np.asarray(prepared_net._pd2ppc_lookups["bus"])
+    ppc_bus = np.asarray(prepared_net._ppc["bus"])
+    in_service = ppc_bus[:, 1] != 4  # pandapower's NONE bus type: dropped from the internal (exported) case
+    ppci = np.cumsum(in_service) - 1
+    where = network._bus_lookup()
+    out: dict[int, int] = {}
+    for b in prepared_net.bus.index:
+        k = int(lookup[b]) if b < len(lookup) else -1
+        if k < 0 or k >= len(ppci) or not in_service[k]:
+            continue
+        i = where.get(int(ppci[k]) + 1)
+        if i is not None:
+            out[int(b)] = i
+    return out
+
+
+def gen_table(network) -> list[tuple[str, int]]:
+    """Per Network generator, the pandapower (element, index) it came from."""
+    gens = network.pandapower_gens.iloc[np.asarray(network.gen_ids) - 1]
+    return [(str(e), int(i)) for e, i in zip(gens["element_type"], gens["element"])]
+
+
+def element_types(pp_net, element: str, idx: int) -> Any:
+    tbl = pp_net[element]
+    if "type" in tbl and idx in tbl.index:
+        t = tbl.at[idx, "type"]
+        return "" if t is None or (isinstance(t, float) and math.isnan(t)) else str(t)
+    return ""
