@@ -62,7 +62,7 @@ COORDINATOR_COLUMNS = ["period", "round", "feasibility", "dual_residual", "rho",
 PERIOD_COORDINATOR_COLUMNS = ["period", "label", "rounds", "stopped", "feasibility", "dual_residual", "epsilon_spent",
                               "wall_s"]
 #: summary keys of the coordinator's view
-COORDINATOR_KEYS = ("source", "algorithm", "n_zones", "periods", "period_minutes", "relation", "relation_text", "beta",
+COORDINATOR_KEYS = ("source", "algorithm", "n_zones", "n_periods", "period_minutes", "relation", "relation_text", "beta",
                     "epsilon_total", "epsilon_claim", "target_epsilon", "private", "noise_source", "rounds_total",
                     "mean_rounds", "stopped", "wall_s", "setup_s", "wall_s_per_period", "backend", "cold_start",
                     "resumed_from_period", "tolerance", "max_rounds", "ramp")
@@ -167,7 +167,7 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
         if resume and record.has_checkpoint():
             state, saved = record.load_checkpoint()
             done = int(state["period"])
-            coordinator.load_state_dict(state["coordinator"])
+            coordinator.load_state_dict(state)
             backend.load_checkpoint(folders, coordinator.round)
             history = list(saved or [])
             ev = load_state(out_dir / "checkpoint" / "periods")
@@ -321,17 +321,13 @@ def _central(k, horizon, evaluation, ramp, run_cfg) -> float | None:
     """The centralized SOC OPF of period ``k`` (its ramp limits around its own previous dispatch)."""
     from ...opf.centralized import solve_opf
 
-    net = horizon.network
-    pmax = np.minimum(net.pmax, np.asarray(horizon.gen_pmax[k], dtype=float))
-    pmin = net.pmin.copy()
+    net_k = horizon.network_at(k)
     prev = evaluation.get("central_pg")
     if ramp is not None and prev is not None:
         prev = np.asarray(prev, dtype=float)
-        pmin = np.maximum(pmin, prev - ramp)
-        pmax = np.minimum(pmax, prev + ramp)
-    pmax = np.maximum(pmax, pmin)
-    net_k = replace(net, pd=np.asarray(horizon.pd[k], float).copy(), qd=np.asarray(horizon.qd[k], float).copy(),
-                    pmin=pmin, pmax=pmax, pandapower_net=None, pandapower_gens=None)
+        net_k.pmin = np.maximum(net_k.pmin, prev - ramp)
+        net_k.pmax = np.maximum(np.minimum(net_k.pmax, prev + ramp), net_k.pmin)
+    net_k = replace(net_k, pandapower_net=None, pandapower_gens=None)
     try:
         res = solve_opf(net_k, objective=run_cfg.objective, convention=run_cfg.convention, flows=run_cfg.flows,
                         shedding_weight=run_cfg.shedding_weight, solver="ipopt")
@@ -352,7 +348,7 @@ def _checkpoint(record, folders, backend, coordinator, k, history, periods, eval
         save_state(d / "periods", {"periods": jsonable(periods), "central_pg": evaluation["central_pg"],
                                    "dispatch": evaluation["dispatch"]})
 
-    record.save_checkpoint({"coordinator": coordinator.state_dict(), "period": k, "round": coordinator.round}, history,
+    record.save_checkpoint({**coordinator.state_dict(), "period": k}, history,
                            coordinator.round, agents=evaluation_files,
                            prune=lambda d: backend.prune_checkpoints(folders, coordinator.round))
 
@@ -373,7 +369,7 @@ def _result(config, horizon, run_cfg, part, history, periods, evaluation, diags,
         claim = max(eps_total.values()) if config.relation == "user" else per_period_max
     gaps = [g for g in frame.get("relative_cost_gap", pd.Series(dtype=float)).tolist() if g is not None and np.isfinite(g)]
     summary: dict[str, Any] = {
-        "source": horizon.source, "algorithm": config.algorithm, "n_zones": part.n_zones, "periods": config.periods,
+        "source": horizon.source, "algorithm": config.algorithm, "n_zones": part.n_zones, "n_periods": config.periods,
         "period_minutes": float(horizon.period_minutes), "relation": config.relation,
         "relation_text": relation_text(config.relation, config.beta, config.periods) if config.private else None,
         "beta": config.beta if config.private else None, "epsilon_total": eps_total, "epsilon_claim": claim,
