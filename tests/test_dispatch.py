@@ -182,3 +182,5 @@ def test_the_command_line_writes_the_views_as_json(profile, tmp_path, capsys):
     assert set(doc["coordinator_view"]["epsilon_total"]) == {"0", "1", "2"}
     assert doc["coordinator_view"]["relation"] == "user"
     assert len(doc["simulation_evaluation"]["periods"]) == 2
+    assert main(["plot", str(tmp_path / "d"), "-q"]) == 0  # powerdp plot knows a dispatch run (runs/kinds.py)
+    assert (tmp_path / "d" / "figures" / "dispatch_day.png").is_file()

@@ -57,7 +57,8 @@ __all__ = ["run_dispatch", "DispatchResult", "DispatchFailed", "COORDINATOR_COLU
 
 AGENT = "powerdp.apps.dispatch.agent:DispatchZoneAgent"
 #: the coordinator's history columns (an allow-list: the rest is the simulation's evaluation)
-COORDINATOR_COLUMNS = ["period", "round", "feasibility", "dual_residual", "rho", "epsilon_spent", "wall_s"]
+COORDINATOR_COLUMNS = ["period", "round", "feasibility", "dual_residual", "consensus_norm", "rho", "epsilon_spent",
+                       "wall_s"]
 #: the coordinator's columns of the per-period table
 PERIOD_COORDINATOR_COLUMNS = ["period", "label", "rounds", "stopped", "feasibility", "dual_residual", "epsilon_spent",
                               "wall_s"]
@@ -255,6 +256,7 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
         diags = backend.diagnostics()
         return {
             "period": k, "round": t, "feasibility": res.primal, "dual_residual": res.dual, "rho": rho,
+            "consensus_norm": float(np.linalg.norm(coordinator.w)),
             "epsilon_spent": float(max(d.epsilon_spent for d in diags)), "wall_s": time.perf_counter() - ts,
             "objective": float(sum(d.objective for d in diags)),
             "max_violation": float(max(d.max_violation for d in diags)),
@@ -264,7 +266,7 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
         return DispatchFailed(f"period {k}, round {t}: {detail}")
 
     rounds = Rounds(step=step, partial=lambda rows, stopped: _Partial(), failed=failed,
-                    converged=lambda row: row["feasibility"] <= tol and row["dual_residual"] <= tol * row["rho"])
+                    converged=lambda row: _converged(row, tol))
     start = len(history)
     stopped = run_rounds(rounds, coordinator.round + 1, coordinator.round + config.max_rounds, history, record, 0,
                          progress, False)
@@ -278,6 +280,13 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
     }
     row.update(_evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg))
     return row
+
+
+def _converged(row: dict[str, Any], tol: float) -> bool:
+    """The period's stopping rule: both residuals relative to the consensus' size (at least 1 p.u.) at most ``tol``:
+    ‖w − B z‖ ≤ tol·s and ‖w − w_prev‖ = dual/ρ ≤ tol·s, s = max(1, ‖w‖) (Boyd et al.'s relative rule)."""
+    scale = max(1.0, row["consensus_norm"])
+    return row["feasibility"] <= tol * scale and row["dual_residual"] <= tol * scale * row["rho"]
 
 
 class _Partial:
