@@ -28,8 +28,8 @@ in every period, and the budget is split over every period's rounds. --relation 
 in one period moves by --beta, and every period gets the whole budget (the claim covers one period's
 value, not a profile). The relation is printed at the start.
 
-Each period stops when both residuals (primal; dual divided by rho) are at most --tolerance times the
-consensus' norm (at least 1 p.u.), or after --max-rounds rounds. --out DIR keeps the run: per-period checkpoints (Ctrl-C keeps every complete period;
+Each period stops when both residuals (primal; dual divided by rho) are at most --tolerance (p.u.),
+or after --max-rounds rounds. --out DIR keeps the run: per-period checkpoints (Ctrl-C keeps every complete period;
 powerdp dispatch --resume DIR continues at the period it stopped in, bit-identical for a seeded run),
 the coordinator's view (coordinator_view/: history.csv, periods.csv, summary.json) and the simulation's
 evaluation (simulation_evaluation/: the costs against the centralized SOC OPF of every period, shedding,
@@ -67,9 +67,8 @@ def add_dispatch_parser(sub) -> None:
     p.add_argument("--ramp", type=real(0, lo_open=True),
                    help="ramp limit: a conventional generator's p moves by at most this fraction of its pmax per period")
     p.add_argument("--max-rounds", type=integer(1), default=100, help="round cap of one period (default 100)")
-    p.add_argument("--tolerance", type=real(0), default=1e-3,
-                   help="stop a period when both residuals (primal; dual / rho) are at most this times the consensus' "
-                   "norm (at least 1 p.u.; default 1e-3)")
+    p.add_argument("--tolerance", type=real(0), default=1e-4,
+                   help="stop a period when both residuals (primal; dual / rho) are at most this (p.u.; default 1e-4)")
     p.add_argument("--cold-start", action="store_true",
                    help="start every period from the flat start with zero duals (the baseline warm start is measured against)")
     p.add_argument("--rho", type=real(0, lo_open=True), help="ADMM penalty (default: scaled to the costs)")

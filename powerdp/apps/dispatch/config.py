@@ -58,7 +58,7 @@ class DispatchConfig:
     beta: float = 0.01
     ramp: float | None = None  # a generator's p moves by at most this fraction of its pmax between periods
     max_rounds: int = 100  # the round cap of one period
-    tolerance: float = 1e-3  # stop a period when both residuals (primal; dual / ρ) are at most this × max(1, ‖w‖)
+    tolerance: float = 1e-4  # stop a period when both residuals (primal; dual / ρ) are at most this (p.u.)
     seed: int | None = None
     backend: str = "serial"
     workers: int | None = None

@@ -283,10 +283,8 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
 
 
 def _converged(row: dict[str, Any], tol: float) -> bool:
-    """The period's stopping rule: both residuals relative to the consensus' size (at least 1 p.u.) at most ``tol``:
-    ‖w − B z‖ ≤ tol·s and ‖w − w_prev‖ = dual/ρ ≤ tol·s, s = max(1, ‖w‖) (Boyd et al.'s relative rule)."""
-    scale = max(1.0, row["consensus_norm"])
-    return row["feasibility"] <= tol * scale and row["dual_residual"] <= tol * scale * row["rho"]
+    """The period's stopping rule: both residuals at most ``tol`` (p.u.): ‖w − B z‖ and ‖w − w_prev‖ = dual/ρ."""
+    return row["feasibility"] <= tol and row["dual_residual"] <= tol * row["rho"]
 
 
 class _Partial:
