@@ -212,7 +212,9 @@ def read_profile_table(path: str | Path) -> tuple[_Profiles, np.ndarray | None, 
         bad = ~np.isfinite(values)
         if bad.any():
             r, c = np.argwhere(bad)[0]
-            raise CaseDataError(f"profile table {p}: column {cols[c][1]!r}, row {r}: {df[cols[c][1]].iloc[r]!r} is not a finite number")
+            v = df[cols[c][1]].iloc[r]
+            v = float(v) if isinstance(v, (float, np.floating)) else v
+            raise CaseDataError(f"profile table {p}: column {cols[c][1]!r}, row {r}: {v!r} is not a finite number")
         out[key] = (np.array([i for i, _ in cols], dtype=np.int64), values)
     return out, labels, minutes
 
