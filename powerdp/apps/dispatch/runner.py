@@ -236,7 +236,7 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
     """One period: its data to the zones, (re)start, the rounds until the residuals meet the tolerance."""
     from .agent import period_slices
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     pmax = np.asarray(horizon.gen_pmax[k], dtype=float)
     cold = config.cold_start or k == 0
     backend.call("set_period", period_slices(own_buses, own_gens, horizon.pd[k], horizon.qd[k], pmax, k, ramp,
@@ -277,6 +277,7 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
         "period": k, "label": str(horizon.labels[k]) if len(horizon.labels) > k else str(k), "rounds": len(rows),
         "stopped": stopped, "feasibility": last["feasibility"], "dual_residual": last["dual_residual"],
         "epsilon_spent": float(max(d.epsilon_spent for d in diags)), "wall_s": time.perf_counter() - t0,
+        "cpu_s": time.process_time() - c0,  # this process's CPU (serial backend: the zones' too); evaluation only
     }
     row.update(_evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg))
     return row
