@@ -184,3 +184,29 @@ def test_the_command_line_writes_the_views_as_json(profile, tmp_path, capsys):
     assert len(doc["simulation_evaluation"]["periods"]) == 2
     assert main(["plot", str(tmp_path / "d"), "-q"]) == 0  # powerdp plot knows a dispatch run (runs/kinds.py)
     assert (tmp_path / "d" / "figures" / "dispatch_day.png").is_file()
+
+
+def test_ramp_limits_hold_between_periods(profile):
+    """A conventional generator's p moves by at most ramp × pmax between consecutive periods (its own previous
+    dispatch), and the centralized reference follows the same rule."""
+    h = horizon(profile)
+    ramp = 0.05
+    cfg = DispatchConfig(source="case14", periods=4, zones=3, algorithm="exact", max_rounds=60, tolerance=1e-4, ramp=ramp)
+    res = run_dispatch(cfg, h)
+    p = res.dispatch["res_gen"].to_numpy()  # MW per period
+    conventional = np.asarray(h.gen_kind) == "conventional"
+    limit = ramp * h.network.pmax[conventional] * h.network.base_mva
+    assert conventional.any()
+    step = np.abs(np.diff(p[:, [n in set(np.asarray(h.gen_names)[conventional]) for n in res.dispatch["res_gen"].columns]], axis=0))
+    assert (step <= limit[None, :] * (1 + 1e-6) + 1e-6).all(), (step, limit)
+    free = run_dispatch(cfg.replace(ramp=None), h, reference=False).dispatch["res_gen"].to_numpy()
+    assert np.abs(np.diff(free, axis=0)).max() > limit.min() * 1.5  # without the limit the dispatch moves further
+
+
+def test_the_process_backend_takes_each_period(profile):
+    h = horizon(profile, periods=2)
+    cfg = DispatchConfig(source="case14", periods=2, zones=3, algorithm="exact", max_rounds=40, backend="process",
+                         workers=2)
+    serial = run_dispatch(cfg.replace(backend="serial", workers=None), h, reference=False)
+    hosted = run_dispatch(cfg, h, reference=False)
+    pd.testing.assert_frame_equal(serial.dispatch["res_gen"], hosted.dispatch["res_gen"], rtol=1e-6)

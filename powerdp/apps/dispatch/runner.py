@@ -183,8 +183,13 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
         t_run = time.perf_counter()
         with deferred_stop():
             for k in range(first, config.periods):
-                row = _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record,
-                              progress, reference, evaluation, run_cfg)
+                try:
+                    row = _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record,
+                                  progress, reference, evaluation, run_cfg)
+                except Interrupted:  # inside a period's rounds: the complete periods are kept
+                    raise Interrupted(f"interrupted in period {k} of {config.periods}{_kept(out_dir, k)}", None) from None
+                except DispatchFailed as exc:
+                    raise DispatchFailed(f"{exc}{_kept(out_dir, k)}") from exc
                 periods.append(row)
                 if record is not None:
                     _checkpoint(record, folders, backend, coordinator, k, history, periods, evaluation)
@@ -192,24 +197,24 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
                 if progress is not None:
                     progress({"period_done": k, **row})
                 if stop_requested() is not None and k < config.periods - 1:
-                    where = f"; periods 0-{k} kept in {out_dir} (powerdp dispatch --resume {out_dir} continues at period {k + 1})" \
-                        if out_dir is not None else " (no output directory: nothing kept)"
-                    raise Interrupted(f"interrupted after period {k} of {config.periods}{where}", None)
+                    raise Interrupted(f"interrupted after period {k} of {config.periods}{_kept(out_dir, k + 1)}", None)
         run_s = time.perf_counter() - t_run
         diags = backend.diagnostics()
-    except Interrupted as exc:
-        if "period" not in str(exc):  # inside a period's rounds: the complete periods are kept
-            kept = len(periods)
-            where = (f"; periods 0-{kept - 1} kept in {out_dir} (powerdp dispatch --resume {out_dir} continues at period "
-                     f"{kept})" if out_dir is not None and kept else "")
-            raise Interrupted(f"interrupted in period {kept} of {config.periods}{where}", None) from None
-        raise
     finally:
         backend.close()
     result = _result(config, horizon, run_cfg, part, history, periods, evaluation, diags, setup_s, run_s, resumed_from)
     if out_dir is not None:
         _save(result, out_dir)
     return result
+
+
+def _kept(out_dir: Path | None, k: int) -> str:
+    """What a run stopped in (or before) period ``k`` leaves, for its one-line message."""
+    if out_dir is None:
+        return " (no output directory: nothing kept)"
+    if k == 0:
+        return f"; no period complete in {out_dir} (start it again)"
+    return f"; periods 0-{k - 1} kept in {out_dir} (powerdp dispatch --resume {out_dir} continues at period {k})"
 
 
 def _check_saved(record: RunRecord, config: DispatchConfig) -> None:
