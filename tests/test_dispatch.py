@@ -146,8 +146,8 @@ def test_a_stopped_run_resumes_at_its_period_bit_identically(profile, tmp_path):
     resumed = run_dispatch(cfg, h, out=tmp_path / "b", resume=True)
     assert resumed.summary["resumed_from_period"] == 2
     for view in ("coordinator_view", "simulation_evaluation"):
-        a = pd.read_csv(tmp_path / "a" / view / "periods.csv").drop(columns="wall_s")
-        b = pd.read_csv(tmp_path / "b" / view / "periods.csv").drop(columns="wall_s")
+        a = pd.read_csv(tmp_path / "a" / view / "periods.csv").drop(columns=["wall_s", "cpu_s"], errors="ignore")
+        b = pd.read_csv(tmp_path / "b" / view / "periods.csv").drop(columns=["wall_s", "cpu_s"], errors="ignore")
         pd.testing.assert_frame_equal(a, b, check_exact=True)
         ha = pd.read_csv(tmp_path / "a" / view / "history.csv").drop(columns="wall_s", errors="ignore")
         hb = pd.read_csv(tmp_path / "b" / view / "history.csv").drop(columns="wall_s", errors="ignore")
@@ -210,3 +210,17 @@ def test_the_process_backend_takes_each_period(profile):
     serial = run_dispatch(cfg.replace(backend="serial", workers=None), h, reference=False)
     hosted = run_dispatch(cfg, h, reference=False)
     pd.testing.assert_frame_equal(serial.dispatch["res_gen"], hosted.dispatch["res_gen"], rtol=1e-6)
+
+
+def test_resume_refuses_an_edited_profile_file(tmp_path):
+    profile = day_profile(tmp_path / "day.csv", 2)
+    h = load_horizon("case14", periods=2, profiles=profile)
+    cfg = DispatchConfig(source="case14", periods=2, zones=3, algorithm="exact", max_rounds=5, profiles=str(profile))
+    run_dispatch(cfg, h, out=tmp_path / "d", reference=False)
+    assert "profiles" in json.loads((tmp_path / "d" / "inputs.json").read_text())
+    frame = pd.read_csv(profile)
+    (frame * 1.1).to_csv(profile, index=False)
+    from powerdp.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="day.csv"):
+        run_dispatch(cfg, h, out=tmp_path / "d", resume=True)

@@ -44,6 +44,7 @@ from ...files.jsonable import jsonable
 from ...files.zone_folders import simulation_folders
 from ...grid.network import Network
 from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
+from ...runs.inputs import case_entry, file_entry
 from ...runs.loop import Rounds, run_rounds
 from ...runs.record import RunRecord
 from ...runs.stopping import deferred_stop, stop_requested
@@ -151,9 +152,14 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
         folders = simulation_folders(out_dir)
         if resume:
             _check_saved(record, config)
+            record.verify_inputs("resume")  # the profile and cost files, unchanged
         else:
             record.write_config({**config.to_dict(), "shedding_weight": run_cfg.shedding_weight, "rho_resolved": run_cfg.rho})
             part.to_csv(out_dir / "partition.csv")
+            record.record_inputs({"case": case_entry(config.source) if not config.source.startswith("simbench:") else None,
+                                  "profiles": file_entry(config.profiles) if config.profiles else None,
+                                  "costs": file_entry(config.costs) if config.costs else None,
+                                  "partition.csv": file_entry(out_dir / "partition.csv")})
     if config.private:
         say(relation_text(config.relation, config.beta, config.periods))
     say(f"building {part.n_zones} zone agents ({config.backend} backend)")
