@@ -104,7 +104,7 @@ def test_warm_start_needs_fewer_rounds_than_cold(profile):
     assert w <= 0.6 * c, (w, c)  # measured 25.7 against 51.3 (tolerance 1e-3); benchmarks/dispatch.py measures a day
 
 
-@pytest.mark.parametrize("algorithm", ["objl", "inpl"])
+@pytest.mark.parametrize("algorithm", ["objl", "inpl", "exact/input/laplace"])
 def test_user_level_budget_is_the_ledgers_total_over_the_horizon(profile, algorithm):
     h = horizon(profile)
     cfg = DispatchConfig(source="case14", periods=4, zones=3, algorithm=algorithm, target_epsilon=1.0, seed=2,

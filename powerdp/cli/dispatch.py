@@ -45,7 +45,7 @@ examples:
 
 exit status: 0 done, 1 a period failed (the complete periods are kept), 2 bad input, 130 interrupted."""
 
-ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl")
+ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace")
 
 
 def add_dispatch_parser(sub) -> None:
@@ -58,8 +58,9 @@ def add_dispatch_parser(sub) -> None:
     p.add_argument("--costs", type=Path, help="public costs overriding the defaults (CSV or JSON)")
     p.add_argument("--zones", type=integer(2), default=4, help="automatic zones (default 4)")
     p.add_argument("--algorithm", choices=ALGORITHMS, default="nonprivate",
-                   help="nonprivate (linearized ADMM), exact, or a private one: objl (objective perturbation), inpl "
-                   "(input perturbation: noise once per period), outl (default nonprivate)")
+                   help="nonprivate (linearized ADMM), exact (exact ADMM), or a private one: objl (objective perturbation), "
+                   "inpl (input perturbation: noise once per period, linearized ADMM on the perturbed loads), "
+                   "exact/input/laplace (the same under exact ADMM), outl (default nonprivate)")
     p.add_argument("--target-epsilon", type=real(0, lo_open=True), help="total epsilon per zone over the horizon")
     p.add_argument("--relation", choices=("user", "event"), default="user",
                    help="neighbouring profiles: user (one load's whole profile; default) or event (one value, one period)")

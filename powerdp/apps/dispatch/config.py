@@ -28,8 +28,9 @@ __all__ = ["DispatchConfig", "RELATIONS", "DISPATCH_ALGORITHMS", "relation_text"
 
 RELATIONS = ("user", "event")
 #: the algorithms a dispatch runs: the non-private linearized and exact updates, and the Laplace mechanisms (a pure-ε
-#: budget over the horizon, split exactly by the ledger's basic composition)
-DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl")
+#: budget over the horizon, split exactly by the ledger's basic composition); exact/input/laplace is input
+#: perturbation under exact ADMM (the period's perturbed loads d̃, then the non-private exact update)
+DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace")
 
 
 def relation_text(relation: str, beta: float, periods: int) -> str:
