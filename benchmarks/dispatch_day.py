@@ -11,7 +11,7 @@ SOC OPF of the period) and, unless --no-cold, the same horizon cold-started (eve
 ratio of their mean rounds over periods 1..T-1 (period 0 starts cold in both), and per period the wall and CPU time
 (this process; with the serial backend the zones' solves included, the centralized reference excluded) and the peak
 memory. ``private``: objl and inpl at the total budget, user-level: per period the cost gap and the MW shed, and the
-ledger's total per zone against the claim. Runs serially (one process), gentle on a shared machine.
+ledger's total per zone against the claim (objl, inpl and input perturbation under exact ADMM beside exact ADMM). Runs serially (one process), gentle on a shared machine.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def private(args, horizon):
 
     out = {"target_epsilon": args.epsilon, "relation": "user", "runs": {}}
     rows = {}
-    for algorithm in ("nonprivate", "objl", "inpl"):
-        budget = None if algorithm == "nonprivate" else args.epsilon
+    for algorithm in args.algorithms.split(","):
+        budget = None if algorithm in ("nonprivate", "exact") else args.epsilon
         cfg = DispatchConfig(source=args.source, periods=args.periods, zones=args.zones, algorithm=algorithm,
                              target_epsilon=budget, max_rounds=args.max_rounds, tolerance=args.tolerance,
                              backend=args.backend, seed=args.seed)
@@ -107,7 +107,7 @@ def _table(args, rows) -> None:
     """The per-period table of docs/results/dispatch.md (markdown)."""
     lines = ["| period | load (MW) | centralized cost ($/h) | " + " | ".join(
         f"{a} gap | {a} shed (MW)" for a in rows) + " |", "|" + "---|" * (3 + 2 * len(rows))]
-    base = rows["nonprivate"]
+    base = next(iter(rows.values()))
     for i in range(len(base)):
         cells = [str(int(base["period"].iloc[i])), f"{base['load_mw'].iloc[i]:.1f}", f"{float(base['centralized_cost'].iloc[i]):.1f}"]
         for frame in rows.values():
@@ -143,6 +143,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tolerance", type=float, default=1e-2)
     ap.add_argument("--backend", default="serial")
     ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--algorithms", default="exact,objl,inpl,exact/input/laplace",
+                    help="private mode: the algorithms, the non-private reference first")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-cold", action="store_true")
     ap.add_argument("--table", help="private mode: write the per-period table (markdown) here")
