@@ -205,10 +205,6 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
     if not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory (a sweep's --out or a run's --out)")
     kind = run_kind(directory)
-    if kind == "dispatch":  # a day of dispatch: cost, shedding and ε per period
-        from .dispatch_plot import plot_dispatch
-
-        return [plot_dispatch([directory], out)]
     if kind in ("noisy_admm", "dc_market", "vertical"):  # one run of an application without sweeps: its history
         return [plot_run_history(directory, out, describe(kind))]
     if is_learning_dir(directory):  # a federated-learning run or sweep (powerdp learn)
