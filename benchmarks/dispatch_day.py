@@ -81,12 +81,19 @@ def private(args, horizon):
 
     out = {"target_epsilon": args.epsilon, "relation": "user", "runs": {}}
     rows = {}
+    central = None
     for algorithm in args.algorithms.split(","):
         budget = None if algorithm in ("nonprivate", "exact") else args.epsilon
         cfg = DispatchConfig(source=args.source, periods=args.periods, zones=args.zones, algorithm=algorithm,
                              target_epsilon=budget, max_rounds=args.max_rounds, tolerance=args.tolerance,
                              backend=args.backend, seed=args.seed)
-        res, cpu, wall = _run(cfg, horizon, reference=True)
+        res, cpu, wall = _run(cfg, horizon, reference=central is None)  # the centralized OPF once (no ramp: the same)
+        if central is None:
+            central = res.periods["centralized_cost"].astype(float).to_numpy()
+        else:
+            res.periods["centralized_cost"] = central
+            res.periods["relative_cost_gap"] = np.abs(res.periods["cost"].to_numpy() - central) / np.abs(central)
+            res.summary["max_relative_cost_gap"] = float(res.periods["relative_cost_gap"].max())
         s = res.summary
         out["runs"][algorithm] = {
             "epsilon_total": s["epsilon_total"], "epsilon_claim": s["epsilon_claim"],
