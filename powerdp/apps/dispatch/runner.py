@@ -43,6 +43,7 @@ from ...files.checkpoint import load_state, save_state
 from ...files.jsonable import jsonable
 from ...files.zone_folders import simulation_folders
 from ...grid.network import Network
+from ...grid.partition import partition as make_partition
 from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
 from ...runs.inputs import case_entry, file_entry
 from ...runs.loop import Rounds, run_rounds
@@ -132,8 +133,10 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
     t_setup = time.perf_counter()
     net: Network = horizon.network
     run_cfg = resolve_config(config.run_config(net.name, None), net)  # ρ and ω explicit
-    part = resolve_partition(net, run_cfg)
-    run_cfg = run_cfg.replace(partition=None, partition_method="modularity") if run_cfg.partition else run_cfg
+    if resume and out_dir is not None and (out_dir / "partition.csv").is_file():  # the zones the run was made with
+        part = make_partition(net, str(out_dir / "partition.csv"))
+    else:
+        part = resolve_partition(net, run_cfg)
     keys = part.shared_keys(run_cfg.flows)
     if not keys:
         raise ConfigError(f"the partition of {net.name} into {part.n_zones} zone(s) shares no variables")
@@ -249,10 +252,9 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
 
     t0, c0 = time.perf_counter(), time.process_time()
     pmax = np.asarray(horizon.gen_pmax[k], dtype=float)
-    cold = config.cold_start or k == 0
     backend.call("set_period", period_slices(own_buses, own_gens, horizon.pd[k], horizon.qd[k], pmax, k, ramp,
-                                             cold and k > 0, k > 0))
-    if cold and not (k == 0 and coordinator.round > 0):
+                                             config.cold_start and k > 0, k > 0))
+    if config.cold_start or k == 0:  # the flat start projected, zero duals (period 0 always)
         r = coordinator.round
         coordinator.w = np.zeros_like(coordinator.w)
         coordinator.lam = np.zeros_like(coordinator.lam)
