@@ -29,8 +29,10 @@ in one period moves by --beta, and every period gets the whole budget (the claim
 value, not a profile). The relation is printed at the start.
 
 Each period stops when both residuals (primal; dual divided by rho) are at most --tolerance (p.u.),
-or after --max-rounds rounds. --out DIR keeps the run: per-period checkpoints (Ctrl-C keeps every complete period;
-powerdp dispatch --resume DIR continues at the period it stopped in, bit-identical for a seeded run),
+or after --max-rounds rounds.
+
+--out DIR keeps the run: per-period checkpoints (Ctrl-C keeps every complete period; powerdp dispatch
+--resume DIR continues at the period it stopped in, bit-identical for a seeded run),
 the coordinator's view (coordinator_view/: history.csv, periods.csv, summary.json) and the simulation's
 evaluation (simulation_evaluation/: the costs against the centralized SOC OPF of every period, shedding,
 import, curtailment, res_gen/ res_sgen/ res_ext_grid/ p_mw.csv), the zones' own files in zones.private/.
