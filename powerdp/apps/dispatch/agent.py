@@ -58,7 +58,7 @@ class DispatchZoneAgent(ZoneAgent):
         ``redraw`` draws input perturbation's noise afresh for this period."""
         self.period = int(data["period"])
         self._set_loads(np.asarray(data["pd"], dtype=float), np.asarray(data["qd"], dtype=float))
-        self._set_generation(np.asarray(data["pmax"], dtype=float), data.get("ramp"), bool(data.get("cold")))
+        self._set_generation(np.asarray(data["pmax"], dtype=float), data.get("ramp"))
         if data.get("cold"):
             self.lam = np.zeros(self.n_shared)
             self._warm = None
@@ -90,11 +90,11 @@ class DispatchZoneAgent(ZoneAgent):
             const_e[self._sp_rows] = vals
             self.problem.expressions[name] = dataclasses.replace(lm, const=const_e)
 
-    def _set_generation(self, pmax: np.ndarray, ramp, cold: bool) -> None:
+    def _set_generation(self, pmax: np.ndarray, ramp) -> None:
         lb, ub, cl, cu = (b.copy() for b in self._bounds0)
         lo = self._lb0[self._gen_cols].copy()
         hi = np.minimum(self._ub0[self._gen_cols], pmax)
-        if ramp is not None and self.z_released is not None and not cold:
+        if ramp is not None and self.z_released is not None:  # a cold start forgets the iterate, not the dispatch
             prev = self.z_released[self._gen_cols]  # the zone's own dispatch of the previous period (released to it)
             r = np.asarray(ramp, dtype=float)
             lo = np.maximum(lo, prev - r)
