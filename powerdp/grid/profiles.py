@@ -141,13 +141,13 @@ def load_horizon(
         minutes = _SIMBENCH_MINUTES
         if user is not None:
             over = user[0]
-            data.update(_slice(over, start, periods, str(profiles)))
+            data.update(_slice(over, start, periods, f"profile table {profiles}"))
         return _pandapower_horizon(pp_net, data, table, convention, start, periods, labels, minutes, name)
     if user is None:
         raise CaseDataError(f"{text or type(source).__name__}: a horizon needs profiles (a CSV or parquet table, "
                             "profiles=...), or a SimBench grid code simbench:CODE")
     raw, labels, minutes = user
-    data = _slice(raw, start, periods, str(profiles))
+    data = _slice(raw, start, periods, f"profile table {profiles}")
     labels = None if labels is None else labels[start : start + periods]
     pp_net = source if type(source).__name__ == "pandapowerNet" else None
     if text.startswith("pandapower:"):
@@ -157,7 +157,7 @@ def load_horizon(
     if pp_net is not None:
         return _pandapower_horizon(pp_net, data, table, convention, start, periods, labels, minutes,
                                    text or (getattr(pp_net, "name", "") or "pandapower net"))
-    return _matpower_horizon(load_case(source, convention), data, table, start, periods, labels, minutes, str(profiles))
+    return _matpower_horizon(load_case(source, convention), data, table, start, periods, labels, minutes, f"profile table {profiles}")
 
 
 # ----------------------------------------------------------------------------- the profile table

@@ -47,10 +47,10 @@ def simbench_grid(code: str, start: int, periods: int):
     sb = import_simbench()
     try:
         net = sb.get_simbench_net(code)
-    except Exception as exc:  # simbench raises IndexError/KeyError/ValueError for an unknown code
+    except Exception:  # simbench raises IndexError ("list index out of range") for an unknown code
         raise CaseDataError(
-            f"simbench:{code}: not a SimBench grid code ({type(exc).__name__}: {exc}); codes look like "
-            "1-HV-mixed--0-sw or 1-EHV-mixed--0-sw (simbench.collect_all_simbench_codes())"
+            f"simbench:{code}: not a SimBench grid code; codes look like 1-HV-mixed--0-sw or 1-EHV-mixed--0-sw "
+            "(simbench.collect_all_simbench_codes() lists them)"
         ) from None
     prof = getattr(net, "profiles", None) or {}
     rows = len(prof["load"]) if "load" in prof else 0
