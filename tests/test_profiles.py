@@ -160,6 +160,24 @@ def test_pandapower_gen_with_a_profile_is_a_renewable(pp_net, tmp_path):
     assert h.network_at(1).pmax[g] * S == pytest.approx(25.0)
 
 
+def test_base_mva_of_a_pandapower_net(pp_net, tmp_path):
+    pd.DataFrame({"load.0.p_mw": [20.0, 30.0], "sgen.0.p_mw": [5.0, 6.0]}).to_csv(tmp_path / "p.csv", index=False)
+    one = load_horizon(pp_net, periods=2, profiles=tmp_path / "p.csv", base_mva=1.0)
+    hundred = load_horizon(pp_net, periods=2, profiles=tmp_path / "p.csv", base_mva=100.0)
+    assert one.network.base_mva == 1.0 and hundred.network.base_mva == 100.0
+    np.testing.assert_allclose(one.pd, 100 * hundred.pd)  # the same MW
+    np.testing.assert_allclose(one.gen_pmax, 100 * hundred.gen_pmax)
+    np.testing.assert_allclose(one.network.cost_c1, hundred.network.cost_c1 / 100)  # $/h per p.u.
+    np.testing.assert_allclose(one.curtailment_offset, hundred.curtailment_offset)
+    r1 = powerdp.solve_opf(one.network_at(1), solver="clarabel")
+    r100 = powerdp.solve_opf(hundred.network_at(1), solver="clarabel")
+    assert r1.objective == pytest.approx(r100.objective, rel=1e-5)
+    with pytest.raises(CaseDataError, match="a MATPOWER case keeps its own baseMVA"):
+        load_horizon("case14", periods=2, profiles=_case14_table(load_case("case14"), tmp_path / "c.csv"), base_mva=10)
+    with pytest.raises(CaseDataError, match="base_mva = 0: give a positive number"):
+        load_horizon(pp_net, periods=2, profiles=tmp_path / "p.csv", base_mva=0)
+
+
 def test_cost_file_json_overrides(pp_net, tmp_path):
     pd.DataFrame({"sgen.0.p_mw": [5.0, 6.0]}).to_csv(tmp_path / "p.csv", index=False)
     (tmp_path / "c.json").write_text(json.dumps({

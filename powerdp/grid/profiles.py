@@ -118,6 +118,7 @@ def load_horizon(
     profiles: str | Path | None = None,
     costs: str | Path | PublicCosts | None = None,
     convention: str = "powermodels",
+    base_mva: float | None = None,
 ) -> Horizon:
     """A case and ``periods`` rows of its time series from row ``start`` (docs/profiles.md).
 
@@ -126,9 +127,13 @@ def load_horizon(
     (module docstring). For a SimBench grid, ``profiles`` overrides the columns it names. ``costs``: a
     cost file (CSV or JSON) overriding :data:`~powerdp.grid.public_costs.DEFAULT_COSTS`, or a
     :class:`PublicCosts`. Every bad input raises :class:`~powerdp.errors.CaseDataError` (exit status 2)
-    naming the element and the field.
+    naming the element and the field. ``base_mva``: the per-unit base of a SimBench grid or pandapower net
+    (None: its ``sn_mva``, 1 MVA for SimBench); a MATPOWER case keeps its own baseMVA.
     """
     periods, start = _check_window(periods, start)
+    if base_mva is not None and (isinstance(base_mva, bool) or not isinstance(base_mva, (int, float))
+                                 or not np.isfinite(base_mva) or base_mva <= 0):
+        raise CaseDataError(f"base_mva = {base_mva!r}: give a positive number of MVA")
     table = costs if isinstance(costs, PublicCosts) else read_costs(costs)
     user = read_profile_table(profiles) if profiles is not None else None
     text = str(source) if isinstance(source, (str, Path)) else ""
@@ -142,7 +147,7 @@ def load_horizon(
         if user is not None:
             over = user[0]
             data.update(_slice(over, start, periods, f"profile table {profiles}"))
-        return _pandapower_horizon(pp_net, data, table, convention, start, periods, labels, minutes, name)
+        return _pandapower_horizon(pp_net, data, table, convention, start, periods, labels, minutes, name, base_mva)
     if user is None:
         raise CaseDataError(f"{text or type(source).__name__}: a horizon needs profiles (a CSV or parquet table, "
                             "profiles=...), or a SimBench grid code simbench:CODE")
@@ -156,7 +161,10 @@ def load_horizon(
         pp_net = _pandapower_builtin(text.split(":", 1)[1])
     if pp_net is not None:
         return _pandapower_horizon(pp_net, data, table, convention, start, periods, labels, minutes,
-                                   text or (getattr(pp_net, "name", "") or "pandapower net"))
+                                   text or (getattr(pp_net, "name", "") or "pandapower net"), base_mva)
+    if base_mva is not None:
+        raise CaseDataError(f"base_mva = {base_mva}: a MATPOWER case keeps its own baseMVA (it applies to SimBench grids "
+                            "and pandapower nets)")
     return _matpower_horizon(load_case(source, convention), data, table, start, periods, labels, minutes, f"profile table {profiles}")
 
 
@@ -272,7 +280,7 @@ def _slice(data: _Profiles, start: int, periods: int, what: str, row0: int = 0) 
 
 
 def _pandapower_horizon(pp_net, data: _Profiles, costs: PublicCosts, convention: str, start: int, periods: int,
-                        labels, minutes: float, name: str) -> Horizon:
+                        labels, minutes: float, name: str, base_mva: float | None = None) -> Horizon:
     for (element, var), (idx, _) in data.items():
         tbl = pp_net[element]
         missing = [int(i) for i in idx if i not in tbl.index]
@@ -288,7 +296,7 @@ def _pandapower_horizon(pp_net, data: _Profiles, costs: PublicCosts, convention:
                                 "a generator is its available output")
     sgen_max = {int(i): float(v) for i, v in zip(sgen_idx, sgen_vals.max(0))}
     gen_max = {int(i): float(v) for i, v in zip(gen_idx, gen_vals.max(0))}
-    prepared, public = sbs.prepare_pandapower(pp_net, sgen_max, costs, gen_max)
+    prepared, public = sbs.prepare_pandapower(pp_net, sgen_max, costs, gen_max, base_mva)
     net = load_case(prepared, convention)
     net.name = name
     buses = sbs.bus_map(prepared, net)

@@ -82,17 +82,19 @@ def _filled(values, default) -> np.ndarray:
 
 
 def prepare_pandapower(pp_net, sgen_max_mw: dict[int, float], costs: PublicCosts,
-                       gen_max_mw: dict[int, float] | None = None):
+                       gen_max_mw: dict[int, float] | None = None, base_mva: float | None = None):
     """A copy of ``pp_net`` ready for the OPF export, and {element name: kind} of the elements that got a public cost.
 
     ``sgen_max_mw``: per sgen index, its largest available output over the horizon (MW); ``gen_max_mw``: the
     same for the power plants (``gen``) a profile gives an available output: they become renewables
-    (``min_p_mw = 0``).
+    (``min_p_mw = 0``). ``base_mva``: the per-unit base (pandapower's ``sn_mva``; None keeps the net's).
     """
-    gen_max_mw = gen_max_mw or {}
     import pandapower as pp
 
+    gen_max_mw = gen_max_mw or {}
     net = copy.deepcopy(pp_net)
+    if base_mva is not None:
+        net.sn_mva = float(base_mva)
     for table in ("sgen", "gen", "ext_grid", "storage"):
         if table in net and len(net[table]) and "controllable" not in net[table]:
             net[table]["controllable"] = np.nan
