@@ -178,6 +178,24 @@ def test_base_mva_of_a_pandapower_net(pp_net, tmp_path):
         load_horizon(pp_net, periods=2, profiles=tmp_path / "p.csv", base_mva=0)
 
 
+def test_loads_sit_where_pandapowers_export_puts_them(tmp_path):
+    """Each load's profile lands on the bus pandapower's own export gives it, with a bus in the middle dropped."""
+    net = pn.case30()
+    net.poly_cost = net.poly_cost.iloc[0:0]
+    net.bus.loc[int(net.load.bus.iloc[2]), "in_service"] = False  # its load is left out, the buses renumbered
+    cut = int(net.load.bus.iloc[5])  # in service but cut off: pandapower's connectivity check drops it too
+    net.line.loc[(net.line.from_bus == cut) | (net.line.to_bus == cut), "in_service"] = False
+    net.trafo.loc[(net.trafo.hv_bus == cut) | (net.trafo.lv_bus == cut), "in_service"] = False
+    factor = {i: 1.5 + 0.1 * k for k, i in enumerate(net.load.index)}
+    pd.DataFrame({f"load.{i}.p_mw": [net.load.p_mw[i] * factor[i]] for i in net.load.index}).to_csv(tmp_path / "p.csv", index=False)
+    h = load_horizon(net, periods=1, profiles=tmp_path / "p.csv")
+    assert h.n_load == len(net.load) - 2
+    scaled = copy.deepcopy(h.network.pandapower_net)
+    for i in net.load.index:
+        scaled.load.loc[i, "p_mw"] = net.load.p_mw[i] * factor[i]
+    np.testing.assert_allclose(h.pd[0], load_case(scaled).pd, atol=1e-12)
+
+
 def test_cost_file_json_overrides(pp_net, tmp_path):
     pd.DataFrame({"sgen.0.p_mw": [5.0, 6.0]}).to_csv(tmp_path / "p.csv", index=False)
     (tmp_path / "c.json").write_text(json.dumps({

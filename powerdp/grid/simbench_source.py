@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import logging
 import math
-from typing import Any
 
 import numpy as np
 
@@ -140,9 +139,10 @@ def prepare_pandapower(pp_net, sgen_max_mw: dict[int, float], costs: PublicCosts
     for tbl in ("poly_cost", "pwl_cost"):
         if tbl in net and len(net[tbl]):
             have |= {(str(et), int(e)) for et, e in zip(net[tbl]["et"], net[tbl]["element"])}
-    if not costs.keep_case_costs and len(net.poly_cost):
-        net.poly_cost = net.poly_cost.iloc[0:0]
-        net.pwl_cost = net.pwl_cost.iloc[0:0]
+    if not costs.keep_case_costs:
+        for tbl in ("poly_cost", "pwl_cost"):
+            if tbl in net:
+                net[tbl] = net[tbl].iloc[0:0]
         have = set()
     public: dict[str, str] = {}
     for et in ("ext_grid", "gen", "sgen"):
@@ -167,18 +167,14 @@ def prepare_pandapower(pp_net, sgen_max_mw: dict[int, float], costs: PublicCosts
 
 def bus_map(prepared_net, network) -> dict[int, int]:
     """pandapower bus index → the Network's bus index, after ``load_case(prepared_net)`` (buses that closed
-    bus-bus switches fuse share one; buses the export dropped are missing)."""
+    bus-bus switches fuse share one; buses the export dropped are missing). pandapower's bus lookup holds
+    the exported (internal) bus of every pandapower bus, whose MATPOWER number is one more."""
     lookup = np.asarray(prepared_net._pd2ppc_lookups["bus"])
-    ppc_bus = np.asarray(prepared_net._ppc["bus"])
-    in_service = ppc_bus[:, 1] != 4  # pandapower's NONE bus type: dropped from the internal (exported) case
-    ppci = np.cumsum(in_service) - 1
     where = network._bus_lookup()
     out: dict[int, int] = {}
     for b in prepared_net.bus.index:
-        k = int(lookup[b]) if b < len(lookup) else -1
-        if k < 0 or k >= len(ppci) or not in_service[k]:
-            continue
-        i = where.get(int(ppci[k]) + 1)
+        k = int(lookup[b]) if 0 <= b < len(lookup) else -1
+        i = where.get(k + 1) if k >= 0 else None
         if i is not None:
             out[int(b)] = i
     return out
@@ -190,7 +186,8 @@ def gen_table(network) -> list[tuple[str, int]]:
     return [(str(e), int(i)) for e, i in zip(gens["element_type"], gens["element"])]
 
 
-def element_types(pp_net, element: str, idx: int) -> Any:
+def element_types(pp_net, element: str, idx: int) -> str:
+    """The pandapower element's ``type`` (SimBench: ``lignite``, ``wind onshore``, ``imp0``, ...), or ''."""
     tbl = pp_net[element]
     if "type" in tbl and idx in tbl.index:
         t = tbl.at[idx, "type"]
