@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-NOTEBOOKS = ("quickstart", "paper_reproduction", "zone_partition_study", "federated_learning")
+NOTEBOOKS = ("quickstart", "paper_reproduction", "zone_partition_study", "federated_learning", "day_of_dispatch")
 
 
 def execute(name: str, small: bool = False, timeout: int = 1800):

@@ -50,6 +50,8 @@ from .grid.loading import bundled_cases, load_case
 from .grid.matpower import MatpowerData, read_matpower
 from .grid.network import DCLines, Network
 from .grid.partition import Partition, bundled_partition, partition
+from .grid.profiles import Horizon, load_horizon
+from .grid.public_costs import DEFAULT_COSTS, PublicCosts, read_costs
 from .opf.centralized import OPFResult, solve_opf
 from .opf.compiled import CompiledProblem, LinearMap, QuadraticObjective, compile_model
 from .opf.conic import ClarabelSolver
@@ -69,6 +71,11 @@ __all__ = [
     "Network",
     "DCLines",
     "load_case",
+    "load_horizon",
+    "Horizon",
+    "PublicCosts",
+    "DEFAULT_COSTS",
+    "read_costs",
     "bundled_cases",
     "read_matpower",
     "MatpowerData",

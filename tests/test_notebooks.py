@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-NAMES = ["quickstart", "paper_reproduction", "zone_partition_study", "federated_learning"]
+NAMES = ["quickstart", "paper_reproduction", "zone_partition_study", "federated_learning", "day_of_dispatch"]
 
 
 def _runner():

@@ -93,10 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_parser(sub)  # run: the distributed solve (cli/run.py)
     add_study_parsers(sub)  # sweep, plot: its studies (cli/study.py)
     add_audit_parser(sub)
+    from .dispatch import add_dispatch_parser
     from .learn import add_learn_parser
     from .privacy import add_privacy_parser
     from .sharing import register  # solve/run --model dc, learn --vertical (ADMM sharing)
 
+    add_dispatch_parser(sub)  # dispatch: multi-period private dispatch (cli/dispatch.py)
     add_learn_parser(sub, add_verbosity)  # learn: federated learning on the same engine (powerdp/cli/learn.py)
     add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
     register(sub)

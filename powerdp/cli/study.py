@@ -109,9 +109,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    from ..runs.kinds import run_kind
     from ..studies.plots import plot_sweep
 
-    for p in plot_sweep(args.directory, args.out):
+    if run_kind(args.directory) == "dispatch":  # a day of dispatch: cost, shedding and ε per period
+        from ..studies.dispatch_plot import plot_dispatch
+
+        paths = [plot_dispatch([args.directory], args.out)]
+    else:
+        paths = plot_sweep(args.directory, args.out)
+    for p in paths:
         if not args.quiet:
             print(f"figure {p}")
     return 0

@@ -20,6 +20,7 @@ RUN_KINDS = {
     "learning": ("a federated-learning run (powerdp learn)", "powerdp learn --resume DIR"),
     "noisy_admm": ("a noisy-admm run (powerdp learn --algorithm noisy-admm)", None),
     "vertical": ("a vertical-learning run (powerdp learn --vertical)", "powerdp learn --resume DIR"),
+    "dispatch": ("a multi-period dispatch run (powerdp dispatch)", "powerdp dispatch --resume DIR"),
 }
 SHARING_PROBLEMS = {"dc-market": "dc_market", "vertical-logreg": "vertical"}
 

@@ -58,12 +58,14 @@ def stop_signals():
 
 @contextmanager
 def deferred_stop():
-    """Inside: a stop signal only sets :func:`stop_requested` (when :func:`stop_signals` is active)."""
+    """Inside: a stop signal only sets :func:`stop_requested` (when :func:`stop_signals` is active). Nested (a
+    dispatch's periods around each period's round loop), leaving the inner block keeps the outer one armed."""
+    outer = _STATE.armed
     _STATE.armed = _STATE.installed
     try:
         yield
     finally:
-        _STATE.armed = False
+        _STATE.armed = outer
 
 
 def stop_requested() -> int | None:

@@ -135,6 +135,11 @@ class Backend:
     def initialize(self) -> list[ZoneUpdate]:
         raise NotImplementedError
 
+    def call(self, method: str, by_zone: dict[int, Any]) -> dict[int, Any]:
+        """``agent.method(by_zone[z])`` on every zone ``z`` of ``by_zone``, on its host (an application's own agent
+        method, e.g. the dispatch's next period); returns zone → answer."""
+        raise NotImplementedError
+
     def step(self, messages: Sequence[ConsensusMessage]) -> list[ZoneUpdate]:
         raise NotImplementedError
 
@@ -262,6 +267,12 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consens
                     zone = z
                     agents[z].save_solution(arg)
                 out = None
+            elif cmd == "call":  # an application's own agent method, with each zone's own argument
+                method, by_zone = arg
+                out = {}
+                for z in sorted(by_zone):
+                    zone = z
+                    out[z] = getattr(agents[z], method)(by_zone[z])
             elif cmd == "setup":
                 out = {z: a.setup_s for z, a in agents.items()}
             elif cmd == "memory":
@@ -365,6 +376,12 @@ class HostedBackend(Backend):
 
     def host_memory(self) -> list[float]:
         return [float(m) for m in self._call("memory")]
+
+    def call(self, method: str, by_zone: dict[int, Any]) -> dict[int, Any]:
+        out: dict[int, Any] = {}
+        for part in self._call("call", [(method, {z: by_zone[z] for z in g if z in by_zone}) for g in self.groups]):
+            out.update(part)
+        return out
 
     def setup_times(self) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}

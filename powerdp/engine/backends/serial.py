@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...grid.network import Network
 from ..consensus.messages import ConsensusMessage, ZoneUpdate
@@ -52,6 +53,9 @@ class SerialBackend(Backend):
 
     def diagnostics(self, with_solution: bool = False) -> list:
         return [self.agents[z].diagnostics(with_solution) for z in self.zones]
+
+    def call(self, method: str, by_zone: dict[int, Any]) -> dict[int, Any]:
+        return {z: self._zone_call(z, lambda z=z: getattr(self.agents[z], method)(by_zone[z])) for z in sorted(by_zone)}
 
     def save_checkpoint(self, folders) -> None:
         for z in self.zones:

@@ -1,0 +1,179 @@
+"""A day of multi-period dispatch (issue 30): parity with the centralized SOC OPF per period, warm against cold
+starts, time and memory per period, and the private day at a total ε per zone (docs/multi_period.md).
+
+    python benchmarks/dispatch_day.py nonprivate                     # SimBench 1-HV-mixed--0-sw, 96 periods, 4 zones
+    python benchmarks/dispatch_day.py nonprivate --periods 8 --no-cold
+    python benchmarks/dispatch_day.py private --epsilon 1 --table docs/results/dispatch_table.md
+    python benchmarks/dispatch_day.py nonprivate --source simbench:1-EHV-mixed--0-sw --periods 4 --no-cold
+
+Prints one JSON document. ``nonprivate``: the warm-started run (its per-period relative cost gap to the centralized
+SOC OPF of the period) and, unless --no-cold, the same horizon cold-started (every period from the flat start), the
+ratio of their mean rounds over periods 1..T-1 (period 0 starts cold in both), and per period the wall and CPU time
+(this process; with the serial backend the zones' solves included, the centralized reference excluded) and the peak
+memory. ``private``: objl and inpl at the total budget, user-level: per period the cost gap and the MW shed, and the
+ledger's total per zone against the claim (objl, inpl and input perturbation under exact ADMM beside exact ADMM). Runs serially (one process), gentle on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+import numpy as np
+
+
+def _run(cfg, horizon, reference=True):
+    from powerdp.apps.dispatch.runner import run_dispatch
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    res = run_dispatch(cfg, horizon, reference=reference)
+    return res, time.process_time() - c0, time.perf_counter() - t0
+
+
+def _periods(res, columns):
+    frame = res.periods
+    return [{c: (None if frame[c].iloc[i] is None else (float(frame[c].iloc[i]) if c != "stopped" else str(frame[c].iloc[i])))
+             for c in columns if c in frame} for i in range(len(frame))]
+
+
+def nonprivate(args, horizon):
+    from powerdp.apps.dispatch.config import DispatchConfig
+
+    cfg = DispatchConfig(source=args.source, periods=args.periods, zones=args.zones, algorithm=args.algorithm,
+                         max_rounds=args.max_rounds, tolerance=args.tolerance, backend=args.backend, seed=0)
+    warm, cpu, wall = _run(cfg, horizon)
+    out = {
+        "algorithm": args.algorithm,
+        "warm": {
+            "mean_rounds": float(warm.periods["rounds"].mean()),
+            "mean_rounds_after_first": float(warm.periods["rounds"][1:].mean()) if len(warm.periods) > 1 else None,
+            "max_relative_cost_gap": warm.summary["max_relative_cost_gap"],
+            "periods_within_1e-3": int((warm.periods["relative_cost_gap"].astype(float) <= 1e-3).sum()),
+            "periods_capped": int((warm.periods["stopped"] == "rounds").sum()),
+            "wall_s_per_period": float(warm.periods["wall_s"].mean()),
+            "cpu_s_per_period": float(warm.periods["cpu_s"].mean()),
+            "cpu_s_total_with_reference": cpu, "wall_s_total_with_reference": wall,
+            "setup_s": warm.summary["setup_s"],
+            "periods": _periods(warm, ["period", "rounds", "stopped", "cost", "centralized_cost", "relative_cost_gap",
+                                       "shedding_mw", "import_mw", "curtailment_mw", "wall_s", "cpu_s"]),
+        },
+    }
+    if not args.no_cold:
+        cold, ccpu, cwall = _run(cfg.replace(cold_start=True), horizon, reference=False)
+        out["cold"] = {
+            "mean_rounds": float(cold.periods["rounds"].mean()),
+            "mean_rounds_after_first": float(cold.periods["rounds"][1:].mean()) if len(cold.periods) > 1 else None,
+            "periods_capped": int((cold.periods["stopped"] == "rounds").sum()),
+            "wall_s_per_period": float(cold.periods["wall_s"].mean()),
+            "cpu_s_per_period": float(cold.periods["cpu_s"].mean()),
+            "rounds": [int(r) for r in cold.periods["rounds"]],
+        }
+        w, c = out["warm"]["mean_rounds_after_first"], out["cold"]["mean_rounds_after_first"]
+        out["warm_over_cold_rounds"] = (w / c) if (w is not None and c) else None
+    return out
+
+
+def private(args, horizon):
+    from powerdp.apps.dispatch.config import DispatchConfig
+
+    out = {"target_epsilon": args.epsilon, "relation": "user", "runs": {}}
+    rows = {}
+    central = None
+    for algorithm in args.algorithms.split(","):
+        budget = None if algorithm in ("nonprivate", "exact") else args.epsilon
+        cfg = DispatchConfig(source=args.source, periods=args.periods, zones=args.zones, algorithm=algorithm,
+                             target_epsilon=budget, max_rounds=args.max_rounds, tolerance=args.tolerance,
+                             backend=args.backend, seed=args.seed)
+        res, cpu, wall = _run(cfg, horizon, reference=central is None)  # the centralized OPF once (no ramp: the same)
+        if central is None:
+            central = res.periods["centralized_cost"].astype(float).to_numpy()
+        else:
+            res.periods["centralized_cost"] = central
+            res.periods["relative_cost_gap"] = np.abs(res.periods["cost"].to_numpy() - central) / np.abs(central)
+            res.summary["max_relative_cost_gap"] = float(res.periods["relative_cost_gap"].max())
+        s = res.summary
+        out["runs"][algorithm] = {
+            "epsilon_total": s["epsilon_total"], "epsilon_claim": s["epsilon_claim"],
+            "ledger_equals_claim": (all(abs(e - args.epsilon) <= 1e-9 * args.epsilon for e in s["epsilon_total"].values())
+                                    if budget else None),
+            "max_relative_cost_gap": s["max_relative_cost_gap"], "total_shedding_mwh": s["total_shedding_mwh"],
+            "mean_rounds": s["mean_rounds"], "cpu_s": cpu, "wall_s": wall,
+            "periods": _periods(res, ["period", "rounds", "cost", "centralized_cost", "relative_cost_gap", "shedding_mw",
+                                      "load_mw", "epsilon_spent"]),
+        }
+        rows[algorithm] = res.periods
+    if args.table:
+        _table(args, rows)
+    return out
+
+
+def _table(args, rows) -> None:
+    """The per-period table of docs/results/dispatch.md (markdown)."""
+    lines = ["| period | load (MW) | centralized cost ($/h) | " + " | ".join(
+        f"{a} gap | {a} shed (MW)" for a in rows) + " |", "|" + "---|" * (3 + 2 * len(rows))]
+    base = next(iter(rows.values()))
+    for i in range(len(base)):
+        cells = [str(int(base["period"].iloc[i])), f"{base['load_mw'].iloc[i]:.1f}", f"{float(base['centralized_cost'].iloc[i]):.1f}"]
+        for frame in rows.values():
+            gap = frame["relative_cost_gap"].iloc[i]
+            cells += [f"{float(gap):.2e}" if gap is not None else "n/a", f"{frame['shedding_mw'].iloc[i]:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    with open(args.table, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def _set_base(sn_mva: float) -> None:
+    """The SimBench grid converted on another per-unit base (pandapower's results do not depend on sn_mva)."""
+    import powerdp.grid.simbench_source as sbs
+
+    original = sbs.simbench_grid
+
+    def grid(code):
+        net, profiles, labels = original(code)
+        net.sn_mva = float(sn_mva)
+        return net, profiles, labels
+
+    sbs.simbench_grid = grid
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=("nonprivate", "private"))
+    ap.add_argument("--source", default="simbench:1-HV-mixed--0-sw")
+    ap.add_argument("--periods", type=int, default=96)
+    ap.add_argument("--zones", type=int, default=4)
+    ap.add_argument("--algorithm", default="exact", help="the non-private algorithm (nonprivate mode): exact or nonprivate")
+    ap.add_argument("--max-rounds", type=int, default=150)
+    ap.add_argument("--tolerance", type=float, default=1e-2)
+    ap.add_argument("--backend", default="serial")
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--algorithms", default="exact,objl,inpl,exact/input/laplace",
+                    help="private mode: the algorithms, the non-private reference first")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-cold", action="store_true")
+    ap.add_argument("--table", help="private mode: write the per-period table (markdown) here")
+    ap.add_argument("--sn-mva", type=float, help="set the SimBench net's sn_mva (its per-unit base) before conversion: "
+                    "SimBench's own is 1 MVA, which scales loads to ~100 p.u. and the import bounds to ~2000 p.u.")
+    args = ap.parse_args(argv)
+    from powerdp.grid.profiles import load_horizon
+
+    if args.sn_mva is not None:
+        _set_base(args.sn_mva)
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    horizon = load_horizon(args.source, periods=args.periods)
+    doc = {"source": args.source, "sn_mva": args.sn_mva, "base_mva": float(horizon.network.base_mva), "periods": args.periods, "zones": args.zones, "max_rounds": args.max_rounds,
+           "tolerance": args.tolerance, "backend": args.backend, "buses": int(horizon.network.n_bus),
+           "generators": int(horizon.network.n_gen), "load_s": time.perf_counter() - t0, "load_cpu_s": time.process_time() - c0}
+    doc.update(nonprivate(args, horizon) if args.mode == "nonprivate" else private(args, horizon))
+    doc["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    json.dump(doc, sys.stdout, indent=2, default=lambda o: o.item() if isinstance(o, np.generic) else str(o))
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

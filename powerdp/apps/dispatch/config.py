@@ -1,0 +1,143 @@
+"""A dispatch run's configuration (what ``config.json`` records) and its privacy over time.
+
+The neighbouring relation over a horizon of T periods (docs/privacy.md, "Privacy over time"):
+
+* ``user`` (default): one load's whole profile moves by at most β in every period. Every period's releases touch
+  the changed values, so the zone's releases compose over the horizon: the budget ``target_epsilon`` is split over
+  T × (rounds per period) × (local steps) objective-perturbation steps, or over T draws of input perturbation
+  (noise once per period). The ledger's total over the horizon is the claim.
+* ``event``: one load value in one period moves by at most β. Period t's value enters only period t's releases
+  (the state a zone carries to the next period is its released point and duals, post-processing of releases), so
+  the budget covers one period's releases: each period is calibrated to ``target_epsilon``; the claim is the
+  largest per-period spend, while the ledger's total over the horizon (T times more) is the user-level figure for
+  the same noise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ...engine.consensus.algorithms import resolve
+from ...engine.consensus.perturbations import PERTURBATIONS
+from ...errors import ConfigError
+from ..power_flow.config import RunConfig
+
+__all__ = ["DispatchConfig", "RELATIONS", "DISPATCH_ALGORITHMS", "relation_text"]
+
+RELATIONS = ("user", "event")
+#: the algorithms a dispatch runs: the non-private linearized and exact updates, and the Laplace mechanisms (a pure-ε
+#: budget over the horizon, split exactly by the ledger's basic composition); exact/input/laplace is input
+#: perturbation under exact ADMM (the period's perturbed loads d̃, then the non-private exact update)
+DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace")
+
+
+def relation_text(relation: str, beta: float, periods: int) -> str:
+    """What a run's ε protects, in one line (printed at the start of a private run)."""
+    if relation == "user":
+        return (f"user-level: one load's whole profile over the {periods} periods may move by up to beta = {beta:g} p.u. "
+                "in every period; the budget covers the whole horizon")
+    return (f"event-level: one load value in one period may move by up to beta = {beta:g} p.u.; the budget covers one "
+            f"period's releases (a load's profile over the {periods} periods is protected only at the ledger's total, "
+            "T times more)")
+
+
+@dataclass(frozen=True)
+class DispatchConfig:
+    """Everything a dispatch run needs (``config.json``; docs/multi_period.md)."""
+
+    source: str  # a SimBench code (simbench:CODE) or a case (bundled name or file)
+    periods: int
+    zones: int = 4
+    start: int = 0
+    profiles: str | None = None  # the user's own time series (CSV or parquet)
+    costs: str | None = None  # public costs overriding the defaults
+    algorithm: str = "nonprivate"
+    target_epsilon: float | None = None  # the total ε per zone over the horizon
+    relation: str = "user"
+    beta: float = 0.01
+    ramp: float | None = None  # a generator's p moves by at most this fraction of its pmax between periods
+    max_rounds: int = 100  # the round cap of one period
+    tolerance: float = 1e-4  # stop a period when both residuals (primal; dual / ρ) are at most this (p.u.)
+    seed: int | None = None
+    backend: str = "serial"
+    workers: int | None = None
+    local_solver: str = "clarabel"  # Ipopt fails the local solves of SimBench grids (their imports are bounded by ±1932 p.u.)
+    cold_start: bool = False  # every period from the flat start with zero duals (the benchmark's baseline)
+    rho: float | None = None
+    convention: str = "powermodels"
+    objective: str = "cost+shedding"
+    application: str = "dispatch"
+
+    def validate(self) -> DispatchConfig:
+        def bad(name, msg):
+            return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
+
+        if not isinstance(self.periods, int) or isinstance(self.periods, bool) or self.periods <= 0:
+            raise bad("periods", "must be a positive integer")
+        if not isinstance(self.start, int) or self.start < 0:
+            raise bad("start", "must be a non-negative integer (the first period of the data)")
+        if self.algorithm not in DISPATCH_ALGORITHMS:
+            raise bad("algorithm", f"a dispatch runs one of {', '.join(DISPATCH_ALGORITHMS)}")
+        if self.relation not in RELATIONS:
+            raise bad("relation", f"choose one of {', '.join(RELATIONS)}")
+        if not (isinstance(self.max_rounds, int) and self.max_rounds > 0):
+            raise bad("max_rounds", "must be a positive integer")
+        if not (self.tolerance >= 0 and math.isfinite(self.tolerance)):
+            raise bad("tolerance", "must be a non-negative number")
+        if self.ramp is not None and not (self.ramp > 0 and math.isfinite(self.ramp)):
+            raise bad("ramp", "must be a positive fraction of a generator's pmax per period")
+        private = resolve(self.algorithm).private
+        if private and self.target_epsilon is None:
+            raise bad("target_epsilon", f"{self.algorithm} needs a budget over the horizon (--target-epsilon)")
+        if not private and self.target_epsilon is not None:
+            raise bad("target_epsilon", f"{self.algorithm} is not private; a budget needs objl, inpl or outl")
+        if self.target_epsilon is not None and not (self.target_epsilon > 0 and math.isfinite(self.target_epsilon)):
+            raise bad("target_epsilon", "must be a positive number (the total ε per zone over the horizon)")
+        self.run_config("case", None).validate()
+        return self
+
+    @property
+    def private(self) -> bool:
+        return resolve(self.algorithm).private
+
+    def private_steps(self) -> int:
+        """The private releases per zone the budget is split over: the whole horizon (user-level) or one period
+        (event-level); input perturbation releases once per period, the others once per local step of a round."""
+        per_period = 1 if PERTURBATIONS[resolve(self.algorithm).perturbation].once else int(self.max_rounds)
+        return per_period * (int(self.periods) if self.relation == "user" else 1)
+
+    def epsilon_per_step(self) -> float | None:
+        """The calibrated per-step ε (Laplace, pure ε: the budget over :meth:`private_steps` steps), or None."""
+        if not self.private:
+            return None
+        from ...privacy.calibration import laplace_epsilon_per_step
+
+        return laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps())
+
+    def run_config(self, case: Any, shedding_weight: float | None) -> RunConfig:
+        """The zones' settings (a :class:`RunConfig`: the power-flow agents run them)."""
+        eps = self.epsilon_per_step()
+        extra: dict[str, Any] = {"epsilon": eps} if eps is not None else {}
+        return RunConfig(
+            case=case, zones=self.zones, objective=self.objective, algorithm=self.algorithm, beta=self.beta,
+            rounds=self.max_rounds, rho=self.rho, seed=self.seed, backend=self.backend, workers=self.workers,
+            local_solver=self.local_solver, convention=self.convention, checkpoint_every=0,
+            shedding_weight=shedding_weight, **extra,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "configuration") -> DispatchConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown dispatch setting(s) {', '.join(unknown)}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> DispatchConfig:
+        return replace(self, **changes)
+
