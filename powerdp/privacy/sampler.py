@@ -30,6 +30,7 @@ step turned down (a few rounds of shrinking arrays).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any
@@ -134,23 +135,26 @@ def as_source(rng: Any) -> NoiseSource:
 # --------------------------------------------------------------------------- integer noise
 
 
-#: the largest integer noise scale (and σ): U's block and the 64-bit products stay exact below it
+#: the largest integer noise scale (and σ): the integers U + T·V stay exact in int64 far below 2⁶³
 _MAX_SCALE = 2**62
-#: blocks of the staircase: T = ⌈scale/8⌉ (discrete_kernels' docstring)
+#: the staircase's block T is the largest power of two ≤ scale/8 (discrete_kernels' docstring)
 _BLOCK_FRACTION = 8
 #: words a batch takes from the source per expected use (plus 64): a little spare saves a second batch
 _SPARE = 1.1
 
 
-def _staircase(scale: float) -> tuple[int, np.uint64, np.ndarray, float]:
-    """The staircase of a noise scale (t or σ): block T = ⌈scale/8⌉, Lemire's rejection bound 2⁶⁴ mod T, the
-    geometric's thresholds ⌊2⁶⁴·exp(−λj)⌋ (j = 1 … LEVELS, λ = T/scale) and λ."""
+@functools.lru_cache(maxsize=64)
+def _staircase(scale: float) -> tuple[int, np.ndarray, float]:
+    """The staircase of a noise scale (t or σ): log₂ of the block T (the largest power of two ≤ scale/8, at least
+    1), the geometric's thresholds ⌊2⁶⁴·exp(−λj)⌋ (j = 1 … LEVELS, λ = T/scale; read-only) and λ. A run draws
+    at a few scales over and over: cached."""
     from .discrete_kernels import LEVELS
 
-    block = max(1, math.ceil(scale / _BLOCK_FRACTION))
-    lam = block / scale
+    bits = max(0, math.floor(scale / _BLOCK_FRACTION).bit_length() - 1)
+    lam = 2.0**bits / scale
     thresholds = np.array([int(math.ldexp(math.exp(-lam * j), 64)) for j in range(1, LEVELS + 1)], dtype=np.uint64)
-    return block, np.uint64(2**64 % block), thresholds, lam
+    thresholds.setflags(write=False)
+    return bits, thresholds, lam
 
 
 def _block(draws: int, words_per_draw: float) -> int:
@@ -182,35 +186,35 @@ def _kernels():
 def discrete_laplace(src: NoiseSource, t: int, n: int) -> np.ndarray:
     """``n`` draws of the discrete Laplace distribution with integer scale ``t``: P(Z = z) ∝ exp(−|z|/t).
 
-    Canonne–Kamath–Steinke Algorithm 2 with block length T = ⌈t/8⌉: U uniform on {0..T−1} kept with
+    Canonne–Kamath–Steinke Algorithm 2 with a block length T, a power of two ≤ t/8: U uniform on {0..T−1} kept with
     probability exp(−U/t), V geometric (ratio exp(−T/t)), |Z| = U + TV, a sign; (−, 0) is rejected. No
     truncation: every integer is possible. Compiled (:mod:`.discrete_kernels` documents the words each step reads).
     """
     t = int(t)
     if not 1 <= t < _MAX_SCALE:
         raise ValueError(f"discrete Laplace scale must be an integer in [1, 2^62), got {t}")
-    block, reject_below, thresholds, lam = _staircase(t)
+    bits, thresholds, lam = _staircase(t)
     kept = (1.0 - math.exp(-lam)) / lam  # the U step's mean acceptance
     words = (2.0 / kept + 1.0 / (1.0 - float(thresholds[-1]) * 2.0**-64)) / (1.0 - 0.5 / t)
-    return _draw(_kernels().fill_laplace, src, n, words, t, np.uint64(block), reject_below, thresholds)
+    return _draw(_kernels().fill_laplace, src, n, words, t, bits, thresholds)
 
 
 def discrete_gaussian(src: NoiseSource, sigma: float, n: int) -> np.ndarray:
     """``n`` draws of the discrete Gaussian distribution: P(Z = z) ∝ exp(−z²/(2σ²)).
 
-    Canonne–Kamath–Steinke Algorithm 3's rejection, from the proposal ±(U + TV) (U uniform on {0..T−1},
-    T = ⌈σ/8⌉, V geometric with ratio exp(−T/σ)), kept with probability exp(−(|Y|/σ − 1)²/2 − U/σ): exact, and
-    ~71 % of proposals are kept (the proof is in :mod:`.discrete_kernels`). Compiled.
+    Canonne–Kamath–Steinke Algorithm 3's rejection, from the proposal ±(U + TV) (U uniform on {0..T−1}, T a
+    power of two ≤ σ/8, V geometric with ratio exp(−T/σ)), kept with probability exp(−(|Y|/σ − 1)²/2 − U/σ):
+    exact, and ~70 % of proposals are kept (the proof is in :mod:`.discrete_kernels`). Compiled.
     """
     if not (sigma > 0 and math.isfinite(sigma)):
         raise ValueError(f"discrete Gaussian sigma must be a positive number, got {sigma}")
     if sigma >= _MAX_SCALE:
         raise ValueError(f"discrete Gaussian sigma must be below 2^62, got {sigma}")
     sigma = float(sigma)
-    block, reject_below, thresholds, lam = _staircase(sigma)
+    bits, thresholds, lam = _staircase(sigma)
     kept = 0.76 * (1.0 - math.exp(-lam)) / lam if sigma >= 1.0 else 0.3  # continuous estimate; small σ: a floor
     words = (2.0 + 1.0 / (1.0 - float(thresholds[-1]) * 2.0**-64)) / kept
-    return _draw(_kernels().fill_gaussian, src, n, words, sigma, np.uint64(block), reject_below, thresholds)
+    return _draw(_kernels().fill_gaussian, src, n, words, sigma, bits, thresholds)
 
 
 # --------------------------------------------------------------------------- releases on the grid
