@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import powerdp.privacy.sampler as sampler_module
 from powerdp.errors import ConfigError
 from powerdp.privacy import GaussianMechanism, LaplaceMechanism, noise_rng
 from powerdp.privacy.faults import InjectedFaults
-import powerdp.privacy.sampler as sampler_module
 from powerdp.privacy.sampler import (
     GRID_BITS,
     NoiseSource,
