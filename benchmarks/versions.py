@@ -3,13 +3,13 @@
 
     git archive c7046ae | tar -x -C /tmp/old
     python benchmarks/versions.py /tmp/old learning --rounds 15 --repeats 3                   # objg outg objt nonprivate
-    python benchmarks/versions.py /tmp/old admm --repeats 3 -- --rounds 10 --solvers clarabel   # benchmarks/admm.py's flags
+    python benchmarks/versions.py /tmp/old admm --repeats 3 --admm-flags "--rounds 10 --solvers clarabel"
 
 Each repeat runs every version once, alternating, each in a fresh process with PYTHONPATH set to its tree.
 
 * ``learning``: the version's own ``benchmarks/learning.py`` is loaded and its ``time_rounds`` run per algorithm,
   with both clocks read around every round: wall (perf_counter) and CPU (process_time). Medians per round.
-* ``admm``: the version's own ``benchmarks/admm.py`` with the flags after ``--``; its JSON line per run gives the
+* ``admm``: the version's own ``benchmarks/admm.py`` with ``--admm-flags``; its JSON line per run gives the
   loop's wall time, and the process's CPU time (user + system, setup included) is read from the child's usage.
 
 Prints one JSON object: per version, per algorithm (or solver), the median over repeats of each repeat's median.
@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -82,13 +83,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=15, help="learning: rounds per algorithm (default 15)")
     ap.add_argument("--algorithms", nargs="+", default=["nonprivate", "objg", "outg", "objt"])
-    ap.add_argument("flags", nargs="*", help="admm: benchmarks/admm.py's flags (after --)")
+    ap.add_argument("--admm-flags", default="", help="admm: benchmarks/admm.py's flags, one string")
     args = ap.parse_args()
     trees = {"this": HERE, "other": args.other.resolve()}
     runs: dict[str, list[dict]] = {k: [] for k in trees}
     for i in range(args.repeats):
         for name, tree in (trees.items() if i % 2 == 0 else reversed(trees.items())):
-            res = _learning(tree, args.rounds, args.algorithms) if args.benchmark == "learning" else _admm(tree, args.flags)
+            res = _learning(tree, args.rounds, args.algorithms) if args.benchmark == "learning" else _admm(tree, shlex.split(args.admm_flags))
             runs[name].append(res)
             print(json.dumps({"repeat": i, "version": name, **res}), file=sys.stderr, flush=True)
     summary = {}

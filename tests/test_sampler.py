@@ -4,6 +4,7 @@ reproducible seeded streams, secret bits that are not numpy's (docs/privacy.md, 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -207,8 +208,17 @@ def test_the_old_sampler_is_a_test_only_fault():
 # ----------------------------------------------------------------------------- the compiled kernels' word use
 
 
-def _unit(word: int) -> float:
-    return (word >> 11) * 2.0**-53
+def _trial(words, word: int, p: float) -> bool:
+    """U < p exactly, U's bits 53 at a time (the top 53 of each word, the first from ``word``): interval logic."""
+    lo, width, k = Fraction(0), Fraction(1), word >> 11
+    while True:
+        width /= 2**53
+        lo += k * width  # U ∈ [lo, lo + width)
+        if lo + width <= p:
+            return True
+        if lo >= p:
+            return False
+        k = next(words) >> 11
 
 
 def _thresholds(lam: float) -> list[int]:
@@ -236,7 +246,7 @@ def _reference_laplace(words, t: int) -> int:
     while True:
         u = next(words) & ((1 << bits) - 1)
         word = next(words)
-        if not _unit(word) < math.exp(-(u * (1.0 / t))):
+        if not _trial(words, word, math.exp(-(u * (1.0 / t)))):
             continue
         x = u + _geometric(words, c) * 2**bits
         if word & 1 and x == 0:
@@ -255,7 +265,7 @@ def _reference_gaussian(words, sigma: float) -> int:
         if word & 1 and y == 0:
             continue
         r = y * inv - 1.0
-        if _unit(word) < math.exp(-(0.5 * r * r + u * inv)):
+        if _trial(words, word, math.exp(-(0.5 * r * r + u * inv))):
             return -y if word & 1 else y
 
 
@@ -285,19 +295,26 @@ def test_batches_that_run_dry_give_the_same_draws(monkeypatch):
     assert all(np.array_equal(a, b) for a, b in zip(whole, small, strict=True))
 
 
-def test_the_exp_bounds_decide_as_exp_does():
-    """discrete_kernels._bernoulli_exp(word, x) == (k·2⁻⁵³ < exp(−x)) for words placed right at the boundary,
-    where the bounds must defer to exp, and at random."""
+def test_each_bernoulli_trial_has_probability_exactly_the_double_exp():
+    """discrete_kernels._bernoulli_exp(w, pos, word, x) is U < exp(−x) exactly (U's bits from ``word`` and then
+    from w, 53 a word): checked against interval arithmetic in fractions, with words placed right at p's bits
+    (where the bounds must defer to exp and the next word decides), at random, and for p below 2⁻⁵³."""
     from powerdp.privacy.discrete_kernels import _bernoulli_exp
 
     rng = np.random.default_rng(3)
-    xs = np.concatenate([rng.uniform(0, 70, 3000), rng.uniform(0, 0.2, 3000), np.arange(0, 64, 1 / 64)])
+    xs = np.concatenate([rng.uniform(0, 70, 2000), rng.uniform(0, 0.2, 2000), np.arange(0, 64, 1 / 64), [0.0, 40.0, 745.0, 800.0]])
     for x in xs:
         p = math.exp(-x)
-        k = int(p * 2.0**53)
-        for kk in {max(k + d, 0) for d in (-2, -1, 0, 1, 2)} | {int(rng.integers(0, 2**53))}:
-            word = np.uint64(min(kk, 2**53 - 1) << 11)
-            assert _bernoulli_exp(word, float(x)) == ((min(kk, 2**53 - 1) * 2.0**-53) < p), (x, kk)
+        k = math.floor(p * 2.0**53)
+        ext = rng.integers(0, 2**63, 4, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        nxt = math.floor((p * 2.0**53 - k) * 2.0**53)  # p's next 53 bits: an extension word equal to them, or ±1
+        ext[0] = np.uint64(min(max(nxt + int(rng.integers(-1, 2)), 0), 2**53 - 1) << 11)
+        for kk in {min(max(k + d, 0), 2**53 - 1) for d in (-1, 0, 1)} | {int(rng.integers(0, 2**53))}:
+            word = np.uint64(kk << 11)
+            got, pos = _bernoulli_exp(ext, 0, word, float(x))
+            words = iter(int(e) for e in ext)
+            assert got == _trial(words, int(word), p), (x, kk)
+            assert pos == 4 - sum(1 for _ in words)  # the kernel read exactly the extension words the trial needed
 
 
 def test_importing_powerdp_does_not_load_numba():

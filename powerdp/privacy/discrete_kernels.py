@@ -20,9 +20,11 @@ replays it in plain Python):
 
 * U: the low log₂T bits of one word.
 * a Bernoulli trial of probability p (the Laplace's U step, exp(−U·(1/t)); the Gaussian's a(y), computed as
-  exp(−(r² / 2 + U·(1/σ))) with r = |y|·(1/σ) − 1, every operation in binary64): the next word, whose top 53
-  bits k give the trial k·2⁻⁵³ < p (exp itself is evaluated only when cheap bounds around it do not decide; the
-  outcome is the one exp would give); the same word's lowest bit is the sign.
+  exp(−(r²/2 + U·(1/σ))) with r = |y|·(1/σ) − 1, every operation in binary64): the next word's top 53 bits are
+  the first bits of a uniform U, and the trial is U < p exactly: when those bits equal p's first 53 (probability
+  2⁻⁵³) the next word's top 53 bits follow, and so on. So the trial has probability p exactly, the binary64
+  value, however small (exp itself is evaluated only when cheap bounds do not decide; the outcome is the same).
+  The same word's lowest bit is the sign.
 * V (after the trial for the Laplace, before it for the Gaussian): one word x per 16 levels: x < c₁₆ adds 16 and
   takes the next word, else V gains #{j ≤ 15: x < c_j}, with c_j = ⌊2⁶⁴·exp(−λj)⌋ (λ = T/t or T/σ) computed by
   the caller; the geometric is memoryless, so this is exact up to the rounding of c_j (below 2⁻⁶⁴).
@@ -44,6 +46,7 @@ from numba import njit
 #: levels of V decided by one word (the thresholds array the caller passes has this length)
 LEVELS = 16
 _TWO_M53 = 2.0**-53
+_TWO_P53 = 2.0**53
 _SHIFT_53 = np.uint64(11)
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
@@ -61,20 +64,34 @@ def _unit(word):
 
 
 @njit(cache=True, inline="always")
-def _bernoulli_exp(word, x):
-    """unit(word) < exp(−x) for x ≥ 0, exp(−x) the binary64 value. On [0, 64) the bounds
-    e_i(1 − d) ≤ exp(−x) ≤ e_i(1 − d + d²/2) (x = i/64 + d, e_i = exp(−i/64), widened by 2⁻⁴⁰ for rounding)
-    decide all but ~10⁻⁴ of the trials without calling exp; the outcome is the one exp would give."""
+def _bernoulli_exp(w, pos, word, x):
+    """Bernoulli(p), p = exp(−x) (x ≥ 0) the binary64 value, exactly: the uniform U = 0.b₁b₂… has its first 53
+    bits from ``word``'s top bits and, only when those equal p's first 53 bits (probability 2⁻⁵³), 53 more from
+    each next word of w; U < p. On [0, 64) the bounds e_i(1 − d) ≤ exp(−x) ≤ e_i(1 − d + d²/2) (x = i/64 + d,
+    e_i = exp(−i/64), widened by 2⁻⁴⁰ for rounding) decide nearly every trial without calling exp; the outcome
+    is the one exp gives. (accepted, next position), or (False, −1) when w ran out."""
     u = _unit(word)
     if x < 64.0:
         i = int(x * _EXP_STEPS)
         d = x - i / _EXP_STEPS
         e = _EXP_TABLE[i]
-        if u < e * (1.0 - d) * _BELOW:
-            return True
+        if u + _TWO_M53 <= e * (1.0 - d) * _BELOW:  # all of [u, u + 2⁻⁵³) lies below p
+            return True, pos
         if u >= e * (1.0 - d + 0.5 * d * d) * _ABOVE:
-            return False
-    return u < math.exp(-x)
+            return False, pos
+    rest = math.exp(-x) * _TWO_P53  # p·2⁵³ (exact scaling), then the remaining bits 53 at a time
+    chunk = float(word >> _SHIFT_53)
+    while True:
+        whole = math.floor(rest)
+        if chunk != whole:
+            return chunk < whole, pos
+        rest = (rest - whole) * _TWO_P53  # exact: the fraction of a double, scaled by a power of two
+        if rest == 0.0:  # p's bits ran out: U ≥ p
+            return False, pos
+        if pos >= w.size:
+            return False, -1
+        chunk = float(w[pos] >> _SHIFT_53)
+        pos += 1
 
 
 @njit(cache=True, inline="always")
@@ -111,7 +128,10 @@ def fill_laplace(w, out, start, t, block_bits, thresholds):
             u = np.int64(w[pos] & mask)  # U uniform on {0, …, T − 1}
             word = w[pos + 1]
             pos += 2
-            if not _bernoulli_exp(word, u * inv_t):  # U kept with probability exp(−U/t)
+            keep, pos = _bernoulli_exp(w, pos, word, u * inv_t)  # U kept with probability exp(−U/t)
+            if pos < 0:
+                return i, begin
+            if not keep:
                 continue
             v, pos = _geometric(w, pos, thresholds)
             if pos < 0:
@@ -148,7 +168,10 @@ def fill_gaussian(w, out, start, sigma, block_bits, thresholds):
             if negative and y == 0:  # (−, 0) is rejected
                 continue
             r = y * inv_sigma - 1.0
-            if _bernoulli_exp(word, 0.5 * r * r + u * inv_sigma):  # kept with probability a(y)
+            keep, pos = _bernoulli_exp(w, pos, word, 0.5 * r * r + u * inv_sigma)  # kept with probability a(y)
+            if pos < 0:
+                return i, begin
+            if keep:
                 break
         out[i] = -y if negative else y
     return out.size, pos
