@@ -5,8 +5,8 @@ A release of a value vector v with noise scale s is
 
     γ · (round(v/γ) + Z),   γ = 2^(⌊log₂ s⌋ − GRID_BITS),
 
-with Z integer noise from the discrete Laplace or discrete Gaussian distribution (Canonne, Kamath & Steinke
-2020, Algorithms 2 and 3; OpenDP samples the same distributions). Every term is exact in binary64: v/γ and the
+with Z integer noise from the discrete Laplace or discrete Gaussian distribution (OpenDP samples the same
+distributions), drawn exactly by Canonne, Kamath & Steinke's (2020) Algorithms 2 and 3 (:mod:`.discrete_kernels`). Every term is exact in binary64: v/γ and the
 product by γ are exact (γ is a power of two), round() is exact, and round(v/γ) + Z is an integer, so the
 released doubles lie on the grid γℤ whatever v is. The set of possible outputs does not depend on the data,
 which closes Mironov's (2012) floating-point attack on fl(v + ξ).
@@ -24,8 +24,9 @@ else ``os.urandom`` itself; nothing is kept, and a resumed secret run draws fres
 ``PCG64(SeedSequence([seed, zone]))`` (reproducible, not secret); its state is what a checkpoint keeps, and the
 samplers consume only raw 64-bit words, so the same seed gives the same noise on every backend and after resume.
 
-The samplers are vectorized: a batch draws every entry at once and loops only over the entries a rejection
-step turned down (a few rounds of shrinking arrays).
+The samplers are compiled (:mod:`.discrete_kernels`, numba, loaded on the first draw): a release's words come
+from the source in batches (:func:`_draw`) and the kernel runs the exact algorithms one draw at a time over them,
+~0.03 µs (Laplace) and ~0.05 µs (Gaussian) a value (``benchmarks/sampler.py``).
 """
 
 from __future__ import annotations
