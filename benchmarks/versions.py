@@ -10,7 +10,8 @@ Each repeat runs every version once, alternating, each in a fresh process with P
 * ``learning``: the version's own ``benchmarks/learning.py`` is loaded and its ``time_rounds`` run per algorithm,
   with both clocks read around every round: wall (perf_counter) and CPU (process_time). Medians per round.
 * ``admm``: the version's own ``benchmarks/admm.py`` with ``--admm-flags``; its JSON line per run gives the
-  loop's wall time, and the process's CPU time (user + system, setup included) is read from the child's usage.
+  loop's wall time (``--cpu-clock``: its CPU time, perf_counter replaced by process_time in the child), and the
+  process's CPU time (user + system, setup included) is read from the child's usage.
 
 Prints one JSON object: per version, per algorithm (or solver), the median over repeats of each repeat's median.
 """
@@ -64,16 +65,28 @@ def _learning(tree: Path, rounds: int, algorithms: list[str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _admm(tree: Path, flags: list[str]) -> dict:
+_ADMM_CPU_CHILD = r"""
+import runpy, sys, time
+time.perf_counter = time.process_time  # every interval admm.py (and the run it times) reports is CPU seconds
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def _admm(tree: Path, flags: list[str], cpu_clock: bool) -> dict:
+    script = [str(tree / "benchmarks" / "admm.py")]
+    if cpu_clock:
+        script = ["-c", _ADMM_CPU_CHILD, *script]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "admm.json"
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, str(tree / "benchmarks" / "admm.py"), *flags, "--json", str(path)],
+        subprocess.run([sys.executable, *script, *flags, "--json", str(path)],
                        env=_env(tree), cwd=tree, capture_output=True, text=True, check=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         rows = json.loads(path.read_text())["results"]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {f"{r['backend']}/{r['solver']}": {"loop_wall_s": r["loop_s"], "process_cpu_s": round(cpu, 2)} for r in rows}
+    loop = "loop_cpu_s" if cpu_clock else "loop_wall_s"
+    return {f"{r['backend']}/{r['solver']}": {loop: r["loop_s"], "process_cpu_s": round(cpu, 2)} for r in rows}
 
 
 def main() -> None:
@@ -84,12 +97,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15, help="learning: rounds per algorithm (default 15)")
     ap.add_argument("--algorithms", nargs="+", default=["nonprivate", "objg", "outg", "objt"])
     ap.add_argument("--admm-flags", default="", help="admm: benchmarks/admm.py's flags, one string")
+    ap.add_argument("--cpu-clock", action="store_true", help="admm: run admm.py with time.perf_counter replaced by "
+                    "time.process_time, so its loop time is the loop's CPU seconds")
     args = ap.parse_args()
     trees = {"this": HERE, "other": args.other.resolve()}
     runs: dict[str, list[dict]] = {k: [] for k in trees}
     for i in range(args.repeats):
         for name, tree in (trees.items() if i % 2 == 0 else reversed(trees.items())):
-            res = _learning(tree, args.rounds, args.algorithms) if args.benchmark == "learning" else _admm(tree, shlex.split(args.admm_flags))
+            res = _learning(tree, args.rounds, args.algorithms) if args.benchmark == "learning" else _admm(tree, shlex.split(args.admm_flags), args.cpu_clock)
             runs[name].append(res)
             print(json.dumps({"repeat": i, "version": name, **res}), file=sys.stderr, flush=True)
     summary = {}
