@@ -6,9 +6,9 @@ A release of a value vector v with noise scale s is
     γ · (round(v/γ) + Z),   γ = 2^(⌊log₂ s⌋ − GRID_BITS),
 
 with Z integer noise from the discrete Laplace or discrete Gaussian distribution (OpenDP samples the same
-distributions), drawn exactly by Canonne, Kamath & Steinke's (2020) Algorithms 2 and 3 (:mod:`.discrete_kernels`). Every term is exact in binary64: v/γ and the
-product by γ are exact (γ is a power of two), round() is exact, and round(v/γ) + Z is an integer, so the
-released doubles lie on the grid γℤ whatever v is. The set of possible outputs does not depend on the data,
+distributions), drawn exactly by Canonne, Kamath & Steinke's (2020) Algorithms 2 and 3 (:mod:`.discrete_kernels`).
+Every term is exact in binary64: v/γ and the product by γ are exact (γ is a power of two), round() is exact,
+and round(v/γ) + Z is an integer, so the released doubles lie on the grid γℤ whatever v is. The set of possible outputs does not depend on the data,
 which closes Mironov's (2012) floating-point attack on fl(v + ξ).
 
 Rounding moves each entry by at most γ/2, so two neighbouring inputs whose difference has norm Δ round to
@@ -136,8 +136,9 @@ def as_source(rng: Any) -> NoiseSource:
 # --------------------------------------------------------------------------- integer noise
 
 
-#: the largest integer noise scale (and σ): the integers U + T·V stay exact in int64 far below 2⁶³
-_MAX_SCALE = 2**62
+#: the largest noise scale in grid steps (t or σ; the product's is ~2⁴⁰): |Z| = U + T·V reaches 2⁶³ (int64's end)
+#: only past 2¹¹ scales, probability exp(−2048)
+_MAX_SCALE = 2**52
 #: the staircase's block T is the largest power of two ≤ scale/8 (discrete_kernels' docstring)
 _BLOCK_FRACTION = 8
 #: words a batch takes from the source per expected use (plus 64): a little spare saves a second batch
@@ -193,7 +194,7 @@ def discrete_laplace(src: NoiseSource, t: int, n: int) -> np.ndarray:
     """
     t = int(t)
     if not 1 <= t < _MAX_SCALE:
-        raise ValueError(f"discrete Laplace scale must be an integer in [1, 2^62), got {t}")
+        raise ValueError(f"discrete Laplace scale must be an integer in [1, 2^52), got {t}")
     bits, thresholds, lam = _staircase(t)
     kept = (1.0 - math.exp(-lam)) / lam  # the U step's mean acceptance
     words = (2.0 / kept + 1.0 / (1.0 - float(thresholds[-1]) * 2.0**-64)) / (1.0 - 0.5 / t)
@@ -210,7 +211,7 @@ def discrete_gaussian(src: NoiseSource, sigma: float, n: int) -> np.ndarray:
     if not (sigma > 0 and math.isfinite(sigma)):
         raise ValueError(f"discrete Gaussian sigma must be a positive number, got {sigma}")
     if sigma >= _MAX_SCALE:
-        raise ValueError(f"discrete Gaussian sigma must be below 2^62, got {sigma}")
+        raise ValueError(f"discrete Gaussian sigma must be below 2^52, got {sigma}")
     sigma = float(sigma)
     bits, thresholds, lam = _staircase(sigma)
     kept = 0.76 * (1.0 - math.exp(-lam)) / lam if sigma >= 1.0 else 0.3  # continuous estimate; small σ: a floor
