@@ -4,11 +4,13 @@ reproducible seeded streams, secret bits that are not numpy's (docs/privacy.md, 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
+import powerdp.privacy.sampler as sampler_module
 from powerdp.errors import ConfigError
 from powerdp.privacy import GaussianMechanism, LaplaceMechanism, noise_rng
 from powerdp.privacy.faults import InjectedFaults
@@ -47,14 +49,14 @@ def _chi2_pvalue(draws: np.ndarray, pmf, support: int) -> float:
     return float(stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()).pvalue)
 
 
-@pytest.mark.parametrize("t", [1, 3, 10])
+@pytest.mark.parametrize("t", [1, 3, 10, 37])  # 37: blocks of T = 4 (λ = 4/37), the others T = 1
 def test_discrete_laplace_matches_its_pmf(t):
     z = discrete_laplace(noise_rng(11, t), t, DRAWS)
     assert z.dtype == np.int64
     assert _chi2_pvalue(z, lambda k: _laplace_pmf(k, t), 6 * t) > 1e-3
 
 
-@pytest.mark.parametrize("sigma", [0.8, 2.5, 7.3])
+@pytest.mark.parametrize("sigma", [0.8, 2.5, 7.3, 23.7])  # 23.7: blocks of T = 2
 def test_discrete_gaussian_matches_its_pmf(sigma):
     z = discrete_gaussian(noise_rng(1, 8), sigma, DRAWS)
     assert _chi2_pvalue(z, lambda k: _gaussian_pmf(k, sigma), int(5 * sigma) + 1) > 1e-3
@@ -201,3 +203,135 @@ def test_the_old_sampler_is_a_test_only_fault():
     assert np.array_equal(off, v) and not xi.any()
     with pytest.raises(ConfigError, match="sampler"):
         InjectedFaults(sampler="mt19937")
+
+
+# ----------------------------------------------------------------------------- the compiled kernels' word use
+
+
+def _trial(words, word: int, p: float) -> bool:
+    """U < p exactly, U's bits 53 at a time (the top 53 of each word, the first from ``word``): interval logic."""
+    lo, width, k = Fraction(0), Fraction(1), word >> 11
+    while True:
+        width /= 2**53
+        lo += k * width  # U ∈ [lo, lo + width)
+        if lo + width <= p:
+            return True
+        if lo >= p:
+            return False
+        k = next(words) >> 11
+
+
+def _thresholds(lam: float) -> list[int]:
+    return [int(math.ldexp(math.exp(-lam * j), 64)) for j in range(1, 17)]
+
+
+def _block_bits(scale: float) -> int:
+    return max(0, math.floor(scale / 8).bit_length() - 1)
+
+
+def _geometric(words, c: list[int]) -> int:
+    v = 0
+    while True:
+        x = next(words)
+        if x < c[15]:
+            v += 16
+            continue
+        return v + sum(x < cj for cj in c[:15])
+
+
+def _reference_laplace(words, t: int) -> int:
+    """discrete_kernels' documented word use for one discrete Laplace draw, in plain Python (exp every time)."""
+    bits = _block_bits(t)
+    c = _thresholds(2.0**bits / t)
+    while True:
+        u = next(words) & ((1 << bits) - 1)
+        word = next(words)
+        if not _trial(words, word, math.exp(-(u * (1.0 / t)))):
+            continue
+        x = u + _geometric(words, c) * 2**bits
+        if word & 1 and x == 0:
+            continue
+        return -x if word & 1 else x
+
+
+def _reference_gaussian(words, sigma: float) -> int:
+    bits = _block_bits(sigma)
+    c = _thresholds(2.0**bits / sigma)
+    inv = 1.0 / sigma
+    while True:
+        u = next(words) & ((1 << bits) - 1)
+        y = u + _geometric(words, c) * 2**bits
+        word = next(words)
+        if word & 1 and y == 0:
+            continue
+        r = y * inv - 1.0
+        if _trial(words, word, math.exp(-(0.5 * r * r + u * inv))):
+            return -y if word & 1 else y
+
+
+def _stream(seed: int):
+    src = noise_rng(seed, 0)
+    while True:
+        yield from (int(w) for w in src.raw(4096))
+
+
+@pytest.mark.parametrize("kind, scale", [("laplace", 1), ("laplace", 37), ("laplace", 2**GRID_BITS + 12345),
+                                         ("gaussian", 0.8), ("gaussian", 23.7), ("gaussian", 1.37 * 2.0**GRID_BITS)])
+def test_the_compiled_kernels_draw_what_their_documented_word_use_gives(kind, scale):
+    """A plain-Python replay of discrete_kernels' word semantics (exp evaluated every time, no bounds) on the same
+    seeded words gives the same draws: the compiled path, its exp bounds and its batching change nothing."""
+    n = 3000
+    draw, ref = (discrete_laplace, _reference_laplace) if kind == "laplace" else (discrete_gaussian, _reference_gaussian)
+    got = draw(noise_rng(41, 0), scale, n)
+    words = _stream(41)
+    assert got.tolist() == [ref(words, scale) for _ in range(n)]
+
+
+def test_batches_that_run_dry_give_the_same_draws(monkeypatch):
+    """Tiny batches (the kernel stops mid-draw hundreds of times and the unread tail is carried over) change nothing."""
+    whole = discrete_gaussian(noise_rng(5, 1), 2.0**40 * 1.3, 2000), discrete_laplace(noise_rng(6, 1), 2**40 + 7, 2000)
+    monkeypatch.setattr(sampler_module, "_block", lambda draws, words_per_draw: 5)
+    small = discrete_gaussian(noise_rng(5, 1), 2.0**40 * 1.3, 2000), discrete_laplace(noise_rng(6, 1), 2**40 + 7, 2000)
+    assert all(np.array_equal(a, b) for a, b in zip(whole, small, strict=True))
+
+
+def test_each_bernoulli_trial_has_probability_exactly_the_double_exp():
+    """discrete_kernels._bernoulli_exp(w, pos, word, x) is U < exp(−x) exactly (U's bits from ``word`` and then
+    from w, 53 a word): checked against interval arithmetic in fractions, with words placed right at p's bits
+    (where the bounds must defer to exp and the next word decides), at random, and for p below 2⁻⁵³."""
+    from powerdp.privacy.discrete_kernels import _bernoulli_exp
+
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([rng.uniform(0, 70, 2000), rng.uniform(0, 0.2, 2000), np.arange(0, 64, 1 / 64), [0.0, 40.0, 745.0, 800.0]])
+    for x in xs:
+        p = math.exp(-x)
+        k = math.floor(p * 2.0**53)
+        ext = rng.integers(0, 2**63, 4, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        nxt = math.floor((p * 2.0**53 - k) * 2.0**53)  # p's next 53 bits: an extension word equal to them, or ±1
+        ext[0] = np.uint64(min(max(nxt + int(rng.integers(-1, 2)), 0), 2**53 - 1) << 11)
+        for kk in {min(max(k + d, 0), 2**53 - 1) for d in (-1, 0, 1)} | {int(rng.integers(0, 2**53))}:
+            word = np.uint64(kk << 11)
+            got, pos = _bernoulli_exp(ext, 0, word, float(x))
+            words = iter(int(e) for e in ext)
+            assert got == _trial(words, int(word), p), (x, kk)
+            assert pos == 4 - sum(1 for _ in words)  # the kernel read exactly the extension words the trial needed
+
+
+def test_importing_powerdp_does_not_load_numba():
+    """numba is imported (and the kernels compiled or loaded from the cache) on the first draw, not on import."""
+    import subprocess
+    import sys
+
+    code = ("import sys, powerdp, powerdp.privacy.sampler as s; a = 'numba' in sys.modules; "
+            "s.discrete_laplace(powerdp.privacy.noise_rng(0, 0), 3, 5); print(a, 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
+
+
+def test_secret_words_are_fresh_writable_words():
+    src = noise_rng(None, 0)
+    a, b = src.raw(1000), src.raw(1000)
+    assert a.dtype == np.uint64 and a.flags.writeable and a.flags.aligned
+    assert not np.array_equal(a, b)
+    bits = np.unpackbits(np.concatenate([a, b]).view(np.uint8))
+    assert abs(bits.mean() - 0.5) < 0.01  # 128 000 bits

@@ -245,3 +245,19 @@ def test_learning_clients_keep_their_state_in_client_private_files(tmp_path, ope
     # a secret-noise client keeps no generator state
     run_federated(cfg.replace(seed=None, rounds=3), out=tmp_path / "s", reference=False)
     assert load_agent_state(tmp_path / "s" / "clients.private" / "client_0" / "checkpoint" / "round_3")["meta"]["rng"] is None
+
+
+def test_only_the_packages_compiled_code_cache_is_not_counted():
+    """The file audit skips the powerdp package's __pycache__ folders (bytecode; numba probes them when a process
+    loads the sampler's kernels), and nothing else: not a __pycache__ elsewhere, not the package's other files."""
+    from pathlib import Path
+
+    import powerdp
+    from powerdp.studies.file_audit import compiled_code_cache
+
+    pkg = Path(powerdp.__file__).resolve().parent
+    assert compiled_code_cache(str(pkg / "privacy" / "__pycache__"))
+    assert compiled_code_cache(str(pkg / "privacy" / "__pycache__" / "discrete_kernels.fill_laplace-1.py311.nbi"))
+    assert not compiled_code_cache(str(pkg / "privacy" / "sampler.py"))
+    assert not compiled_code_cache("/tmp/out/__pycache__/zone_0.csv")
+    assert not compiled_code_cache(str(pkg.parent / "__pycache__"))

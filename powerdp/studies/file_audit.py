@@ -14,7 +14,10 @@ forked zone processes, so the trace names which process wrote which path. The au
 * the trace saw no zone process at all (it cannot have traced them: e.g. a spawn start method).
 
 The trace covers Python's own file calls (every writer in powerdp goes through them); a C library
-writing on its own is outside it (Ipopt writes no file unless told to).
+writing on its own is outside it (Ipopt writes no file unless told to). Not counted: the ``__pycache__``
+folders inside the installed powerdp package (:func:`compiled_code_cache`), where Python keeps bytecode and
+numba the sampler's compiled kernels (privacy/discrete_kernels.py; numba probes the folder with an unnamed
+temporary file whenever a process loads them): compiled code, the same for every run, never data.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ..apps.power_flow.config import RunConfig
 from ..grid.network import Network
 from ..grid.partition import Partition
 
-__all__ = ["FileAuditResult", "audit_deployment_files", "trace_file_writes"]
+__all__ = ["FileAuditResult", "audit_deployment_files", "compiled_code_cache", "trace_file_writes"]
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 #: audit events that change the file system: event → the indices of its path arguments
@@ -39,6 +42,14 @@ _PATH_EVENTS = {
     "os.symlink": (1,), "os.link": (1,), "os.truncate": (0,), "os.utime": (0,), "shutil.rmtree": (0,),
 }
 _TRACE: dict[str, Any] = {"fd": None}
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def compiled_code_cache(path: str) -> bool:
+    """Is ``path`` a ``__pycache__`` folder (or inside one) of the installed powerdp package? (bytecode, numba's
+    kernel cache: not counted as a zone's write)"""
+    p = Path(path)
+    return "__pycache__" in p.parts and p.is_relative_to(_PACKAGE)
 _HOOKED = False
 
 
@@ -147,8 +158,8 @@ def audit_deployment_files(
         problems: list[str] = []
         if not zone_pids:
             problems.append("the trace saw no zone process (they were not forked from the audit: cannot check them)")
-        zone_writes = sorted({path for pid, kind, _, path in trace.records
-                              if pid != me and kind == "write" and not path.startswith(os.sep + "dev" + os.sep)})
+        zone_writes = sorted({path for pid, kind, _, path in trace.records if pid != me and kind == "write"
+                              and not path.startswith(os.sep + "dev" + os.sep) and not compiled_code_cache(path)})
         for pid in sorted(zone_pids):  # one zone per process (workers = zones): its writes stay in its own folder
             mine = {r for who, kind, _, path in trace.records if who == pid and kind == "write"
                     for r in private_roots if _inside(Path(path), r)}
