@@ -25,11 +25,22 @@ import time
 import numpy as np
 
 
+def _progress(name):
+    def show(row):  # one line per period on stderr (a long day shows where it is)
+        if "period_done" in row:
+            gap = row.get("relative_cost_gap")
+            print(f"{name} period {row['period']}: {row['rounds']} rounds ({row['stopped']}), gap "
+                  f"{'n/a' if gap is None else f'{gap:.2e}'}, shed {row['shedding_mw']:.3f} MW, {row['cpu_s']:.2f} s CPU",
+                  file=sys.stderr, flush=True)
+    return show
+
+
 def _run(cfg, horizon, reference=True):
     from powerdp.apps.dispatch.runner import run_dispatch
 
     c0, t0 = time.process_time(), time.perf_counter()
-    res = run_dispatch(cfg, horizon, reference=reference)
+    name = cfg.algorithm + (" cold" if cfg.cold_start else "")
+    res = run_dispatch(cfg, horizon, reference=reference, progress=_progress(name))
     return res, time.process_time() - c0, time.perf_counter() - t0
 
 
