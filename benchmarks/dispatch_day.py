@@ -97,7 +97,7 @@ def private(args, horizon):
         budget = None if algorithm in ("nonprivate", "exact") else args.epsilon
         cfg = DispatchConfig(source=args.source, periods=args.periods, zones=args.zones, algorithm=algorithm,
                              target_epsilon=budget, max_rounds=args.max_rounds, tolerance=args.tolerance,
-                             backend=args.backend, seed=args.seed)
+                             backend=args.backend, seed=args.seed, local_solver=args.local_solver)
         res, cpu, wall = _run(cfg, horizon, reference=central is None)  # the centralized OPF once (no ramp: the same)
         if central is None:
             central = res.periods["centralized_cost"].astype(float).to_numpy()
@@ -160,6 +160,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-rounds", type=int, default=150)
     ap.add_argument("--tolerance", type=float, default=1e-2)
     ap.add_argument("--backend", default="serial")
+    ap.add_argument("--local-solver", default="clarabel")
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--algorithms", default="exact,objl,inpl,exact/input/laplace",
                     help="private mode: the algorithms, the non-private reference first")
