@@ -25,11 +25,22 @@ import time
 import numpy as np
 
 
+def _progress(name):
+    def show(row):  # one line per period on stderr (a long day shows where it is)
+        if "period_done" in row:
+            gap = row.get("relative_cost_gap")
+            print(f"{name} period {row['period']}: {row['rounds']} rounds ({row['stopped']}), gap "
+                  f"{'n/a' if gap is None else f'{gap:.2e}'}, shed {row['shedding_mw']:.3f} MW, {row['cpu_s']:.2f} s CPU",
+                  file=sys.stderr, flush=True)
+    return show
+
+
 def _run(cfg, horizon, reference=True):
     from powerdp.apps.dispatch.runner import run_dispatch
 
     c0, t0 = time.process_time(), time.perf_counter()
-    res = run_dispatch(cfg, horizon, reference=reference)
+    name = cfg.algorithm + (" cold" if cfg.cold_start else "")
+    res = run_dispatch(cfg, horizon, reference=reference, progress=_progress(name))
     return res, time.process_time() - c0, time.perf_counter() - t0
 
 
@@ -86,7 +97,7 @@ def private(args, horizon):
         budget = None if algorithm in ("nonprivate", "exact") else args.epsilon
         cfg = DispatchConfig(source=args.source, periods=args.periods, zones=args.zones, algorithm=algorithm,
                              target_epsilon=budget, max_rounds=args.max_rounds, tolerance=args.tolerance,
-                             backend=args.backend, seed=args.seed)
+                             backend=args.backend, seed=args.seed, local_solver=args.local_solver)
         res, cpu, wall = _run(cfg, horizon, reference=central is None)  # the centralized OPF once (no ramp: the same)
         if central is None:
             central = res.periods["centralized_cost"].astype(float).to_numpy()
@@ -149,6 +160,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-rounds", type=int, default=150)
     ap.add_argument("--tolerance", type=float, default=1e-2)
     ap.add_argument("--backend", default="serial")
+    ap.add_argument("--local-solver", default="clarabel")
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--algorithms", default="exact,objl,inpl,exact/input/laplace",
                     help="private mode: the algorithms, the non-private reference first")

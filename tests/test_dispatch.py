@@ -224,3 +224,22 @@ def test_resume_refuses_an_edited_profile_file(tmp_path):
 
     with pytest.raises(ConfigError, match="day.csv"):
         run_dispatch(cfg, h, out=tmp_path / "d", resume=True)
+
+
+def test_a_renewable_cap_above_period_0s_is_usable(tmp_path):
+    """A generator whose available output rises after period 0 (a solar morning) may produce it: the zones' models
+    are built on the horizon's largest caps, so the dispatch follows the centralized OPF of every period."""
+    periods = 3
+    frame = pd.read_csv(day_profile(tmp_path / "day.csv", periods))
+    cheap = 0  # case14's cheapest generator, about 200 MW uncapped
+    cap = np.array([100.0, 150.0, 250.0])  # its available output rises (MW)
+    frame[f"gen.{cheap + 1}.p_mw"] = cap
+    frame.to_csv(tmp_path / "day.csv", index=False)
+    h = load_horizon("case14", periods=periods, profiles=tmp_path / "day.csv")
+    assert h.gen_pmax[2, cheap] > h.gen_pmax[0, cheap]
+    cfg = DispatchConfig(source="case14", periods=periods, zones=3, algorithm="exact", max_rounds=150, tolerance=1e-5)
+    res = run_dispatch(cfg, h)
+    assert (res.periods["relative_cost_gap"] < 1e-3).all(), res.periods[["period", "rounds", "relative_cost_gap"]]
+    name = h.gen_names[cheap]
+    p = next(t[name] for t in res.dispatch.values() if name in t).to_numpy()
+    assert p[2] > cap[0] * 1.01  # it produces more than period 0's cap allowed

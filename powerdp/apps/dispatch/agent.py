@@ -92,14 +92,16 @@ class DispatchZoneAgent(ZoneAgent):
 
     def _set_generation(self, pmax: np.ndarray, ramp) -> None:
         lb, ub, cl, cu = (b.copy() for b in self._bounds0)
-        lo = self._lb0[self._gen_cols].copy()
+        # the model is built with every generator's largest output over the horizon (the runner's network); a cap
+        # below pmin lowers pmin, as in the centralized reference (Horizon.network_at)
+        lo = np.minimum(self._lb0[self._gen_cols], pmax)
         hi = np.minimum(self._ub0[self._gen_cols], pmax)
         if ramp is not None and self.z_released is not None:  # a cold start forgets the iterate, not the dispatch
             prev = self.z_released[self._gen_cols]  # the zone's own dispatch of the previous period (released to it)
             r = np.asarray(ramp, dtype=float)
             lo = np.maximum(lo, prev - r)
             hi = np.minimum(hi, prev + r)
-        hi = np.maximum(hi, lo)  # a cap below pmin (a renewable with pmin 0 never): pmin wins
+        hi = np.maximum(hi, lo)
         lb[self._pg_r], ub[self._pg_r] = lo, hi
         self.problem.lb[self._gen_cols], self.problem.ub[self._gen_cols] = lo, hi
         self.solver.set_bounds(lb, ub, cl, cu)

@@ -166,7 +166,10 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
     if config.private:
         say(relation_text(config.relation, config.beta, config.periods))
     say(f"building {part.n_zones} zone agents ({config.backend} backend)")
-    backend = make_backend(config.backend, net, specs, run_cfg)
+    # the zones' models are built once with every generator's largest available output over the horizon; each period
+    # then caps it (a model built on period 0's caps could never use more renewable output than at period 0)
+    widest = replace(net, pmax=np.maximum(net.pmax, np.asarray(horizon.gen_pmax, dtype=float).max(axis=0)))
+    backend = make_backend(config.backend, widest, specs, run_cfg)
     coordinator = Coordinator(len(keys), zone_maps, run_cfg.rho, run_cfg.rho_schedule)
     history: list[dict] = []
     periods: list[dict] = []
