@@ -136,20 +136,6 @@ def _table(args, rows) -> None:
         fh.write("\n".join(lines) + "\n")
 
 
-def _set_base(sn_mva: float) -> None:
-    """The SimBench grid converted on another per-unit base (pandapower's results do not depend on sn_mva)."""
-    import powerdp.grid.simbench_source as sbs
-
-    original = sbs.simbench_grid
-
-    def grid(code):
-        net, profiles, labels = original(code)
-        net.sn_mva = float(sn_mva)
-        return net, profiles, labels
-
-    sbs.simbench_grid = grid
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=("nonprivate", "private"))
@@ -167,16 +153,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-cold", action="store_true")
     ap.add_argument("--table", help="private mode: write the per-period table (markdown) here")
-    ap.add_argument("--sn-mva", type=float, help="set the SimBench net's sn_mva (its per-unit base) before conversion: "
-                    "SimBench's own is 1 MVA, which scales loads to ~100 p.u. and the import bounds to ~2000 p.u.")
+    ap.add_argument("--sn-mva", type=float, help="the per-unit base of the SimBench grid (load_horizon's base_mva; "
+                    "default 100 MVA: SimBench's own 1 MVA scales loads to ~100 p.u. and the import bounds to ~2000 p.u.)")
     args = ap.parse_args(argv)
     from powerdp.grid.profiles import load_horizon
 
-    if args.sn_mva is not None:
-        _set_base(args.sn_mva)
-
     t0, c0 = time.perf_counter(), time.process_time()
-    horizon = load_horizon(args.source, periods=args.periods)
+    horizon = load_horizon(args.source, periods=args.periods, base_mva=args.sn_mva)
     doc = {"source": args.source, "sn_mva": args.sn_mva, "base_mva": float(horizon.network.base_mva), "periods": args.periods, "zones": args.zones, "max_rounds": args.max_rounds,
            "tolerance": args.tolerance, "backend": args.backend, "buses": int(horizon.network.n_bus),
            "generators": int(horizon.network.n_gen), "load_s": time.perf_counter() - t0, "load_cpu_s": time.process_time() - c0}

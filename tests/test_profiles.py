@@ -338,6 +338,7 @@ def test_simbench_hv_first_day(hv_day, simbench_hv):
     h, prof = hv_day, simbench_hv
     net = h.network
     S = net.base_mva
+    assert S == 100.0  # not SimBench's 1 MVA, on which the zones' conic solves fail (docs/profiles.md)
     assert h.periods == 96 and h.period_minutes == 15.0
     assert h.labels[0] == "01.01.2016 00:00" and h.labels[-1] == "01.01.2016 23:45"
     assert net.n_bus == 64  # 306 pandapower buses, fused by their closed bus-bus switches
@@ -367,11 +368,13 @@ def test_simbench_hv_period_solves(hv_day):
     the price of its net import."""
     h = hv_day
     t = 48
-    r = powerdp.solve_opf(h.network_at(t), solver="clarabel")
+    # Ipopt, as the dispatch's centralized reference: centralized Clarabel stops at NumericalError on the 100 MVA
+    # base (objective within 1e-5 of Ipopt's) and at AlmostSolved on SimBench's 1 MVA one
+    r = powerdp.solve_opf(h.network_at(t), solver="ipopt")
     S = h.network.base_mva
     pg = r.dispatch.pg
     imp, ren = h.gen_kind == "import", h.gen_kind == "renewable"
-    assert r.success or r.status_name == "AlmostSolved"
+    assert r.success
     curtailed = (h.gen_pmax[t, ren] - pg[ren]).sum() * S
     assert curtailed < 0.1  # MW (of 1068 available)
     net_import = pg[imp].sum() * S

@@ -37,6 +37,7 @@ __all__ = ["Horizon", "load_horizon", "read_profile_table", "COLUMN_PATTERN"]
 #: a profile column: element.index.variable
 COLUMN_PATTERN = re.compile(r"^(load|sgen|gen)\.(-?\d+)\.(p_mw|q_mvar)$")
 _SIMBENCH_MINUTES = 15.0
+SIMBENCH_BASE_MVA = 100.0  # SimBench's sn_mva is 1 MVA: loads of ~100 p.u., imports of ~2000 p.u. (docs/profiles.md)
 
 # {(element, variable): (element indices, values (rows, k))}
 _Profiles = dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
@@ -128,7 +129,8 @@ def load_horizon(
     cost file (CSV or JSON) overriding :data:`~powerdp.grid.public_costs.DEFAULT_COSTS`, or a
     :class:`PublicCosts`. Every bad input raises :class:`~powerdp.errors.CaseDataError` (exit status 2)
     naming the element and the field. ``base_mva``: the per-unit base of a SimBench grid or pandapower net
-    (None: its ``sn_mva``, 1 MVA for SimBench); a MATPOWER case keeps its own baseMVA.
+    (None: 100 MVA for a SimBench grid, whose own ``sn_mva`` of 1 MVA makes its conic zone solves fail, and its
+    ``sn_mva`` for another pandapower net); a MATPOWER case keeps its own baseMVA.
     """
     periods, start = _check_window(periods, start)
     if base_mva is not None and (isinstance(base_mva, bool) or not isinstance(base_mva, (int, float))
@@ -147,7 +149,8 @@ def load_horizon(
         if user is not None:
             over = user[0]
             data.update(_slice(over, start, periods, f"profile table {profiles}"))
-        return _pandapower_horizon(pp_net, data, table, convention, start, periods, labels, minutes, name, base_mva)
+        base = SIMBENCH_BASE_MVA if base_mva is None else base_mva
+        return _pandapower_horizon(pp_net, data, table, convention, start, periods, labels, minutes, name, base)
     if user is None:
         raise CaseDataError(f"{text or type(source).__name__}: a horizon needs profiles (a CSV or parquet table, "
                             "profiles=...), or a SimBench grid code simbench:CODE")
