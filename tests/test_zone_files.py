@@ -261,3 +261,4 @@ def test_only_the_packages_compiled_code_cache_is_not_counted():
     assert not compiled_code_cache(str(pkg / "privacy" / "sampler.py"))
     assert not compiled_code_cache("/tmp/out/__pycache__/zone_0.csv")
     assert not compiled_code_cache(str(pkg.parent / "__pycache__"))
+    assert not compiled_code_cache(str(pkg / "privacy" / "__pycache__" / ".." / ".." / ".." / "out.csv"))  # resolved first

@@ -48,8 +48,10 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 def compiled_code_cache(path: str) -> bool:
     """Is ``path`` a ``__pycache__`` folder (or inside one) of the installed powerdp package? (bytecode, numba's
     kernel cache: not counted as a zone's write)"""
-    p = Path(path)
+    p = Path(os.path.realpath(path))  # resolved: ".." or a symlink cannot smuggle another target past the check
     return "__pycache__" in p.parts and p.is_relative_to(_PACKAGE)
+
+
 _HOOKED = False
 
 
