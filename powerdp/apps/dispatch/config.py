@@ -32,7 +32,7 @@ RELATIONS = ("user", "event")
 #: perturbation under exact ADMM (the period's perturbed loads d̃, then the non-private exact update)
 DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace")
 #: the default stopping tolerance on the relative residuals (measured on SimBench 1-HV-mixed--0-sw, docs/multi_period.md)
-TOLERANCE = 5e-4
+TOLERANCE = 2e-4
 
 
 def relation_text(relation: str, beta: float, periods: int) -> str:
