@@ -2,15 +2,17 @@
 starts, time and memory per period, and the private day at a total ε per zone (docs/multi_period.md).
 
     python benchmarks/dispatch_day.py nonprivate                     # SimBench 1-HV-mixed--0-sw, 96 periods, 4 zones
+    python benchmarks/dispatch_day.py nonprivate --cold-periods 24   # cold starts measured on the first 24 periods
     python benchmarks/dispatch_day.py nonprivate --periods 8 --no-cold
     python benchmarks/dispatch_day.py private --epsilon 1 --table docs/results/dispatch_table.md
     python benchmarks/dispatch_day.py nonprivate --source simbench:1-EHV-mixed--0-sw --periods 4 --no-cold
 
 Prints one JSON document. ``nonprivate``: the warm-started run (its per-period relative cost gap to the centralized
-SOC OPF of the period) and, unless --no-cold, the same horizon cold-started (every period from the flat start), the
-ratio of their mean rounds over periods 1..T-1 (period 0 starts cold in both), and per period the wall and CPU time
-(this process; with the serial backend the zones' solves included, the centralized reference excluded) and the peak
-memory. ``private``: objl and inpl at the total budget, user-level: per period the cost gap and the MW shed, and the
+SOC OPF of the period) and, unless --no-cold, the same horizon (or its first --cold-periods periods) cold-started
+(every period from the flat start), the ratio of their mean rounds over periods 1..N-1 of the cold run's N (period 0
+starts cold in both) and over all N, and per period the dispatch's own wall and CPU time (this process; with the serial
+backend the zones' solves included) split into the zones' steps and the coordinator, the simulation's evaluation
+(every round's diagnostics, the centralized reference) apart, the load average, and the peak memory. ``private``: objl and inpl at the total budget, user-level: per period the cost gap and the MW shed, and the
 ledger's total per zone against the claim (objl, inpl and input perturbation under exact ADMM beside exact ADMM). Runs serially (one process), gentle on a shared machine.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -54,8 +57,11 @@ def nonprivate(args, horizon):
     from powerdp.apps.dispatch.config import DispatchConfig
 
     cfg = DispatchConfig(source=args.source, periods=args.periods, zones=args.zones, algorithm=args.algorithm,
-                         max_rounds=args.max_rounds, tolerance=args.tolerance, backend=args.backend, seed=0)
+                         max_rounds=args.max_rounds, backend=args.backend, seed=0,
+                         **({} if args.tolerance is None else {"tolerance": args.tolerance}))
+    load0 = os.getloadavg()
     warm, cpu, wall = _run(cfg, horizon)
+    p = warm.periods
     out = {
         "algorithm": args.algorithm,
         "warm": {
@@ -64,17 +70,29 @@ def nonprivate(args, horizon):
             "max_relative_cost_gap": warm.summary["max_relative_cost_gap"],
             "periods_within_1e-3": int((warm.periods["relative_cost_gap"].astype(float) <= 1e-3).sum()),
             "periods_capped": int((warm.periods["stopped"] == "rounds").sum()),
-            "wall_s_per_period": float(warm.periods["wall_s"].mean()),
-            "cpu_s_per_period": float(warm.periods["cpu_s"].mean()),
+            "tolerance": cfg.tolerance,
+            # the dispatch's own time per period (the zones' data and steps, the coordinator), the evaluation apart
+            "wall_s_per_period": float(p["wall_s"].mean()), "wall_s_max": float(p["wall_s"].max()),
+            "cpu_s_per_period": float(p["cpu_s"].mean()),
+            "zones_s_per_period": float(p["zones_s"].mean()), "coordinator_s_per_period": float(p["coordinator_s"].mean()),
+            "evaluation_s_per_period": float(p["evaluation_s"].mean()),
+            "evaluation_cpu_s_per_period": float(p["evaluation_cpu_s"].mean()),
             "cpu_s_total_with_reference": cpu, "wall_s_total_with_reference": wall,
-            "setup_s": warm.summary["setup_s"],
+            "setup_s": warm.summary["setup_s"], "load_average_before": load0, "load_average_after": os.getloadavg(),
             "periods": _periods(warm, ["period", "rounds", "stopped", "cost", "centralized_cost", "relative_cost_gap",
-                                       "shedding_mw", "import_mw", "curtailment_mw", "wall_s", "cpu_s"]),
+                                       "shedding_mw", "import_mw", "curtailment_mw", "wall_s", "cpu_s", "zones_s",
+                                       "coordinator_s", "evaluation_s"]),
         },
     }
     if not args.no_cold:
-        cold, ccpu, cwall = _run(cfg.replace(cold_start=True), horizon, reference=False)
+        n = min(args.cold_periods or args.periods, args.periods)
+        sub = horizon if n == args.periods else _first(horizon, n)
+        cold, ccpu, cwall = _run(cfg.replace(cold_start=True, periods=n), sub, reference=False)
+        wr = warm.periods["rounds"][:n]
+        out["warm"]["mean_rounds_first_n"] = float(wr.mean())
+        out["warm"]["mean_rounds_first_n_after_first"] = float(wr[1:].mean()) if n > 1 else None
         out["cold"] = {
+            "periods": n, "load_average_after": os.getloadavg(),
             "mean_rounds": float(cold.periods["rounds"].mean()),
             "mean_rounds_after_first": float(cold.periods["rounds"][1:].mean()) if len(cold.periods) > 1 else None,
             "periods_capped": int((cold.periods["stopped"] == "rounds").sum()),
@@ -82,9 +100,19 @@ def nonprivate(args, horizon):
             "cpu_s_per_period": float(cold.periods["cpu_s"].mean()),
             "rounds": [int(r) for r in cold.periods["rounds"]],
         }
-        w, c = out["warm"]["mean_rounds_after_first"], out["cold"]["mean_rounds_after_first"]
-        out["warm_over_cold_rounds"] = (w / c) if (w is not None and c) else None
+        w, c = out["warm"]["mean_rounds_first_n_after_first"], out["cold"]["mean_rounds_after_first"]
+        out["warm_over_cold_rounds"] = (w / c) if (w is not None and c) else None  # periods 1..n-1
+        out["warm_over_cold_rounds_all"] = out["warm"]["mean_rounds_first_n"] / out["cold"]["mean_rounds"]
     return out
+
+
+def _first(horizon, n):
+    """The first ``n`` periods of ``horizon``."""
+    from dataclasses import replace
+
+    return replace(horizon, pd=horizon.pd[:n], qd=horizon.qd[:n], gen_pmax=horizon.gen_pmax[:n],
+                   load_p=horizon.load_p[:n], load_q=horizon.load_q[:n], labels=horizon.labels[:n],
+                   curtailment_offset=horizon.curtailment_offset[:n])
 
 
 def private(args, horizon):
@@ -96,7 +124,8 @@ def private(args, horizon):
     for algorithm in args.algorithms.split(","):
         budget = None if algorithm in ("nonprivate", "exact") else args.epsilon
         cfg = DispatchConfig(source=args.source, periods=args.periods, zones=args.zones, algorithm=algorithm,
-                             target_epsilon=budget, max_rounds=args.max_rounds, tolerance=args.tolerance,
+                             target_epsilon=budget, max_rounds=args.max_rounds,
+                             **({} if args.tolerance is None else {"tolerance": args.tolerance}),
                              backend=args.backend, seed=args.seed, local_solver=args.local_solver)
         res, cpu, wall = _run(cfg, horizon, reference=central is None)  # the centralized OPF once (no ramp: the same)
         if central is None:
@@ -142,9 +171,11 @@ def main(argv=None) -> int:
     ap.add_argument("--source", default="simbench:1-HV-mixed--0-sw")
     ap.add_argument("--periods", type=int, default=96)
     ap.add_argument("--zones", type=int, default=4)
-    ap.add_argument("--algorithm", default="exact", help="the non-private algorithm (nonprivate mode): exact or nonprivate")
-    ap.add_argument("--max-rounds", type=int, default=150)
-    ap.add_argument("--tolerance", type=float, default=1e-2)
+    ap.add_argument("--algorithm", default="nonprivate", help="the non-private algorithm (nonprivate mode): nonprivate or exact")
+    ap.add_argument("--max-rounds", type=int, default=100)
+    ap.add_argument("--tolerance", type=float, help="the stopping tolerance on the relative residuals (default: "
+                    "DispatchConfig's)")
+    ap.add_argument("--cold-periods", type=int, help="nonprivate mode: cold-start only the first N periods (default all)")
     ap.add_argument("--backend", default="serial")
     ap.add_argument("--local-solver", default="clarabel")
     ap.add_argument("--epsilon", type=float, default=1.0)

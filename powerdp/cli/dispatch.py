@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..apps.dispatch.config import TOLERANCE
 from .args import integer, real
 from .common import _check_output_file, _status_printer, add_verbosity
 
@@ -28,8 +29,10 @@ in every period, and the budget is split over every period's rounds. --relation 
 in one period moves by --beta, and every period gets the whole budget (the claim covers one period's
 value, not a profile). The relation is printed at the start.
 
-Each period stops when both residuals (primal; dual divided by rho) are at most --tolerance (p.u.),
-or after --max-rounds rounds.
+Each period stops when both relative residuals are at most --tolerance (primal ||w - Bz|| over
+max(||w||, ||Bz||); dual rho ||w - w_prev|| over ||lambda||: scale-free, whatever the per-unit base
+and the costs' unit), or after --max-rounds rounds. "s per period" is the dispatch's own time; the
+simulation's evaluation (centralized reference, --ac-check) is timed and reported apart.
 
 --out DIR keeps the run: per-period checkpoints (Ctrl-C keeps every complete period; powerdp dispatch
 --resume DIR continues at the period it stopped in, bit-identical for a seeded run),
@@ -70,8 +73,8 @@ def add_dispatch_parser(sub) -> None:
     p.add_argument("--ramp", type=real(0, lo_open=True),
                    help="ramp limit: a conventional generator's p moves by at most this fraction of its pmax per period")
     p.add_argument("--max-rounds", type=integer(1), default=100, help="round cap of one period (default 100)")
-    p.add_argument("--tolerance", type=real(0), default=1e-4,
-                   help="stop a period when both residuals (primal; dual / rho) are at most this (p.u.; default 1e-4)")
+    p.add_argument("--tolerance", type=real(0), default=TOLERANCE,
+                   help=f"stop a period when both relative residuals (primal; dual) are at most this (default {TOLERANCE:g})")
     p.add_argument("--cold-start", action="store_true",
                    help="start every period from the flat start with zero duals (the baseline warm start is measured against)")
     p.add_argument("--rho", type=real(0, lo_open=True), help="ADMM penalty (default: scaled to the costs)")
@@ -80,7 +83,15 @@ def add_dispatch_parser(sub) -> None:
     p.add_argument("--workers", type=integer(1), help="processes of the process backend")
     p.add_argument("--local-solver", choices=("clarabel", "ipopt"), default="clarabel",
                    help="the zones' solver (default clarabel)")
+    p.add_argument("--base-mva", type=real(0, lo_open=True),
+                   help="per-unit base of a SimBench grid or pandapower net (MVA; default 100 for SimBench, whose own 1 MVA "
+                   "makes the zones' conic solves fail); a MATPOWER case keeps its baseMVA")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized reference of every period")
+    p.add_argument("--ac-check", action="store_true",
+                   help="run pandapower's AC power flow at every period's dispatch, as powerdp run --ac-check: per period "
+                   "whether it converges, the slack's mismatch against the dispatch (MW), the worst voltage outside "
+                   "[vmin, vmax] (p.u.), the most loaded branch (%%), the losses (MW); the simulation's evaluation "
+                   "(ac_* columns of its periods.csv and --json)")
     p.add_argument("--out", type=Path, help="run directory (checkpoints, the two views, the tables)")
     p.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR at the period it stopped in")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
@@ -113,6 +124,7 @@ def _config(args):
         algorithm=args.algorithm, target_epsilon=args.target_epsilon, relation=args.relation, beta=args.beta,
         ramp=args.ramp, max_rounds=args.max_rounds, tolerance=args.tolerance, seed=args.seed, backend=args.backend,
         workers=args.workers, local_solver=args.local_solver, cold_start=args.cold_start, rho=args.rho,
+        base_mva=args.base_mva,
     ).validate()
 
 
@@ -149,12 +161,12 @@ def cmd_dispatch(args) -> int:
     if say is not None:
         say(f"loading {config.source} ({config.periods} periods from {config.start})")
     horizon = load_horizon(config.source, periods=config.periods, start=config.start, profiles=config.profiles,
-                           costs=config.costs)
+                           costs=config.costs, base_mva=config.base_mva)
     progress, bar = _progress(config, args.quiet)
     out = args.resume if args.resume is not None else args.out
     try:
         result = run_dispatch(config, horizon, out=out, resume=args.resume is not None, overwrite=args.overwrite,
-                              progress=progress, status=say, reference=not args.no_reference)
+                              progress=progress, status=say, reference=not args.no_reference, ac_check=args.ac_check)
     finally:
         if bar is not None:
             bar.close()
@@ -169,11 +181,31 @@ def cmd_dispatch(args) -> int:
 def _report(result) -> None:
     s = result.summary
     lines = [f"{s['source']}: {s['n_periods']} periods, {s['n_zones']} zones, {s['algorithm']}; "
-             f"{s['mean_rounds']:.1f} rounds per period, {s['wall_s_per_period']:.2f} s per period"]
+             f"{s['mean_rounds']:.1f} rounds per period, {s['wall_s_per_period']:.2f} s per period "
+             f"({s['cpu_s_per_period']:.2f} s CPU in this process)"]
+    if s.get("evaluation_s_per_period") is not None:
+        lines.append(f"the simulation's evaluation (centralized reference, AC check): {s['evaluation_s_per_period']:.2f} s "
+                     "per period more")
     if s.get("max_relative_cost_gap") is not None:
         lines.append(f"largest relative cost gap to the centralized SOC OPF over the periods: {s['max_relative_cost_gap']:.2e}")
+    if "ac_converged" in result.periods:
+        lines.append(_ac_line(result.periods))
     if s["private"]:
         eps = ", ".join(f"zone {z}: {e:.4g}" for z, e in s["epsilon_total"].items())
         lines.append(f"{s['relation_text']}")
         lines.append(f"epsilon over the horizon per zone (the ledger): {eps}; the claim: {s['epsilon_claim']:.4g}")
     print("\n".join(lines))
+
+
+def _ac_line(periods) -> str:
+    """The AC check over the periods, in one line."""
+    ok = periods["ac_converged"].astype(bool)
+    line = f"AC check: the power flow converged in {int(ok.sum())} of {len(periods)} periods"
+    if ok.any():
+        conv = periods[ok]
+        line += (f"; worst slack mismatch {conv['ac_slack_mismatch_mw'].abs().max():.3f} MW, worst voltage violation "
+                 f"{conv['ac_max_voltage_violation_pu'].max():.4f} p.u.")
+        loading = conv["ac_max_loading_percent"].dropna()
+        if len(loading):
+            line += f", most loaded branch {loading.max():.1f} %"
+    return line

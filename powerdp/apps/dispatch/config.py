@@ -31,6 +31,8 @@ RELATIONS = ("user", "event")
 #: budget over the horizon, split exactly by the ledger's basic composition); exact/input/laplace is input
 #: perturbation under exact ADMM (the period's perturbed loads d̃, then the non-private exact update)
 DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace")
+#: the default stopping tolerance on the relative residuals (measured on SimBench 1-HV-mixed--0-sw, docs/multi_period.md)
+TOLERANCE = 2e-4
 
 
 def relation_text(relation: str, beta: float, periods: int) -> str:
@@ -59,7 +61,9 @@ class DispatchConfig:
     beta: float = 0.01
     ramp: float | None = None  # a generator's p moves by at most this fraction of its pmax between periods
     max_rounds: int = 100  # the round cap of one period
-    tolerance: float = 1e-4  # stop a period when both residuals (primal; dual / ρ) are at most this (p.u.)
+    # stop a period when both relative residuals (primal ‖w − Bz‖/max(‖w‖, ‖Bz‖); dual ρ‖Δw‖/‖λ‖) are at most this
+    # (runner.relative_residuals; docs/multi_period.md)
+    tolerance: float = TOLERANCE
     seed: int | None = None
     backend: str = "serial"
     workers: int | None = None
@@ -69,6 +73,7 @@ class DispatchConfig:
     convention: str = "powermodels"
     objective: str = "cost+shedding"
     application: str = "dispatch"
+    base_mva: float | None = None  # the per-unit base of a SimBench grid or pandapower net (None: 100 MVA for SimBench)
 
     def validate(self) -> DispatchConfig:
         def bad(name, msg):
@@ -86,6 +91,11 @@ class DispatchConfig:
             raise bad("max_rounds", "must be a positive integer")
         if not (self.tolerance >= 0 and math.isfinite(self.tolerance)):
             raise bad("tolerance", "must be a non-negative number")
+        if self.base_mva is not None and (isinstance(self.base_mva, bool) or not isinstance(self.base_mva, (int, float))
+                                          or not (self.base_mva > 0 and math.isfinite(self.base_mva))):
+            raise bad("base_mva", "must be a positive number of MVA")
+        if self.base_mva is not None and not str(self.source).startswith(("simbench:", "pandapower:")):
+            raise bad("base_mva", "a MATPOWER case keeps its own baseMVA (--base-mva is for SimBench grids and pandapower nets)")
         if self.ramp is not None and not (self.ramp > 0 and math.isfinite(self.ramp)):
             raise bad("ramp", "must be a positive fraction of a generator's pmax per period")
         private = resolve(self.algorithm).private

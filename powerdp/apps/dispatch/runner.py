@@ -59,15 +59,15 @@ __all__ = ["run_dispatch", "DispatchResult", "DispatchFailed", "COORDINATOR_COLU
 
 AGENT = "powerdp.apps.dispatch.agent:DispatchZoneAgent"
 #: the coordinator's history columns (an allow-list: the rest is the simulation's evaluation)
-COORDINATOR_COLUMNS = ["period", "round", "feasibility", "dual_residual", "consensus_norm", "rho", "epsilon_spent",
-                       "wall_s"]
+COORDINATOR_COLUMNS = ["period", "round", "feasibility", "dual_residual", "primal_relative", "dual_relative",
+                       "consensus_norm", "rho", "epsilon_spent", "wall_s"]
 #: the coordinator's columns of the per-period table
-PERIOD_COORDINATOR_COLUMNS = ["period", "label", "rounds", "stopped", "feasibility", "dual_residual", "epsilon_spent",
-                              "wall_s"]
+PERIOD_COORDINATOR_COLUMNS = ["period", "label", "rounds", "stopped", "feasibility", "dual_residual", "primal_relative",
+                              "dual_relative", "epsilon_spent", "wall_s", "zones_s", "coordinator_s"]
 #: summary keys of the coordinator's view
 COORDINATOR_KEYS = ("source", "algorithm", "n_zones", "n_periods", "period_minutes", "relation", "relation_text", "beta",
                     "epsilon_total", "epsilon_claim", "target_epsilon", "private", "noise_source", "rounds_total",
-                    "mean_rounds", "stopped", "wall_s", "setup_s", "wall_s_per_period", "backend", "cold_start",
+                    "mean_rounds", "stopped", "wall_s", "setup_s", "wall_s_per_period", "cpu_s_per_period", "backend", "cold_start",
                     "resumed_from_period", "tolerance", "max_rounds", "ramp")
 #: gen_kind → pandapower's result table
 RESULT_TABLES = {"renewable": "res_sgen", "import": "res_ext_grid"}
@@ -105,12 +105,14 @@ def _zone_gens(net: Network, zone_of_bus: np.ndarray, n_zones: int) -> dict[int,
 
 def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None, resume: bool = False,
                  overwrite: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
-                 status: Callable[[str], None] | None = None, reference: bool = True) -> DispatchResult:
+                 status: Callable[[str], None] | None = None, reference: bool = True,
+                 ac_check: bool = False) -> DispatchResult:
     """Run the dispatch of ``horizon`` (a :class:`~powerdp.grid.profiles.Horizon`) with ``config`` (module docstring).
 
     ``progress`` is called after every round with its row (``period``, ``round``, residuals) and after every period
     with ``{"period_done": k, ...}``; ``status`` with a short message as each stage starts. ``reference`` solves the
-    centralized SOC OPF of every period (the simulation's evaluation).
+    centralized SOC OPF of every period (the simulation's evaluation); ``ac_check`` runs pandapower's AC power flow
+    at every period's dispatch (the simulation's evaluation: ``ac_*`` columns, as ``powerdp run --ac-check``).
     """
     config.validate()
     if horizon.pd.shape[0] != config.periods:
@@ -118,21 +120,23 @@ def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None,
     if out is None:
         if resume:
             raise ConfigError("resume needs the output directory of the run")
-        return _run(config, horizon, None, False, progress, status, reference)
+        return _run(config, horizon, None, False, progress, status, reference, ac_check)
     out_dir = ensure_dir(out)
     if resume and not (out_dir / "config.json").is_file():
         raise ConfigError(f"{out_dir} holds no dispatch run to resume")
     with DirectoryLock(out_dir):
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(config, horizon, out_dir, resume, progress, status, reference)
+        return _run(config, horizon, out_dir, resume, progress, status, reference, ac_check)
 
 
 def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, progress, status,
-         reference: bool) -> DispatchResult:
+         reference: bool, ac_check: bool = False) -> DispatchResult:
     say = status or (lambda msg: None)
     t_setup = time.perf_counter()
     net: Network = horizon.network
-    run_cfg = resolve_config(config.run_config(net.name, None), net)  # ρ and ω explicit
+    # ρ and ω explicit; ω is the cost file's shedding_weight unless it is "auto" (docs/profiles.md)
+    weight = horizon.costs.shedding_weight
+    run_cfg = resolve_config(config.run_config(net.name, None if weight == "auto" else float(weight)), net)
     if resume and out_dir is not None and (out_dir / "partition.csv").is_file():  # the zones the run was made with
         part = make_partition(net, str(out_dir / "partition.csv"))
     else:
@@ -197,7 +201,7 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
             for k in range(first, config.periods):
                 try:
                     row = _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record,
-                                  progress, reference, evaluation, run_cfg)
+                                  progress, reference, evaluation, run_cfg, part if ac_check else None)
                 except Interrupted:  # inside a period's rounds: the complete periods are kept
                     raise Interrupted(f"interrupted in period {k} of {config.periods}{_kept(out_dir, k)}", None) from None
                 except DispatchFailed as exc:
@@ -249,11 +253,17 @@ def _ramp_limits(config: DispatchConfig, horizon) -> np.ndarray | None:
 
 
 def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record, progress, reference,
-            evaluation, run_cfg) -> dict[str, Any]:
-    """One period: its data to the zones, (re)start, the rounds until the residuals meet the tolerance."""
+            evaluation, run_cfg, ac_part=None) -> dict[str, Any]:
+    """One period: its data to the zones, (re)start, the rounds until the residuals meet the tolerance.
+
+    Its times: ``wall_s``/``cpu_s`` are the dispatch's own (the zones' data, their solves, the coordinator; CPU of
+    this process: with the serial backend the zones' too), ``zones_s`` the wall time in the zones' steps,
+    ``coordinator_s`` the rest of the rounds; ``evaluation_s``/``evaluation_cpu_s`` the simulation's evaluation
+    (every round's diagnostics, the centralized reference, the AC check), which the dispatch's time excludes."""
     from .agent import period_slices
 
     t0, c0 = time.perf_counter(), time.process_time()
+    clock = {"zones": 0.0, "eval": 0.0, "eval_cpu": 0.0}
     pmax = np.asarray(horizon.gen_pmax[k], dtype=float)
     backend.call("set_period", period_slices(own_buses, own_gens, horizon.pd[k], horizon.qd[k], pmax, k, ramp,
                                              config.cold_start and k > 0, k > 0))
@@ -268,11 +278,19 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
     def step(t: int) -> dict[str, Any]:
         ts = time.perf_counter()
         rho = coordinator.rho
-        res = coordinator.receive(backend.step(coordinator.broadcast()))
-        diags = backend.diagnostics()
+        messages = coordinator.broadcast()
+        tz = time.perf_counter()
+        updates = backend.step(messages)
+        clock["zones"] += time.perf_counter() - tz
+        res = coordinator.receive(updates)
+        primal_rel, dual_rel = relative_residuals(coordinator, res)
+        te, ce = time.perf_counter(), time.process_time()
+        diags = backend.diagnostics()  # ε spent (the ledger, public) and the evaluation's objective and violation
+        clock["eval"] += time.perf_counter() - te
+        clock["eval_cpu"] += time.process_time() - ce
         return {
-            "period": k, "round": t, "feasibility": res.primal, "dual_residual": res.dual, "rho": rho,
-            "consensus_norm": float(np.linalg.norm(coordinator.w)),
+            "period": k, "round": t, "feasibility": res.primal, "dual_residual": res.dual, "primal_relative": primal_rel,
+            "dual_relative": dual_rel, "rho": rho, "consensus_norm": float(np.linalg.norm(coordinator.w)),
             "epsilon_spent": float(max(d.epsilon_spent for d in diags)), "wall_s": time.perf_counter() - ts,
             "objective": float(sum(d.objective for d in diags)),
             "max_violation": float(max(d.max_violation for d in diags)),
@@ -287,21 +305,40 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
     stopped = run_rounds(rounds, coordinator.round + 1, coordinator.round + config.max_rounds, history, record, 0,
                          progress, False)
     rows = history[start:]
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    te, ce = time.perf_counter(), time.process_time()
     diags = backend.diagnostics()
     last = rows[-1]
     row: dict[str, Any] = {
         "period": k, "label": str(horizon.labels[k]) if len(horizon.labels) > k else str(k), "rounds": len(rows),
         "stopped": stopped, "feasibility": last["feasibility"], "dual_residual": last["dual_residual"],
-        "epsilon_spent": float(max(d.epsilon_spent for d in diags)), "wall_s": time.perf_counter() - t0,
-        "cpu_s": time.process_time() - c0,  # this process's CPU (serial backend: the zones' too); evaluation only
+        "primal_relative": last["primal_relative"], "dual_relative": last["dual_relative"],
+        "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
+        "wall_s": wall - clock["eval"], "cpu_s": cpu - clock["eval_cpu"],
+        "zones_s": clock["zones"], "coordinator_s": wall - clock["eval"] - clock["zones"],
     }
-    row.update(_evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg))
+    row.update(_evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg, ac_part))
+    row["evaluation_s"] = clock["eval"] + time.perf_counter() - te
+    row["evaluation_cpu_s"] = clock["eval_cpu"] + time.process_time() - ce
     return row
 
 
+def relative_residuals(coordinator: Coordinator, res) -> tuple[float, float]:
+    """The period's stopping residuals, scale-free (Boyd et al. 2011, §3.3.1; from released values only):
+    primal ‖w − Bz‖ / max(‖w‖, ‖Bz‖) over the zones' stacked copies, and dual ρ‖B(w − w_prev)‖ / ‖λ‖, the dual
+    residual against the duals (the prices of the shared variables, $/h per p.u.). Neither depends on the per-unit
+    base or on the costs' unit, unlike the absolute residuals (p.u. and $/h per p.u.)."""
+    gidx = coordinator.gidx
+    w = coordinator.w[gidx]
+    scale_p = max(float(np.linalg.norm(w)), float(np.linalg.norm(coordinator.released)), 1e-12)
+    dual = coordinator.rho * float(np.linalg.norm((coordinator.w - coordinator.w_prev)[gidx]))
+    scale_d = max(float(np.linalg.norm(coordinator.lam)), 1e-12)
+    return res.primal / scale_p, dual / scale_d
+
+
 def _converged(row: dict[str, Any], tol: float) -> bool:
-    """The period's stopping rule: both residuals at most ``tol`` (p.u.): ‖w − B z‖ and ‖w − w_prev‖ = dual/ρ."""
-    return row["feasibility"] <= tol and row["dual_residual"] <= tol * row["rho"]
+    """The period's stopping rule: both relative residuals at most ``tol`` (:func:`relative_residuals`)."""
+    return row["primal_relative"] <= tol and row["dual_relative"] <= tol
 
 
 class _Partial:
@@ -311,8 +348,9 @@ class _Partial:
         return None
 
 
-def _evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg) -> dict[str, Any]:
-    """The simulation's evaluation of period ``k``: every zone's data and the centralized reference."""
+def _evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg, ac_part=None) -> dict[str, Any]:
+    """The simulation's evaluation of period ``k``: every zone's data, the centralized reference and, with the
+    partition ``ac_part``, the AC check of the period's dispatch."""
     net = horizon.network
     base = net.base_mva
     pg = np.zeros(net.n_gen)
@@ -323,9 +361,15 @@ def _evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, r
     kinds = np.asarray(horizon.gen_kind).astype(str)
     pmax = np.asarray(horizon.gen_pmax[k], dtype=float)
     cost = float(sum(d.objective for d in diags))
+    generation = float(sum(d.cost for d in diags))
+    offset = float(horizon.curtailment_offset[k])
     row: dict[str, Any] = {
         "cost": cost,
-        "generation_cost": float(sum(d.cost for d in diags)),
+        "generation_cost": generation,
+        # the generation cost with curtailment as a cost: non-renewables' cost + the price of the curtailed energy
+        # (the renewables' −π·p plus the constant π·available the objective leaves out; docs/profiles.md)
+        "curtailment_offset": offset,
+        "cost_with_curtailment": generation + offset,
         "shedding_mw": float(sum(d.shedding_mw for d in diags)),
         "load_mw": float(np.sum(horizon.pd[k]) * base),
         "import_mw": float(pg[kinds == "import"].sum() * base),
@@ -338,7 +382,31 @@ def _evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, r
         if central is not None:
             row["centralized_cost"] = central
             row["relative_cost_gap"] = abs(cost - central) / max(abs(central), 1e-9)
+    if ac_part is not None:
+        row.update(_ac_check(k, horizon, backend, diags, ac_part))
     return row
+
+
+#: the AC check's figures per period (powerdp run --ac-check's ACCheck, one column each)
+AC_COLUMNS = ("converged", "slack_mismatch_mw", "max_voltage_violation_pu", "max_loading_percent", "losses_mw")
+
+
+def _ac_check(k, horizon, backend, diags, part) -> dict[str, Any]:
+    """pandapower's AC power flow at period ``k``'s dispatch (the zones' released solutions, each value from the zone
+    that owns it) on the period's network: ``ac_converged``, the slack's mismatch against the dispatch (MW), the worst
+    voltage outside [vmin, vmax] (p.u.), the most loaded rated branch (%), the losses (MW)."""
+    from ...opf.pandapower_io import ac_check
+    from ...opf.tables import dispatch_from_zones
+
+    sols = {int(d.zone): d.solution for d in backend.diagnostics(with_solution=True)}
+    # the period's loads in a network converted from its arrays (a SimBench source net holds its own loads)
+    net_k = replace(horizon.network_at(k), pandapower_net=None, pandapower_gens=None)
+    try:
+        check = ac_check(net_k, dispatch_from_zones(net_k, part.zone_of_bus, sols))
+    except PowerDPError as exc:
+        log.warning("period %d: AC check failed: %s", k, exc)
+        return {f"ac_{c}": (False if c == "converged" else None) for c in AC_COLUMNS}
+    return {f"ac_{c}": getattr(check, c) for c in AC_COLUMNS}
 
 
 def _central(k, horizon, evaluation, ramp, run_cfg) -> float | None:
@@ -402,7 +470,11 @@ def _result(config, horizon, run_cfg, part, history, periods, evaluation, diags,
         "rounds_total": int(frame["rounds"].sum()) if len(frame) else 0,
         "mean_rounds": float(frame["rounds"].mean()) if len(frame) else None,
         "stopped": {str(k): int(v) for k, v in frame["stopped"].value_counts().items()} if len(frame) else {},
-        "wall_s": run_s, "setup_s": setup_s, "wall_s_per_period": run_s / max(len(frame), 1),
+        # wall_s: the whole run, the evaluation included; per period: the dispatch's own time, the evaluation apart
+        "wall_s": run_s, "setup_s": setup_s,
+        "wall_s_per_period": float(frame["wall_s"].mean()) if len(frame) else None,
+        "cpu_s_per_period": float(frame["cpu_s"].mean()) if len(frame) else None,
+        "evaluation_s_per_period": float(frame["evaluation_s"].mean()) if "evaluation_s" in frame else None,
         "backend": config.backend, "cold_start": config.cold_start, "resumed_from_period": resumed_from,
         "tolerance": config.tolerance, "max_rounds": config.max_rounds, "ramp": config.ramp,
         # the simulation's evaluation
@@ -410,6 +482,7 @@ def _result(config, horizon, run_cfg, part, history, periods, evaluation, diags,
         "total_cost": float(frame["cost"].sum()) if len(frame) else None,
         "total_shedding_mwh": float(frame["shedding_mw"].sum() * horizon.period_minutes / 60.0) if len(frame) else None,
         "shedding_weight": run_cfg.shedding_weight, "rho": run_cfg.rho,
+        "total_cost_with_curtailment": float(frame["cost_with_curtailment"].sum()) if "cost_with_curtailment" in frame else None,
     }
     dispatch = _tables(horizon, evaluation["dispatch"])
     return DispatchResult(config=config, periods=frame, history=pd.DataFrame(history), summary=summary, dispatch=dispatch)

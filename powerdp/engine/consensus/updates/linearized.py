@@ -11,7 +11,7 @@ from ....errors import ConfigError
 from ....privacy import Sensitivity, output_sensitivity
 from .base import LocalProblem, LocalUpdate, RoundOutcome
 
-__all__ = ["LinearizedUpdate", "step_size", "ETA_SCHEDULES", "CAP_ALL", "CAP_PRIVATE"]
+__all__ = ["LinearizedUpdate", "step_size", "ETA_SCHEDULES", "CAP_ALL", "CAP_PRIVATE", "CAP_EXACT"]
 
 ETA_SCHEDULES = ("capped", "sqrt", "theorem")
 
@@ -20,8 +20,11 @@ ETA_SCHEDULES = ("capped", "sqrt", "theorem")
 #: all of z (the paper's; measured on shedding); 0.1 when only the private part is linearized and the
 #: proximal term covers y only. There η = 1/L makes the linearized penalty exact, and η = c/L < 1/L damps y
 #: (y^{t+1} ≈ (1 − c) y^t + c·target), averaging the noise of ~1/c rounds; measured on case118 cost+shedding,
-#: objl ε = 1: c = 1, 0.25, 0.1 shed 135, 50, 32 MW (docs/algorithm.md, benchmarks/dispatch.py)
-CAP_ALL, CAP_PRIVATE = 1.9, 0.1
+#: objl ε = 1: c = 1, 0.25, 0.1 shed 135, 50, 32 MW (docs/algorithm.md, benchmarks/dispatch.py). Without noise
+#: there is nothing to average: a non-private run takes CAP_EXACT = 1, η = 1/L, where the linearized h plus the
+#: proximal term is h itself (the step is exact ADMM's on y); c = 0.1 shrank the shedding only ×0.9 a round, so a
+#: day's periods never met the stopping rule (issue 30; benchmarks/dispatch_day.py)
+CAP_ALL, CAP_PRIVATE, CAP_EXACT = 1.9, 0.1, 1.0
 
 
 def step_size(schedule: str | float, t: int, lipschitz: float, epsilon: float | None = None, cap: float = CAP_ALL) -> float:
@@ -56,7 +59,7 @@ class LinearizedUpdate(LocalUpdate):
     def run_round(self, zone: LocalProblem, t: int, rho: float, admm_lin: np.ndarray) -> RoundOutcome:
         # the proximal term covers what is linearized: all of z, or only y when f_p's data-free part is exact
         prox = zone.prox_mask
-        eta = self.eta(t, zone.lipschitz, CAP_ALL if prox.all() else CAP_PRIVATE)
+        eta = self.eta(t, zone.lipschitz, CAP_ALL if prox.all() else (CAP_PRIVATE if self.config.private else CAP_EXACT))
         diag = prox / eta + rho * zone.shared_mask
         pert = zone.perturbation
         out = RoundOutcome()
