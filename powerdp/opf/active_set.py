@@ -47,14 +47,18 @@ LOOSE_TOL = 1e-9
 #: the first working set: the blocks whose margin at the warm start is below GUESS_TOL·(1 + |b|)
 GUESS_TOL = 1e-6
 MAX_PASSES = 8
+_NO_START = np.zeros(0)
 MAX_ITER = 60
+#: Newton steps on a relaxation's guessed active blocks before the interior-point method takes it (0: never)
+NEWTON_ITER = 30
 
 
 class ActiveSetSolver:
     """Working sets on P⁻¹ with a compiled dense cone QP, certified, falling back to Clarabel (module doc).
 
     Parameters as :class:`~powerdp.opf.conic.ClarabelSolver` (``options`` are the fallback's Clarabel settings).
-    Counters: ``solves``, ``certified``, ``fallbacks``, ``passes`` (relaxations solved), ``inversions``.
+    Counters: ``solves``, ``certified``, ``fallbacks``, ``passes`` (relaxations solved), ``ipm_passes`` (those the
+    interior-point method solved because Newton's method gave up), ``inversions``.
     """
 
     name: ClassVar[str] = "active-set"
@@ -85,7 +89,7 @@ class ActiveSetSolver:
         self._pinv: np.ndarray | None = None  # None: P is not positive definite
         self._blocks_of = None
         self._blocks: tuple[np.ndarray, ...] = ()
-        self.solves = self.certified = self.fallbacks = self.passes = self.inversions = 0
+        self.solves = self.certified = self.fallbacks = self.passes = self.ipm_passes = self.inversions = 0
 
     @classmethod
     def from_config(
@@ -174,10 +178,12 @@ class ActiveSetSolver:
                 q = q * c.objective_scale
             indptr, indices, data, b, offsets, dims = self._block_data()
             work = self._guess(x0)
+            x_start = np.asarray(x0, dtype=float) if work.any() else _NO_START
             x = np.empty(self.problem.n)
-            status, passes, iters = working_set_solve(pinv, q, indptr, indices, data, b, offsets, dims, work,
-                                                      FEAS_TOL, QP_TOL, LOOSE_TOL, MAX_PASSES, MAX_ITER, x)
+            status, passes, iters, ipm = working_set_solve(pinv, q, indptr, indices, data, b, offsets, dims, work, x_start,
+                                                           FEAS_TOL, QP_TOL, LOOSE_TOL, MAX_PASSES, MAX_ITER, NEWTON_ITER, x)
             self.passes += int(passes)
+            self.ipm_passes += int(ipm)
             if status == CERTIFIED:
                 self.certified += 1
                 empty = np.zeros(0)
