@@ -9,11 +9,16 @@ problem with only G's constraints has the dual
 
     min ½ zᵀMz + hᵀz  over z ∈ K_G,   M = G P⁻¹ Gᵀ,  h = b_G + G P⁻¹ q,   x = −P⁻¹(q + Gᵀz),
 
-whose KKT conditions are s_G = M z + h ∈ K_G, z ∈ K_G, zᵀs_G = 0 (the cones are self-dual). :func:`cone_qp`
+whose KKT conditions are s_G = M z + h ∈ K_G, z ∈ K_G, zᵀs_G = 0 (the cones are self-dual). Newton's method on
+the active blocks (:mod:`powerdp.opf._active_set_newton`) solves it first; when that gives up :func:`cone_qp`
 solves it with a primal-dual interior-point method (Nesterov–Todd scaling, Mehrotra's predictor-corrector,
 LAPACK's dense Cholesky: G has a few dozen rows). The relaxed problem's minimiser is the full problem's as soon as it
 satisfies every constraint left out of G (a relaxation's optimum that is feasible is optimal):
 :func:`working_set_solve` adds the violated blocks and repeats until none is left.
+
+numba's cache does not follow calls into another module: after editing ``_active_set_newton.py`` delete this
+module's cached ``working_set_solve`` (``__pycache__/_active_set_kernel.working_set_solve-*``; touching this file
+was not enough here) and it is rebuilt with the new code (an installed release brings both files and no cache).
 
 Everything here is a deterministic function of its inputs (no fastmath; LAPACK runs in the hosts' BLAS pools,
 which every backend holds to one thread), so a run gives the same bits on every host and after a resume.

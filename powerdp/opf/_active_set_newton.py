@@ -83,6 +83,55 @@ def _solve(L, B):
 
 
 @njit(cache=True, error_model="numpy")
+def _xtm(X, lo, hi, M):
+    """Xᵀ M for X (m × q) whose column j is zero outside rows lo[j]:hi[j] (q × m)."""
+    q, m = X.shape[1], M.shape[1]
+    out = np.zeros((q, m))
+    for j in range(q):
+        for t in range(lo[j], hi[j]):
+            v = X[t, j]
+            for i in range(m):
+                out[j, i] += v * M[t, i]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _rx(R, X, lo, hi):
+    """R X for a dense R (p × m) and X as in :func:`_xtm` (p × q)."""
+    p, q = R.shape[0], X.shape[1]
+    out = np.zeros((p, q))
+    for j in range(q):
+        for t in range(lo[j], hi[j]):
+            v = X[t, j]
+            for i in range(p):
+                out[i, j] += R[i, t] * v
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _xtv(X, lo, hi, v):
+    """Xᵀ v for X as in :func:`_xtm`."""
+    q = X.shape[1]
+    out = np.zeros(q)
+    for j in range(q):
+        acc = 0.0
+        for t in range(lo[j], hi[j]):
+            acc += X[t, j] * v[t]
+        out[j] = acc
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _xw(X, lo, hi, w):
+    """X w for X as in :func:`_xtm`."""
+    out = np.zeros(X.shape[0])
+    for j in range(X.shape[1]):
+        for t in range(lo[j], hi[j]):
+            out[t] += X[t, j] * w[j]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
 def newton_qp(M, h, boff, bdim, s_start, tol, max_iter, z, s):
     """min ½ ζᵀMζ + hᵀζ over ζ in the blocks' cones by Newton's method on a guessed active set (module doc),
     starting from the slacks ``s_start`` (the blocks guessed active: those with a margin below
@@ -109,9 +158,14 @@ def newton_qp(M, h, boff, bdim, s_start, tol, max_iter, z, s):
                 k += 1
                 if bdim[b] > 1 and lam[b] > 0.0:
                     r += bdim[b] - 1
-        # E (m × k): the active blocks' linearised constraints; F (m × r): D = F Fᵀ
+        # E (m × k): the active blocks' linearised constraints; F (m × r): D = F Fᵀ; both block-sparse (a column
+        # is zero outside its block's rows lo:hi), and the products below use only those rows
         E = np.zeros((m, k))
         F = np.zeros((m, r))
+        elo = np.empty(k, dtype=np.int64)
+        ehi = np.empty(k, dtype=np.int64)
+        flo = np.empty(r, dtype=np.int64)
+        fhi = np.empty(r, dtype=np.int64)
         j = 0
         c = 0
         for b in range(nb):
@@ -120,6 +174,8 @@ def newton_qp(M, h, boff, bdim, s_start, tol, max_iter, z, s):
                 continue
             off, d = boff[b], bdim[b]
             col[b] = j
+            elo[j] = off
+            ehi[j] = off + d
             E[off, j] = 1.0
             if d > 1:
                 nrm = 0.0
@@ -136,36 +192,44 @@ def newton_qp(M, h, boff, bdim, s_start, tol, max_iter, z, s):
                         for t2 in range(1, d):
                             e12 = 1.0 if t1 == t2 else 0.0
                             F[off + t1, c + t2 - 1] = w * (e12 - (sx[off + t1] / nrm) * (sx[off + t2] / nrm))
+                    for t in range(d - 1):
+                        flo[c + t] = off + 1
+                        fhi[c + t] = off + d
                     c += d - 1
             j += 1
-        Q = M @ E
+        Qt = _xtm(E, elo, ehi, M)  # Eᵀ M (M is symmetric)
+        K = _rx(Qt, E, elo, ehi)  # Eᵀ M E
         hs = h - sx
+        Ls = np.empty((r, r))
+        Nt = np.empty((r, m))
+        a = np.zeros(m)
         if r > 0:
-            N = M @ F
-            S = F.T @ N
+            Nt = _xtm(F, flo, fhi, M)  # Fᵀ M
+            S = _rx(Nt, F, flo, fhi)  # I + Fᵀ M F
             for i in range(r):
                 S[i, i] += 1.0
-            Ls = np.empty((r, r))
             if not _cholesky(S, Ls):
                 return -3
-            FQ = F.T @ Q
-            K = E.T @ Q - FQ.T @ _solve(Ls, FQ)
-            a = F @ (F.T @ hs)
-            Na = N.T @ a
-            rhs = E.T @ (M @ a - N @ _solve(Ls, Na.reshape(r, 1))[:, 0] - h)
+            FQ = _rx(Nt, E, elo, ehi)  # Fᵀ M E
+            K -= FQ.T @ _solve(Ls, FQ)
+            a = _xw(F, flo, fhi, _xtv(F, flo, fhi, hs))
+            t1 = _solve(Ls, (Nt @ a).reshape(r, 1))[:, 0]
+            v = M @ a - h
+            for i in range(m):
+                acc = 0.0
+                for jj in range(r):
+                    acc += Nt[jj, i] * t1[jj]
+                v[i] -= acc
+            rhs = _xtv(E, elo, ehi, v)
         else:
-            K = E.T @ Q
-            a = np.zeros(m)
-            rhs = -(E.T @ h)
+            rhs = -_xtv(E, elo, ehi, h)
         Lk = np.empty((k, k))
         if k > 0 and not _cholesky(K, Lk):
             return -4
         Lam = _solve(Lk, rhs.reshape(k, 1))[:, 0] if k > 0 else np.zeros(0)
-        y = E @ Lam - a
+        znew = _xw(E, elo, ehi, Lam) - a
         if r > 0:
-            znew = y - F @ _solve(Ls, (N.T @ y).reshape(r, 1))[:, 0]
-        else:
-            znew = y
+            znew -= _xw(F, flo, fhi, _solve(Ls, (Nt @ znew).reshape(r, 1))[:, 0])
         snew = M @ znew + h
         # the certificate, and what is wrong when it fails
         ok = True

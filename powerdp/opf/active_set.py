@@ -10,8 +10,11 @@ changes) and a solve's solution is close to the previous one. :class:`ActiveSetS
 * the working set starts as the blocks (rows, whole cones) that are tight at the warm start ``x0`` (the
   previous solve's point, which the zone checkpoints with its state);
 * with only the working set's constraints the problem's dual is a small dense cone QP
-  (``M = G P⁻¹ Gᵀ``, a few dozen rows), solved by a compiled interior-point method
-  (:mod:`powerdp.opf._active_set_kernel`, numba);
+  (``M = G P⁻¹ Gᵀ``, a few dozen rows). It is solved by Newton's method on the blocks active at the current
+  point (rows at 0, cones on their boundary as the smooth constraints ‖s̄‖ ≤ s₀: a handful of steps from the
+  warm start, :mod:`powerdp.opf._active_set_newton`), and by a compiled interior-point method
+  (:mod:`powerdp.opf._active_set_kernel`, numba) whenever Newton's method gives up (a cone at its apex, a
+  singular Schur system, no convergence); both certify the relaxation's optimality conditions to :data:`QP_TOL`;
 * **certificate**: that relaxation's minimiser is the full problem's as soon as it satisfies every constraint
   left out (within :data:`FEAS_TOL`, below Clarabel's ``tol_feas``); otherwise the violated blocks join the
   working set and the relaxation is solved again.
