@@ -16,7 +16,9 @@ iterative refinement on; a benchmark-only setting, not a registered solver) give
 the reference history; every row reports its largest relative history difference
 from it (``max_rel_objective_difference_vs_clarabel_tight``) and from the run's
 Clarabel (``..._vs_clarabel``) beside the one from Ipopt. ``--no-tight-reference``
-skips it.
+skips it. On case118 most of the reference's solves end AlmostSolved (Clarabel does
+not reach 1e-12 there): it bounds Clarabel's spread, it is not exact
+(docs/results/performance.md).
 
     python benchmarks/admm.py                 # T = 100, E = 5, both solvers, serial
     python benchmarks/admm.py --rounds 20 --local-updates 1 --json out.json
