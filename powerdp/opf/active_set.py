@@ -124,11 +124,15 @@ class ActiveSetSolver:
             P = np.zeros((n, n))
             P[self._p_rows, self._p_cols] = pvals
             P[self._p_cols, self._p_rows] = pvals
-            factor, info = sl.lapack.dpotrf(P, lower=0)
+            factor, info = sl.lapack.dpotrf(P, lower=0, overwrite_a=1)  # the strict lower triangle comes back 0
             inv = None
             if info == 0:
-                inv, info = sl.lapack.dpotri(factor, lower=0)
-                inv = np.triu(inv) + np.triu(inv, 1).T if info == 0 else None
+                inv, info = sl.lapack.dpotri(factor, lower=0, overwrite_c=1)  # P⁻¹'s upper triangle, in place
+                if info == 0:
+                    inv += np.triu(inv, 1).T  # the lower triangle (0 before): symmetric now
+                    inv = inv.T  # LAPACK's arrays are column-major: the transpose is the row-major P⁻¹ the kernels take
+                else:
+                    inv = None
             self._pinv_of, self._pinv = pvals, inv
             self.inversions += 1
         return self._pinv
@@ -143,6 +147,7 @@ class ActiveSetSolver:
             offsets = form.zero + np.concatenate([[0], np.cumsum(dims)[:-1]]).astype(np.int64)
             self._blocks = (A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float),
                             np.asarray(form.b, dtype=float), offsets, dims)
+            self._b_scale = 1.0 + np.abs(self._blocks[3][offsets])  # each block's 1 + |b| (its first row)
             self._blocks_of = form
         return self._blocks
 
@@ -151,10 +156,10 @@ class ActiveSetSolver:
         from ._active_set_kernel import block_margins
 
         indptr, indices, data, b, offsets, dims = self._block_data()
-        if x0 is None or x0.shape != (self.problem.n,) or not np.all(np.isfinite(x0)):
+        if x0 is None or x0.shape != (self.problem.n,) or not np.isfinite(x0).all():
             return np.zeros(len(dims), dtype=np.bool_)
         margin = block_margins(indptr, indices, data, b, offsets, dims, np.asarray(x0, dtype=float))
-        return margin < GUESS_TOL * (1.0 + np.abs(b[offsets]))
+        return margin < GUESS_TOL * self._b_scale
 
     # ----------------------------------------------------------------- solve
     def solve(
