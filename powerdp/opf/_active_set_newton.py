@@ -136,7 +136,9 @@ def newton_qp(M, h, boff, bdim, s_start, tol, max_iter, z, s):
     """min ½ ζᵀMζ + hᵀζ over ζ in the blocks' cones by Newton's method on a guessed active set (module doc),
     starting from the slacks ``s_start`` (the blocks guessed active: those with a margin below
     :data:`GUESS`·max(1, ‖h‖∞) there). Writes ζ to ``z`` and ``s = Mζ + h`` to
-    ``s``; returns the Newton steps taken, or a negative code when it gives up (then z and s are not written)."""
+    ``s``; returns the Newton steps taken, or a negative code when it gives up (then z and s are not written):
+    −1 no certificate within ``max_iter`` steps, −2 an active cone at its apex, −3 / −4 the Woodbury or Schur
+    system not positive definite, −5 NaN or overflow, −6 more than :data:`MAX_CHANGES` revisions."""
     m = h.size
     nb = bdim.size
     hnorm = 1.0
