@@ -116,3 +116,99 @@ def test_a_resumed_run_is_bit_identical(tmp_path):
     _run(tmp_path / "r", rounds=4, checkpoint_every=2)
     resumed = _run(tmp_path / "r", resume=True, rounds=8, checkpoint_every=2)
     pd.testing.assert_frame_equal(full[COMPARE], resumed.history[COMPARE], check_exact=True)
+
+
+# ---------------------------------------------------------------- the Newton relaxation (powerdp.opf._active_set_newton)
+def _cone_instance(seed, n=12, rows=10, cones=4):
+    """A random relaxation in the dual form of the kernels: M = G P⁻¹ Gᵀ, h = b + G P⁻¹ q, blocks of 1 and 4 rows."""
+    rng = np.random.default_rng(seed)
+    dims = np.array([1] * rows + [4] * cones, dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(dims)[:-1]]).astype(np.int64)
+    m = int(dims.sum())
+    G = rng.normal(size=(m, n))
+    R = rng.normal(size=(n, n))
+    P = R @ R.T + n * np.eye(n)
+    q = rng.normal(scale=20.0, size=n)
+    b = rng.uniform(0.5, 2.0, size=m)
+    b[offs[rows:]] += 3.0  # the cones' s₀ rows: the zero point is strictly inside
+    Pinv = np.linalg.inv(P)
+    return G @ Pinv @ G.T, b + G @ Pinv @ q, offs, dims, Pinv, q, G, b
+
+
+def _margin(s, off, d):
+    return s[off] - np.linalg.norm(s[off + 1:off + d]) if d > 1 else s[off]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_newton_relaxation_matches_the_interior_point_method(seed):
+    """From the unconstrained point (ζ = 0, s = h) Newton's method revises its guessed active set and certifies the
+    the same solution as the interior-point method, as good or better (G has more rows than columns, so the
+    multipliers ζ need not be unique; on these instances Newton's x is within 2e-8 of Clarabel's at gap 1e-14,
+    the interior point's within 3e-5)."""
+    from powerdp.opf._active_set_kernel import cone_qp
+    from powerdp.opf._active_set_newton import newton_qp
+
+    M, h, offs, dims, Pinv, q, G, b = _cone_instance(seed)
+    z_ipm, s_ipm, z_nt, s_nt = (np.zeros(h.size) for _ in range(4))
+    assert cone_qp(M, h, offs, dims, 1e-11, 1e-9, 60, z_ipm, s_ipm) >= 0
+    steps = newton_qp(M, h, offs, dims, h.copy(), 1e-11, 30, z_nt, s_nt)
+    assert 0 < steps <= 30
+    scale = max(1.0, np.abs(h).max())
+    x_nt, x_ipm = -Pinv @ (q + G.T @ z_nt), -Pinv @ (q + G.T @ z_ipm)
+    P = np.linalg.inv(Pinv)
+    f_nt, f_ipm = (0.5 * x @ P @ x + q @ x for x in (x_nt, x_ipm))
+    assert f_nt <= f_ipm + 1e-10 * abs(f_ipm)
+    assert f_nt == pytest.approx(f_ipm, rel=1e-9)
+    np.testing.assert_allclose(x_nt, x_ipm, atol=1e-4)
+    np.testing.assert_allclose(s_nt, b - G @ x_nt, atol=1e-10 * scale)  # s is x's slack (exact stationarity)
+    assert min(_margin(s_nt, o, d) for o, d in zip(offs, dims)) >= -1e-11 * scale  # feasible
+    assert min(abs(_margin(s_nt, o, d)) for o, d in zip(offs, dims)) < 1e-9 * scale  # active blocks: the guess was revised
+    np.testing.assert_allclose(M @ z_nt + h, s_nt, atol=1e-12 * scale)  # s is the dual's slack by construction
+
+
+def test_newton_gives_up_at_a_cones_apex_and_the_interior_point_method_takes_the_relaxation():
+    """‖x‖ ≤ 0 (a 3-row cone whose s₀ row is 0): the solution is the apex, where the cone is not smooth."""
+    from powerdp.opf._active_set_kernel import CERTIFIED, working_set_solve
+    from powerdp.opf._active_set_newton import newton_qp
+
+    indptr = np.array([0, 0, 1, 2], dtype=np.int64)  # s = (0, −x₀, −x₁)
+    indices = np.array([0, 1], dtype=np.int64)
+    data = np.array([1.0, 1.0])
+    b = np.zeros(3)
+    boff, bdim = np.array([0], dtype=np.int64), np.array([3], dtype=np.int64)
+    q = np.array([3.0, -1.0])
+    M, h = np.array([[0.0, 0, 0], [0, 1, 0], [0, 0, 1]]), np.array([0.0, 3.0, -1.0])
+    assert newton_qp(M, h, boff, bdim, np.zeros(3), 1e-11, 30, np.zeros(3), np.zeros(3)) < 0
+    x = np.full(2, np.nan)
+    status, passes, _, ipm = working_set_solve(np.eye(2), q, indptr, indices, data, b, boff, bdim, np.ones(1, dtype=np.bool_),
+                                               np.zeros(2), 1e-9, 1e-11, 1e-9, 8, 60, 30, x)
+    assert status == CERTIFIED and passes == 1 and ipm == 1
+    np.testing.assert_allclose(x, 0.0, atol=1e-9)
+
+
+def test_zone_solves_with_and_without_newton_agree(zones, monkeypatch):
+    """The Newton path and the interior-point path certify the same zone solutions, Newton's as good or better
+    (objective to 1e-10; x to 1e-6: the interior point stops ~1e-7 off along flat directions); Newton's method takes
+    most relaxations."""
+    solver = zones["active-set"].solver
+    agent = zones["active-set"]
+    objectives = [agent.reduction.pull(*_step_objective(agent, seed), base=agent._free_r) for seed in (21, 22, 23)]
+    x_prev = None
+    newton_passes = all_passes = 0
+    for objective in objectives:
+        passes, ipm_passes = solver.passes, solver.ipm_passes
+        ours = solver.solve(objective, x0=x_prev)
+        all_passes += solver.passes - passes
+        newton_passes += (solver.passes - passes) - (solver.ipm_passes - ipm_passes)
+        before = (solver.ipm_passes, solver.fallbacks)
+        monkeypatch.setattr(active_set, "NEWTON_ITER", 0)
+        ipm = solver.solve(objective, x0=x_prev)
+        monkeypatch.setattr(active_set, "NEWTON_ITER", 30)
+        assert solver.ipm_passes > before[0] and solver.fallbacks == before[1]
+        f_ours, f_ipm = obj_value(objective, ours.x), obj_value(objective, ipm.x)
+        assert f_ours <= f_ipm + 1e-10 * (1 + abs(f_ipm))
+        assert f_ours == pytest.approx(f_ipm, rel=1e-10, abs=1e-10)
+        np.testing.assert_allclose(ours.x, ipm.x, atol=1e-6)
+        assert ours.solver == ipm.solver == "active set"
+        x_prev = ours.x
+    assert newton_passes > all_passes / 2  # (it gives up when the cold first guess makes its Schur system singular)

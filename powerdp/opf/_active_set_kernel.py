@@ -9,11 +9,16 @@ problem with only G's constraints has the dual
 
     min ½ zᵀMz + hᵀz  over z ∈ K_G,   M = G P⁻¹ Gᵀ,  h = b_G + G P⁻¹ q,   x = −P⁻¹(q + Gᵀz),
 
-whose KKT conditions are s_G = M z + h ∈ K_G, z ∈ K_G, zᵀs_G = 0 (the cones are self-dual). :func:`cone_qp`
+whose KKT conditions are s_G = M z + h ∈ K_G, z ∈ K_G, zᵀs_G = 0 (the cones are self-dual). Newton's method on
+the active blocks (:mod:`powerdp.opf._active_set_newton`) solves it first; when that gives up :func:`cone_qp`
 solves it with a primal-dual interior-point method (Nesterov–Todd scaling, Mehrotra's predictor-corrector,
 LAPACK's dense Cholesky: G has a few dozen rows). The relaxed problem's minimiser is the full problem's as soon as it
 satisfies every constraint left out of G (a relaxation's optimum that is feasible is optimal):
 :func:`working_set_solve` adds the violated blocks and repeats until none is left.
+
+numba's cache does not follow calls into another module: after editing ``_active_set_newton.py`` delete this
+module's cached ``working_set_solve`` (``__pycache__/_active_set_kernel.working_set_solve-*``; touching this file
+was not enough here) and it is rebuilt with the new code (an installed release brings both files and no cache).
 
 Everything here is a deterministic function of its inputs (no fastmath; LAPACK runs in the hosts' BLAS pools,
 which every backend holds to one thread), so a run gives the same bits on every host and after a resume.
@@ -24,6 +29,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._active_set_newton import gap as _gap
+from ._active_set_newton import newton_qp
+
 # statuses of working_set_solve
 CERTIFIED = 0
 NOT_CONVERGED = 1  # the dense cone QP did not converge
@@ -31,17 +39,6 @@ TOO_MANY_PASSES = 2  # violated blocks were still being added after the last pas
 
 REFINE = 3  # at most this many iterative-refinement steps of each Newton direction …
 REFINE_TOL = 1e-13  # … stopping once both equations hold to this (relative to their right-hand sides)
-
-
-@njit(cache=True, error_model="numpy")
-def _gap(x, off, d):
-    """x₀ − ‖x̄‖ of a cone block (x itself for a one-row block): ≥ 0 inside the cone."""
-    if d == 1:
-        return x[off]
-    acc = 0.0
-    for k in range(off + 1, off + d):
-        acc += x[k] * x[k]
-    return x[off] - np.sqrt(acc)
 
 
 @njit(cache=True, error_model="numpy")
@@ -371,17 +368,27 @@ def _slacks(indptr, indices, data, b, x, out):
 
 
 @njit(cache=True, error_model="numpy")
-def working_set_solve(Pinv, q, indptr, indices, data, b, boff, bdim, guess, feas_tol, qp_tol, loose_tol, max_passes, max_iter, x):
+def working_set_solve(Pinv, q, indptr, indices, data, b, boff, bdim, guess, x_start, feas_tol, qp_tol, loose_tol, max_passes,
+                      max_iter, newton_iter, x):
     """Minimise ½xᵀPx + qᵀx over b − A x ∈ K by working sets (module doc), starting from the blocks ``guess``
-    (bool per block; updated in place to the final working set); x is written in place.
+    (bool per block; updated in place to the final working set) and the point ``x_start`` (the warm start, or
+    an empty array: then P⁻¹'s unconstrained minimiser); x is written in place. A relaxation is solved by
+    Newton's method on its active blocks (:func:`~powerdp.opf._active_set_newton.newton_qp`, at most
+    ``newton_iter`` steps; 0 skips it) and by the interior-point method :func:`cone_qp` when that gives up.
 
-    Returns (status, passes, interior-point iterations summed over the passes)."""
+    Returns (status, passes, iterations summed over the passes, relaxations the interior-point method solved)."""
     n = q.size
     nb = bdim.size
     u0 = Pinv @ q
     slack = np.empty(b.size)
     work = guess.copy()
     iters = 0
+    ipm = 0
+    xcur = np.empty(n)
+    if x_start.size == n:
+        xcur[:] = x_start
+    else:
+        xcur[:] = -u0
     for npass in range(1, max_passes + 1):
         # the working set's rows of A, in block order
         m = 0
@@ -433,9 +440,21 @@ def working_set_solve(Pinv, q, indptr, indices, data, b, boff, bdim, guess, feas
         z = np.zeros(m)
         s = np.zeros(m)
         if m > 0:
-            k_it = cone_qp(M, hvec, wboff, wbdim, qp_tol, loose_tol, max_iter, z, s)
+            k_it = -1
+            if newton_iter > 0:
+                s_start = np.empty(m)  # the working rows' slacks at the current point
+                for c in range(m):
+                    row = rows[c]
+                    acc = b[row]
+                    for k in range(indptr[row], indptr[row + 1]):
+                        acc -= data[k] * xcur[indices[k]]
+                    s_start[c] = acc
+                k_it = newton_qp(M, hvec, wboff, wbdim, s_start, qp_tol, newton_iter, z, s)
             if k_it < 0:
-                return NOT_CONVERGED, npass, iters + max_iter
+                ipm += 1
+                k_it = cone_qp(M, hvec, wboff, wbdim, qp_tol, loose_tol, max_iter, z, s)
+                if k_it < 0:
+                    return NOT_CONVERGED, npass, iters + max_iter, ipm
             iters += k_it
         # x = −u0 − V z
         for i in range(n):
@@ -443,6 +462,7 @@ def working_set_solve(Pinv, q, indptr, indices, data, b, boff, bdim, guess, feas
             for c in range(m):
                 acc -= V[i, c] * z[c]
             x[i] = acc
+            xcur[i] = acc
         _slacks(indptr, indices, data, b, x, slack)
         added = 0
         for blk in range(nb):
@@ -451,9 +471,9 @@ def working_set_solve(Pinv, q, indptr, indices, data, b, boff, bdim, guess, feas
                 added += 1
         if added == 0:
             guess[:] = work
-            return CERTIFIED, npass, iters
+            return CERTIFIED, npass, iters, ipm
     guess[:] = work
-    return TOO_MANY_PASSES, max_passes, iters
+    return TOO_MANY_PASSES, max_passes, iters, ipm
 
 
 @njit(cache=True, error_model="numpy")
@@ -485,6 +505,7 @@ def warm_up() -> None:
     bdim = np.array([1, 2], dtype=np.int64)
     x = np.zeros(2)
     block_margins(indptr, indices, data, b, boff, bdim, x)
-    working_set_solve(np.eye(2), np.array([3.0, 1.0]), indptr, indices, data, b, boff, bdim, np.zeros(2, dtype=np.bool_),
-                      1e-9, 1e-11, 1e-9, 8, 60, x)
+    for newton in (0, 30):
+        working_set_solve(np.eye(2), np.array([3.0, 1.0]), indptr, indices, data, b, boff, bdim, np.zeros(2, dtype=np.bool_),
+                          np.zeros(0), 1e-9, 1e-11, 1e-9, 8, 60, newton, x)
     _WARM = True

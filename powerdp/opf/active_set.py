@@ -10,8 +10,11 @@ changes) and a solve's solution is close to the previous one. :class:`ActiveSetS
 * the working set starts as the blocks (rows, whole cones) that are tight at the warm start ``x0`` (the
   previous solve's point, which the zone checkpoints with its state);
 * with only the working set's constraints the problem's dual is a small dense cone QP
-  (``M = G P⁻¹ Gᵀ``, a few dozen rows), solved by a compiled interior-point method
-  (:mod:`powerdp.opf._active_set_kernel`, numba);
+  (``M = G P⁻¹ Gᵀ``, a few dozen rows). It is solved by Newton's method on the blocks active at the current
+  point (rows at 0, cones on their boundary as the smooth constraints ‖s̄‖ ≤ s₀: a handful of steps from the
+  warm start, :mod:`powerdp.opf._active_set_newton`), and by a compiled interior-point method
+  (:mod:`powerdp.opf._active_set_kernel`, numba) whenever Newton's method gives up (a cone at its apex, a
+  singular Schur system, no convergence); both certify the relaxation's optimality conditions to :data:`QP_TOL`;
 * **certificate**: that relaxation's minimiser is the full problem's as soon as it satisfies every constraint
   left out (within :data:`FEAS_TOL`, below Clarabel's ``tol_feas``); otherwise the violated blocks join the
   working set and the relaxation is solved again.
@@ -47,14 +50,18 @@ LOOSE_TOL = 1e-9
 #: the first working set: the blocks whose margin at the warm start is below GUESS_TOL·(1 + |b|)
 GUESS_TOL = 1e-6
 MAX_PASSES = 8
+_NO_START = np.zeros(0)
 MAX_ITER = 60
+#: Newton steps on a relaxation's guessed active blocks before the interior-point method takes it (0: never)
+NEWTON_ITER = 30
 
 
 class ActiveSetSolver:
     """Working sets on P⁻¹ with a compiled dense cone QP, certified, falling back to Clarabel (module doc).
 
     Parameters as :class:`~powerdp.opf.conic.ClarabelSolver` (``options`` are the fallback's Clarabel settings).
-    Counters: ``solves``, ``certified``, ``fallbacks``, ``passes`` (relaxations solved), ``inversions``.
+    Counters: ``solves``, ``certified``, ``fallbacks``, ``passes`` (relaxations solved), ``ipm_passes`` (those the
+    interior-point method solved because Newton's method gave up), ``inversions``.
     """
 
     name: ClassVar[str] = "active-set"
@@ -85,7 +92,7 @@ class ActiveSetSolver:
         self._pinv: np.ndarray | None = None  # None: P is not positive definite
         self._blocks_of = None
         self._blocks: tuple[np.ndarray, ...] = ()
-        self.solves = self.certified = self.fallbacks = self.passes = self.inversions = 0
+        self.solves = self.certified = self.fallbacks = self.passes = self.ipm_passes = self.inversions = 0
 
     @classmethod
     def from_config(
@@ -117,11 +124,15 @@ class ActiveSetSolver:
             P = np.zeros((n, n))
             P[self._p_rows, self._p_cols] = pvals
             P[self._p_cols, self._p_rows] = pvals
-            factor, info = sl.lapack.dpotrf(P, lower=0)
+            factor, info = sl.lapack.dpotrf(P, lower=0, overwrite_a=1)  # the strict lower triangle comes back 0
             inv = None
             if info == 0:
-                inv, info = sl.lapack.dpotri(factor, lower=0)
-                inv = np.triu(inv) + np.triu(inv, 1).T if info == 0 else None
+                inv, info = sl.lapack.dpotri(factor, lower=0, overwrite_c=1)  # P⁻¹'s upper triangle, in place
+                if info == 0:
+                    inv += np.triu(inv, 1).T  # the lower triangle (0 before): symmetric now
+                    inv = inv.T  # LAPACK's arrays are column-major: the transpose is the row-major P⁻¹ the kernels take
+                else:
+                    inv = None
             self._pinv_of, self._pinv = pvals, inv
             self.inversions += 1
         return self._pinv
@@ -136,6 +147,7 @@ class ActiveSetSolver:
             offsets = form.zero + np.concatenate([[0], np.cumsum(dims)[:-1]]).astype(np.int64)
             self._blocks = (A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float),
                             np.asarray(form.b, dtype=float), offsets, dims)
+            self._b_scale = 1.0 + np.abs(self._blocks[3][offsets])  # each block's 1 + |b| (its first row)
             self._blocks_of = form
         return self._blocks
 
@@ -144,10 +156,10 @@ class ActiveSetSolver:
         from ._active_set_kernel import block_margins
 
         indptr, indices, data, b, offsets, dims = self._block_data()
-        if x0 is None or x0.shape != (self.problem.n,) or not np.all(np.isfinite(x0)):
+        if x0 is None or x0.shape != (self.problem.n,) or not np.isfinite(x0).all():
             return np.zeros(len(dims), dtype=np.bool_)
         margin = block_margins(indptr, indices, data, b, offsets, dims, np.asarray(x0, dtype=float))
-        return margin < GUESS_TOL * (1.0 + np.abs(b[offsets]))
+        return margin < GUESS_TOL * self._b_scale
 
     # ----------------------------------------------------------------- solve
     def solve(
@@ -174,10 +186,12 @@ class ActiveSetSolver:
                 q = q * c.objective_scale
             indptr, indices, data, b, offsets, dims = self._block_data()
             work = self._guess(x0)
+            x_start = np.asarray(x0, dtype=float) if work.any() else _NO_START
             x = np.empty(self.problem.n)
-            status, passes, iters = working_set_solve(pinv, q, indptr, indices, data, b, offsets, dims, work,
-                                                      FEAS_TOL, QP_TOL, LOOSE_TOL, MAX_PASSES, MAX_ITER, x)
+            status, passes, iters, ipm = working_set_solve(pinv, q, indptr, indices, data, b, offsets, dims, work, x_start,
+                                                           FEAS_TOL, QP_TOL, LOOSE_TOL, MAX_PASSES, MAX_ITER, NEWTON_ITER, x)
             self.passes += int(passes)
+            self.ipm_passes += int(ipm)
             if status == CERTIFIED:
                 self.certified += 1
                 empty = np.zeros(0)
