@@ -396,3 +396,37 @@ def test_an_objective_changed_in_place_is_not_mistaken_for_the_previous_one(zone
     again = solver.solve(objective).check()
     fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
     np.testing.assert_array_equal(again.x, fresh.x)
+
+
+# ------------------------------------------------------------ an ill-conditioned zone (case13659pegase)
+
+
+@pytest.mark.slow
+def test_a_case13659pegase_zone_solves_to_clarabels_tolerance_with_the_local_settings():
+    """Hessian entries from 1e-3 to 1e8 (large admittances pulled through z = P r): with Clarabel's default static
+    regularization (1e-8) and no refinement the primal residual stalls near 1e-6 and the solve ends AlmostSolved
+    after idle iterations; LOCAL_SETTINGS' 1e-10 reaches Solved, inside W_p to 1e-6, in fewer iterations."""
+    from powerdp.grid.loading import load_case
+    from powerdp.grid.partition import partition
+    from powerdp.opf.conic import LOCAL_SETTINGS
+    from powerdp.opf.direct import compile_zone
+    from powerdp.opf.reduction import sparse_elimination
+    from tests.shared_data import shared_case
+
+    path = shared_case("matpower", "case13659pegase.m", checks="Clarabel's local settings on an ill-conditioned zone")
+    net = load_case(path)
+    part = partition(net, zones=16, method="spectral", seed=0)
+    prob = compile_zone(net, part.own_buses(3), objective="shedding", flows="variables", name="z3")
+    red = sparse_elimination(prob)
+    n = prob.n
+    rng = np.random.default_rng(0)
+    diag = np.where(rng.random(n) < 0.1, 101.7, 1.73)  # a round's proximal + ADMM weights (1/η, 1/η + ρ)
+    c = -diag * prob.x0 + rng.normal(0.0, 1.0, n)
+    results = {}
+    for name, sreg in (("local", LOCAL_SETTINGS["static_regularization_constant"]), ("default", 1e-8)):
+        solver = ClarabelSolver(red.reduced, red.pull(np.zeros(n), np.ones(n)), options={**LOCAL_SETTINGS, "static_regularization_constant": sreg})
+        res = solver.solve(red.pull(c, diag))
+        results[name] = (res.status_name, res.iterations, prob.max_violation(red.lift(res.x)))
+    status, iterations, violation = results["local"]
+    assert status == "Solved" and violation <= 1e-6, results
+    assert iterations < results["default"][1], results

@@ -66,12 +66,20 @@ CLARABEL_SETTINGS: dict[str, Any] = {
 #: both 7e-6 from a solve to gap 1e-13 (the history's spread at this tolerance); a looser refinement
 #: tolerance saves nothing. The linear solver is QDLDL: Clarabel's automatic choice takes faer on
 #: larger zones, 5× slower on a case13659pegase zone (single-threaded hosts on shared cores).
+#: The static regularization is 1e-10 (Clarabel's default 1e-8): without refinement nothing corrects the
+#: regularized Newton steps, and on case13659pegase's zones (Hessian entries from 1e-3 to 1e8, large branch
+#: admittances pulled through z = P r) the primal residual then stalls near 1e-6 while the gap closes, so 42 of 48
+#: zone solves ended AlmostSolved after idling iterations. At 1e-10: 19 % fewer iterations (1104 against 1357 on
+#: 48 recorded solves), 38 of 48 Solved, constraint violations ≤ 2e-6 instead of 2.7e-5; on case118 the same
+#: iterations a solve and the same distance from a tight solve (benchmarks/clarabel_settings.py, variants
+#: static_reg_*; docs/results/performance.md).
 LOCAL_SETTINGS: dict[str, Any] = {
     "tol_gap_abs": 1e-10,
     "tol_gap_rel": 1e-10,
     "equilibrate_enable": False,
     "iterative_refinement_enable": False,
     "direct_solve_method": "qdldl",
+    "static_regularization_constant": 1e-10,
 }
 
 # Clarabel's SolverStatus names → powerdp outcomes (local_solver.OUTCOMES); others are "failed"
