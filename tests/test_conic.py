@@ -202,7 +202,8 @@ def test_resolve_updates_data_and_matches_a_fresh_solver(zone_pair):
     c, diag = _admm_terms(agent, 7)
     objective = agent.reduction.pull(c, diag)
     again = solver.solve(objective)
-    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
+                           column_scale=solver.column_scale).solve(objective)
     assert fresh.success and again.success
     np.testing.assert_allclose(again.x, fresh.x, atol=1e-6)
     with pytest.raises(ModelError, match="outside the solver's Hessian pattern"):
@@ -220,13 +221,15 @@ def test_a_rounds_later_solves_send_only_q_and_match_a_fresh_solver(zone_pair):
     for shift in (0.3, -0.2):
         objective = agent.reduction.pull(c + shift, diag.copy())  # an equal diagonal, another array
         again = solver.solve(objective).check()
-        fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+        fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
+                           column_scale=solver.column_scale).solve(objective)
         np.testing.assert_array_equal(again.x, fresh.x)
     assert solver.q_only_updates == before + 2
     # a new diagonal (the next round) sends P again, with its new values
     objective = agent.reduction.pull(c, 2.0 * diag)
     moved = solver.solve(objective).check()
-    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
+                           column_scale=solver.column_scale).solve(objective)
     np.testing.assert_array_equal(moved.x, fresh.x)
     assert solver.q_only_updates == before + 2
 
@@ -394,7 +397,8 @@ def test_an_objective_changed_in_place_is_not_mistaken_for_the_previous_one(zone
     solver.solve(objective).check()
     objective.qv *= 3.0  # the same arrays, new values
     again = solver.solve(objective).check()
-    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
+                           column_scale=solver.column_scale).solve(objective)
     np.testing.assert_array_equal(again.x, fresh.x)
 
 
@@ -430,3 +434,35 @@ def test_a_case13659pegase_zone_solves_to_clarabels_tolerance_with_the_local_set
     status, iterations, violation = results["local"]
     assert status == "Solved" and violation <= 1e-6, results
     assert iterations < results["default"][1], results
+
+
+# ------------------------------------------------------------ column scaling of a run's zone solves
+
+
+def test_column_scaling_comes_from_the_zones_structure_alone_and_keeps_the_solutions(case118):
+    """The factors are those of the zone's structure (the same with other loads, so every host computes the same);
+    a scaled solve finds the unscaled solve's point to the solver's accuracy; bad factors are refused."""
+    from powerdp.opf.conic import column_scaling
+
+    part = bundled_partition(case118, 3)
+    by_zone = part.shared_by_zone("variables")
+    cfg = RunConfig(case="case118", algorithm="nonprivate", local_solver="clarabel")
+    other = case118.with_loads(1.3 * case118.pd, 0.7 * case118.qd)
+    agents = [ZoneAgent(net, 0, part.own_buses(0), by_zone[0], cfg) for net in (case118, other)]
+    s = agents[0].solver.column_scale
+    assert s is not None and s.max() > 2.0 and s.min() >= 1.0  # case118's admittances reach it
+    np.testing.assert_array_equal(s, agents[1].solver.column_scale)
+    pattern = agents[0].reduction.pull(np.zeros(agents[0].n), np.ones(agents[0].n))
+    np.testing.assert_array_equal(s, column_scaling(agents[0].solver.problem, pattern))
+    agent, solver = agents[0], agents[0].solver
+    plain = ClarabelSolver(solver.problem, objective_pattern=pattern, options=solver.options)
+    for seed in range(3):
+        c, diag = _admm_terms(agent, seed)
+        objective = agent.reduction.pull(c, diag)
+        scaled, unscaled = solver.solve(objective).check(), plain.solve(objective).check()
+        assert scaled.objective == pytest.approx(unscaled.objective, rel=1e-8)
+        np.testing.assert_allclose(agent.reduction.lift(scaled.x), agent.reduction.lift(unscaled.x), atol=1e-5)
+        assert solver.problem.max_violation(scaled.x) < 1e-7
+    with pytest.raises(ModelError, match="positive finite"):
+        ClarabelSolver(solver.problem, objective_pattern=pattern, column_scale=np.zeros(solver.problem.n))
+    assert column_scaling(solver.problem, None) is None
