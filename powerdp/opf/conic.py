@@ -336,10 +336,10 @@ def column_scaling(problem: CompiledProblem, pattern: QuadraticObjective | None)
     it exact): it holds the network's admittances and the public weights, never a load, so every host computes
     the same factors from the zone's structure alone. On case13659pegase H_jj spans 1 to ~1e8 (branch
     admittances up to ~1e4 p.u.); Clarabel then needs 1104 interior-point iterations for 48 recorded zone solves,
-    with s 882 (the constraint violation 4.7e-7 instead of 2.0e-6; benchmarks/clarabel_settings.py and
-    docs/results/performance.md). The fourth root halves the range's logarithm twice: the square root (Jacobi)
-    scales the bounds' rows so far apart that 3 of 18 solves came back PrimalInfeasible. None when no factor
-    differs from 1 (case118's zones, H_jj ≤ … within the range), so those solves are unchanged."""
+    with s 882 (the constraint violation 4.7e-7 instead of 2.0e-6, the same objective gap; docs/results/performance.md).
+    The fourth root quarters the range's logarithm: the square root (Jacobi) spreads the bound rows so far that 3
+    of 18 solves came back PrimalInfeasible. On case118 the factors reach ~10 and the iterations stay the same
+    (benchmarks/clarabel_settings.py, variant no_column_scaling). None when every factor is 1."""
     if pattern is None:
         return None
     n = problem.n
