@@ -547,7 +547,9 @@ class ClarabelSolver:
             n = self.problem.n
             P = sp.csc_matrix((sent, self._p_indices, self._p_indptr), shape=(n, n))
             f = self._form
-            A = f.A if inv is None else (f.A @ sp.diags(inv)).tocsc()
+            A = f.A
+            if inv is not None:  # AS⁻¹ on A's own pattern (entries in A's order: a CSC product may reorder them)
+                A = sp.csc_matrix((A.data * np.repeat(inv, np.diff(A.indptr)), A.indices, A.indptr), shape=A.shape)
             self._solver = clarabel.DefaultSolver(P, q, A, f.b, f.cones(), self._settings)
             self.builds += 1
         elif pvals is self._solver_p:
