@@ -33,6 +33,9 @@ VARIANTS: dict[str, dict] = {
     "refine_loose": {"iterative_refinement_enable": True, "iterative_refinement_reltol": 1e-10,
                      "iterative_refinement_abstol": 1e-10, "iterative_refinement_max_iter": 3},
     "tight": {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-13, "tol_feas": 1e-12},  # how far any of them is from a tight solve
+    "static_reg_1e-8": {"static_regularization_constant": 1e-8},  # Clarabel's default static regularization
+    "static_reg_1e-10": {"static_regularization_constant": 1e-10},
+    "no_column_scaling": {"column_scaling_power": 0.0},  # conic.column_scaling off (its power 0: every factor 1)
 }
 
 
@@ -49,11 +52,14 @@ def main() -> None:
     logging.getLogger("pyomo").setLevel(logging.ERROR)
     names = args.variants.split(",")
     base = dict(conic.LOCAL_SETTINGS)
+    power = conic.COLUMN_SCALING_POWER
     runs, ref = [], None
     for rep in range(args.repeats):
         for name in names:
             conic.LOCAL_SETTINGS.clear()
-            conic.LOCAL_SETTINGS.update({**base, **VARIANTS[name]})
+            settings = dict(VARIANTS[name])
+            conic.COLUMN_SCALING_POWER = settings.pop("column_scaling_power", power)
+            conic.LOCAL_SETTINGS.update({**base, **settings})
             cfg = RunConfig(case=args.case, zones=args.zones, algorithm="objl", rounds=args.rounds, local_updates=args.local_updates,
                             epsilon=0.1, backend="serial", local_solver="clarabel", seed=0)
             load = os.getloadavg()[0]
@@ -73,6 +79,7 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     conic.LOCAL_SETTINGS.clear()
     conic.LOCAL_SETTINGS.update(base)
+    conic.COLUMN_SCALING_POWER = power
     medians = {
         name: {k: float(np.median([r[k] for r in runs if r["variant"] == name]))
                for k in ("loop_s", "solver_s", "iterations_per_solve", "max_rel_objective_difference_vs_first")}

@@ -202,7 +202,8 @@ def test_resolve_updates_data_and_matches_a_fresh_solver(zone_pair):
     c, diag = _admm_terms(agent, 7)
     objective = agent.reduction.pull(c, diag)
     again = solver.solve(objective)
-    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
+                           column_scale=solver.column_scale).solve(objective)
     assert fresh.success and again.success
     np.testing.assert_allclose(again.x, fresh.x, atol=1e-6)
     with pytest.raises(ModelError, match="outside the solver's Hessian pattern"):
@@ -220,13 +221,15 @@ def test_a_rounds_later_solves_send_only_q_and_match_a_fresh_solver(zone_pair):
     for shift in (0.3, -0.2):
         objective = agent.reduction.pull(c + shift, diag.copy())  # an equal diagonal, another array
         again = solver.solve(objective).check()
-        fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+        fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
+                           column_scale=solver.column_scale).solve(objective)
         np.testing.assert_array_equal(again.x, fresh.x)
     assert solver.q_only_updates == before + 2
     # a new diagonal (the next round) sends P again, with its new values
     objective = agent.reduction.pull(c, 2.0 * diag)
     moved = solver.solve(objective).check()
-    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
+                           column_scale=solver.column_scale).solve(objective)
     np.testing.assert_array_equal(moved.x, fresh.x)
     assert solver.q_only_updates == before + 2
 
@@ -394,5 +397,72 @@ def test_an_objective_changed_in_place_is_not_mistaken_for_the_previous_one(zone
     solver.solve(objective).check()
     objective.qv *= 3.0  # the same arrays, new values
     again = solver.solve(objective).check()
-    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options).solve(objective)
+    fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
+                           column_scale=solver.column_scale).solve(objective)
     np.testing.assert_array_equal(again.x, fresh.x)
+
+
+# ------------------------------------------------------------ an ill-conditioned zone (case13659pegase)
+
+
+@pytest.mark.slow
+def test_a_case13659pegase_zone_solves_to_clarabels_tolerance_with_the_local_settings():
+    """Hessian entries from 1e-3 to 1e8 (large admittances pulled through z = P r): with Clarabel's default static
+    regularization (1e-8) and no refinement the primal residual stalls near 1e-6 and the solve ends AlmostSolved
+    after idle iterations; LOCAL_SETTINGS' 1e-10 reaches Solved, inside W_p to 1e-6, in fewer iterations."""
+    from powerdp.grid.loading import load_case
+    from powerdp.grid.partition import partition
+    from powerdp.opf.conic import LOCAL_SETTINGS
+    from powerdp.opf.direct import compile_zone
+    from powerdp.opf.reduction import sparse_elimination
+    from tests.shared_data import shared_case
+
+    path = shared_case("matpower", "case13659pegase.m", checks="Clarabel's local settings on an ill-conditioned zone")
+    net = load_case(path)
+    part = partition(net, zones=16, method="spectral", seed=0)
+    prob = compile_zone(net, part.own_buses(3), objective="shedding", flows="variables", name="z3")
+    red = sparse_elimination(prob)
+    n = prob.n
+    rng = np.random.default_rng(0)
+    diag = np.where(rng.random(n) < 0.1, 101.7, 1.73)  # a round's proximal + ADMM weights (1/η, 1/η + ρ)
+    c = -diag * prob.x0 + rng.normal(0.0, 1.0, n)
+    results = {}
+    for name, sreg in (("local", LOCAL_SETTINGS["static_regularization_constant"]), ("default", 1e-8)):
+        solver = ClarabelSolver(red.reduced, red.pull(np.zeros(n), np.ones(n)), options={**LOCAL_SETTINGS, "static_regularization_constant": sreg})
+        res = solver.solve(red.pull(c, diag))
+        results[name] = (res.status_name, res.iterations, prob.max_violation(red.lift(res.x)))
+    status, iterations, violation = results["local"]
+    assert status == "Solved" and violation <= 1e-6, results
+    assert iterations < results["default"][1], results
+
+
+# ------------------------------------------------------------ column scaling of a run's zone solves
+
+
+def test_column_scaling_comes_from_the_zones_structure_alone_and_keeps_the_solutions(case118):
+    """The factors are those of the zone's structure (the same with other loads, so every host computes the same);
+    a scaled solve finds the unscaled solve's point to the solver's accuracy; bad factors are refused."""
+    from powerdp.opf.conic import column_scaling
+
+    part = bundled_partition(case118, 3)
+    by_zone = part.shared_by_zone("variables")
+    cfg = RunConfig(case="case118", algorithm="nonprivate", local_solver="clarabel")
+    other = case118.with_loads(1.3 * case118.pd, 0.7 * case118.qd)
+    agents = [ZoneAgent(net, 0, part.own_buses(0), by_zone[0], cfg) for net in (case118, other)]
+    s = agents[0].solver.column_scale
+    assert s is not None and s.max() > 2.0 and s.min() >= 1.0  # case118's admittances reach it
+    np.testing.assert_array_equal(s, agents[1].solver.column_scale)
+    pattern = agents[0].reduction.pull(np.zeros(agents[0].n), np.ones(agents[0].n))
+    np.testing.assert_array_equal(s, column_scaling(agents[0].solver.problem, pattern))
+    agent, solver = agents[0], agents[0].solver
+    plain = ClarabelSolver(solver.problem, objective_pattern=pattern, options=solver.options)
+    for seed in range(3):
+        c, diag = _admm_terms(agent, seed)
+        objective = agent.reduction.pull(c, diag)
+        scaled, unscaled = solver.solve(objective).check(), plain.solve(objective).check()
+        assert scaled.objective == pytest.approx(unscaled.objective, rel=1e-8)
+        np.testing.assert_allclose(agent.reduction.lift(scaled.x), agent.reduction.lift(unscaled.x), atol=1e-5)
+        assert solver.problem.max_violation(scaled.x) < 1e-7
+    with pytest.raises(ModelError, match="positive finite"):
+        ClarabelSolver(solver.problem, objective_pattern=pattern, column_scale=np.zeros(solver.problem.n))
+    assert column_scaling(solver.problem, None) is None

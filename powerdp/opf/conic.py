@@ -40,7 +40,7 @@ from ..errors import ConfigError, ModelError
 from .compiled import CompiledProblem, QuadraticObjective
 from .local_solver import SolveResult
 
-__all__ = ["ConicForm", "conic_form", "second_order_cones", "ClarabelSolver", "CLARABEL_SETTINGS", "LOCAL_SETTINGS"]
+__all__ = ["ConicForm", "conic_form", "second_order_cones", "ClarabelSolver", "CLARABEL_SETTINGS", "LOCAL_SETTINGS", "column_scaling"]
 
 FINITE = 1e19  # |bound| >= 1e19 is no bound (as Ipopt reads it; compiled.INF = 1e20)
 EIG_TOL = 1e-9  # eigenvalues below EIG_TOL·max|λ| of their row count as zero
@@ -66,12 +66,20 @@ CLARABEL_SETTINGS: dict[str, Any] = {
 #: both 7e-6 from a solve to gap 1e-13 (the history's spread at this tolerance); a looser refinement
 #: tolerance saves nothing. The linear solver is QDLDL: Clarabel's automatic choice takes faer on
 #: larger zones, 5× slower on a case13659pegase zone (single-threaded hosts on shared cores).
+#: The static regularization is 1e-10 (Clarabel's default 1e-8): without refinement nothing corrects the
+#: regularized Newton steps, and on case13659pegase's zones (Hessian entries from 1e-3 to 1e8, large branch
+#: admittances pulled through z = P r) the primal residual then stalls near 1e-6 while the gap closes, so 42 of 48
+#: zone solves ended AlmostSolved after idling iterations. At 1e-10: 19 % fewer iterations (1104 against 1357 on
+#: 48 recorded solves), 38 of 48 Solved, constraint violations ≤ 2e-6 instead of 2.7e-5; on case118 the same
+#: iterations a solve and the same distance from a tight solve (benchmarks/clarabel_settings.py, variants
+#: static_reg_*; docs/results/performance.md).
 LOCAL_SETTINGS: dict[str, Any] = {
     "tol_gap_abs": 1e-10,
     "tol_gap_rel": 1e-10,
     "equilibrate_enable": False,
     "iterative_refinement_enable": False,
     "direct_solve_method": "qdldl",
+    "static_regularization_constant": 1e-10,
 }
 
 # Clarabel's SolverStatus names → powerdp outcomes (local_solver.OUTCOMES); others are "failed"
@@ -317,6 +325,33 @@ def conic_form(
     )
 
 
+#: the exponent of :func:`column_scaling`
+COLUMN_SCALING_POWER = 0.25
+
+
+def column_scaling(problem: CompiledProblem, pattern: QuadraticObjective | None) -> np.ndarray | None:
+    """The variables' scale factors of a zone's local solves: s_j = max(H_jj, 1)^¼, H the Hessian of ``pattern``.
+
+    In a run ``pattern`` is the pulled ``Pᵀ D P`` with D = I (plus the objective's own Hessian for rules that keep
+    it exact): it holds the network's admittances and the public weights, never a load, so every host computes
+    the same factors from the zone's structure alone. On case13659pegase H_jj spans 1 to ~1e8 (branch
+    admittances up to ~1e4 p.u.); Clarabel then needs 1104 interior-point iterations for 48 recorded zone solves,
+    with s 882 (the constraint violation 4.7e-7 instead of 2.0e-6, the same objective gap; docs/results/performance.md).
+    The fourth root quarters the range's logarithm: the square root (Jacobi) spreads the bound rows so far that 3
+    of 18 solves came back PrimalInfeasible. On case118 the factors reach ~10 and the iterations stay the same
+    (benchmarks/clarabel_settings.py, variant no_column_scaling). None when every factor is 1."""
+    if pattern is None:
+        return None
+    n = problem.n
+    h = np.zeros(n)
+    on = pattern.qi == pattern.qj
+    np.add.at(h, pattern.qi[on], 2.0 * pattern.qv[on])
+    if pattern.diag is not None:
+        h = h + pattern.diag
+    s = np.maximum(h, 1.0) ** COLUMN_SCALING_POWER
+    return None if np.all(s == 1.0) else s
+
+
 class ClarabelSolver:
     """Clarabel on the conic form of one compiled problem, re-solvable with new objectives.
 
@@ -327,6 +362,8 @@ class ClarabelSolver:
         the problem's own objective's and the diagonal), as for :class:`~powerdp.opf.solvers.IpoptSolver`.
     options: Clarabel settings overriding :data:`CLARABEL_SETTINGS` (names of ``clarabel.DefaultSettings``).
     objective_scale: a factor for P and q (the minimiser does not move; objectives are reported unscaled).
+    column_scale: positive factors s of the variables Clarabel sees, x̃ = s·x (A's columns and P, q divided by s,
+        the solution multiplied back; b and the cones unchanged); None for none. Runs use :func:`column_scaling`.
 
     One implementation of :class:`~powerdp.opf.local_solver.LocalSolver`. In runs it solves the
     reduced problem in r, as Ipopt does (flows and balance variables eliminated, z = P r): on
@@ -345,12 +382,19 @@ class ClarabelSolver:
         objective_pattern: QuadraticObjective | None = None,
         options: dict[str, Any] | None = None,
         objective_scale: float | None = None,
+        column_scale: np.ndarray | None = None,
     ):
         import clarabel
 
         self.problem = problem
         self.objective_scale = float(objective_scale) if objective_scale else 1.0
         n = problem.n
+        if column_scale is not None:
+            column_scale = np.asarray(column_scale, dtype=float)
+            if column_scale.shape != (n,) or not np.all(np.isfinite(column_scale) & (column_scale > 0)):
+                raise ModelError(f"column_scale must hold {n} positive finite factors")
+        self.column_scale = column_scale  # s (None: Clarabel sees x itself)
+        self._inv_scale = None if column_scale is None else 1.0 / column_scale
         self._default_objective = problem.objective if objective_pattern is None else objective_pattern
         settings = clarabel.DefaultSettings()
         self.options = {**CLARABEL_SETTINGS, **(options or {})}
@@ -373,6 +417,10 @@ class ClarabelSolver:
         indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=n))])
         self._p_indptr, self._p_indices = indptr, rows
         self._pdiag = np.searchsorted(self._pkeys, diag * n + diag)
+        # P̃ = S⁻¹ P S⁻¹ entry by entry (None without a column scaling); the last P sent, scaled, is kept
+        inv = self._inv_scale
+        self._p_scale = None if inv is None else inv[rows] * inv[cols]
+        self._scaled_p: tuple[np.ndarray, np.ndarray] | None = None
         self.bounds = (problem.lb, problem.ub, problem.cl, problem.cu)
         self._cones = second_order_cones(problem, problem.cl, problem.cu, problem.lb)
         self._form = conic_form(problem, cones=self._cones)
@@ -388,7 +436,8 @@ class ClarabelSolver:
     ) -> ClarabelSolver:
         """A zone's solver in a run: :data:`CLARABEL_SETTINGS` with :data:`LOCAL_SETTINGS`; P and q are
         multiplied by ``objective_scale`` (the minimiser stays; reported objectives are unscaled)."""
-        return cls(problem, objective_pattern=objective_pattern, options=LOCAL_SETTINGS, objective_scale=objective_scale)
+        return cls(problem, objective_pattern=objective_pattern, options=LOCAL_SETTINGS, objective_scale=objective_scale,
+                   column_scale=column_scaling(problem, objective_pattern))
 
     @classmethod
     def check_config(cls, config: Any) -> None:
@@ -487,22 +536,34 @@ class ClarabelSolver:
         q = np.asarray(obj.c, dtype=float)
         if self.objective_scale != 1.0:
             q = q * self.objective_scale
+        inv = self._inv_scale
+        sent = pvals
+        if inv is not None:  # Clarabel sees x̃ = s·x: P̃ = S⁻¹PS⁻¹, q̃ = S⁻¹q, Ã = AS⁻¹
+            if self._scaled_p is None or self._scaled_p[0] is not pvals:
+                self._scaled_p = (pvals, pvals * self._p_scale)
+            sent = self._scaled_p[1]
+            q = q * inv
         if self._solver is None:
             n = self.problem.n
-            P = sp.csc_matrix((pvals, self._p_indices, self._p_indptr), shape=(n, n))
+            P = sp.csc_matrix((sent, self._p_indices, self._p_indptr), shape=(n, n))
             f = self._form
-            self._solver = clarabel.DefaultSolver(P, q, f.A, f.b, f.cones(), self._settings)
+            A = f.A
+            if inv is not None:  # AS⁻¹ on A's own pattern (entries in A's order: a CSC product may reorder them)
+                A = sp.csc_matrix((A.data * np.repeat(inv, np.diff(A.indptr)), A.indices, A.indptr), shape=A.shape)
+            self._solver = clarabel.DefaultSolver(P, q, A, f.b, f.cones(), self._settings)
             self.builds += 1
         elif pvals is self._solver_p:
             self._solver.update(q=q)  # a round's later solves: P is the same, only q changes
             self.q_only_updates += 1
         else:
-            self._solver.update(P=pvals, q=q)
+            self._solver.update(P=sent, q=q)
         self._solver_p = pvals
         t_solve = time.perf_counter()
         sol = self._solver.solve()
         wall = time.perf_counter() - t
         x = np.asarray(sol.x, dtype=float)
+        if inv is not None:
+            x = x * inv
         name = str(sol.status)
         empty = np.zeros(0)
         return SolveResult(
