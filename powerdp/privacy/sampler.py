@@ -300,9 +300,15 @@ def snap(value: np.ndarray, gamma: float) -> np.ndarray:
 
 
 def _grid_release(value, gamma: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(round(v/γ) + Z)·γ and Z·γ, in place on fresh arrays (v·(1/γ) is v/γ exactly: γ is a power of two)."""
     v = np.asarray(value, dtype=np.float64)
     zf = z.astype(np.float64).reshape(v.shape)
-    return (snap(v, gamma) + zf) * gamma, zf * gamma
+    out = np.multiply(v, 1.0 / gamma)
+    np.rint(out, out=out)  # = np.round: half to even
+    out += zf
+    out *= gamma
+    zf *= gamma
+    return out, zf
 
 
 def _faulty(value, src: NoiseSource, draw) -> tuple[np.ndarray, np.ndarray] | None:

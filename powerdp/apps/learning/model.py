@@ -66,8 +66,17 @@ class SoftmaxLoss:
     def _scores(self, z: np.ndarray) -> np.ndarray:
         return np.asarray(self.X @ z.reshape(self.J, self.K))
 
+    def _scores_kept(self, z: np.ndarray) -> np.ndarray:
+        """X z, the last one :meth:`value` computed when z is equal to its (a copy is kept): the backtracking step
+        (steps.py) evaluates f at z⁺ and then f and ∇f at the same z⁺, one product fewer. Callers do not modify S."""
+        last = self.__dict__.get("_last")
+        if last is not None and np.array_equal(last[0], z):
+            return last[1]
+        return self._scores(z)
+
     def value(self, z: np.ndarray) -> float:
         S = self._scores(z)
+        self._last = (np.array(z, dtype=np.float64), S)
         m = S.max(axis=1, keepdims=True)
         lse = (m[:, 0] + np.log(np.exp(S - m).sum(axis=1)))
         ce = float(lse.sum() - S[np.arange(len(self.y)), self.y].sum())
@@ -83,7 +92,7 @@ class SoftmaxLoss:
         return g
 
     def value_and_gradient(self, z: np.ndarray) -> tuple[float, np.ndarray]:
-        S = self._scores(z)
+        S = self._scores_kept(z)
         m = S.max(axis=1, keepdims=True)
         E = np.exp(S - m)
         tot = E.sum(axis=1, keepdims=True)
