@@ -180,3 +180,14 @@ def fill_gaussian(w, out, start, sigma, block_bits, chunk_bits, col_bits, prob, 
                 break
         out[i] = -y if negative else y
     return out.size, pos
+
+
+@njit(cache=True)
+def grid_release(v, gamma, z, out, noise):
+    """out = (rint(v/γ) + z)·γ and noise = z·γ in one pass (γ a power of two, so v·(1/γ) is v/γ exactly; rint
+    rounds half to even, as numpy's round): the same doubles as the numpy expression, without its temporaries."""
+    inv = 1.0 / gamma
+    for i in range(v.size):
+        zf = float(z[i])
+        out[i] = (np.rint(v[i] * inv) + zf) * gamma
+        noise[i] = zf * gamma

@@ -300,15 +300,11 @@ def snap(value: np.ndarray, gamma: float) -> np.ndarray:
 
 
 def _grid_release(value, gamma: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(round(v/γ) + Z)·γ and Z·γ, in place on fresh arrays (v·(1/γ) is v/γ exactly: γ is a power of two)."""
+    """(round(v/γ) + Z)·γ and Z·γ (compiled, one pass: discrete_kernels.grid_release)."""
     v = np.asarray(value, dtype=np.float64)
-    zf = z.astype(np.float64).reshape(v.shape)
-    out = np.multiply(v, 1.0 / gamma)
-    np.rint(out, out=out)  # = np.round: half to even
-    out += zf
-    out *= gamma
-    zf *= gamma
-    return out, zf
+    out, noise = np.empty(v.shape), np.empty(v.shape)
+    _kernels().grid_release(v.reshape(-1), gamma, z, out.reshape(-1), noise.reshape(-1))
+    return out, noise
 
 
 def _faulty(value, src: NoiseSource, draw) -> tuple[np.ndarray, np.ndarray] | None:
