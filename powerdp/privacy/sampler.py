@@ -26,7 +26,7 @@ samplers consume only raw 64-bit words, so the same seed gives the same noise on
 
 The samplers are compiled (:mod:`.discrete_kernels`, numba, loaded on the first draw): a release's words come
 from the source in batches (:func:`_draw`) and the kernel runs the exact algorithms one draw at a time over them,
-~0.02 µs a value, Laplace or Gaussian (``benchmarks/sampler.py``, loaded).
+~0.017 µs a value, Laplace or Gaussian, rounding included (``benchmarks/sampler.py``, loaded).
 """
 
 from __future__ import annotations
