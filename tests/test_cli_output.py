@@ -113,3 +113,24 @@ def test_a_run_on_a_non_utf8_terminal_prints_and_writes_its_files(tmp_path, env)
     assert proc.returncode == 0, err[-3000:]
     assert "Traceback" not in err and "objective sum_p f_p" in out
     assert (tmp_path / "r" / "coordinator_view" / "summary.json").is_file()
+
+
+def test_a_repeated_warning_is_shown_once(caplog):
+    """A command that builds the same mechanism for each of many runs (the audit: 40 of them) says it once."""
+    import warnings
+
+    from powerdp.cli.output import route_python_warnings
+    from powerdp.privacy import GaussianMechanism
+
+    saved = warnings.showwarning
+    try:
+        route_python_warnings()
+        with warnings.catch_warnings(), caplog.at_level("WARNING", logger="powerdp.warnings"):
+            warnings.simplefilter("always")
+            for _ in range(5):
+                GaussianMechanism(1.0, 1.0, 1e-5)
+            warnings.warn("another warning")
+    finally:
+        warnings.showwarning = saved
+    lines = [r.getMessage() for r in caplog.records if r.name == "powerdp.warnings"]
+    assert len(lines) == 2 and "epsilon=1 >= 1" in lines[0] and lines[1] == "another warning"

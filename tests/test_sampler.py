@@ -49,14 +49,14 @@ def _chi2_pvalue(draws: np.ndarray, pmf, support: int) -> float:
     return float(stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()).pvalue)
 
 
-@pytest.mark.parametrize("t", [1, 3, 10, 37])  # 37: blocks of T = 4 (λ = 4/37), the others T = 1
+@pytest.mark.parametrize("t", [1, 3, 10, 37, 70])  # 37: blocks of T = 2, 70: T = 4; the others T = 1
 def test_discrete_laplace_matches_its_pmf(t):
     z = discrete_laplace(noise_rng(11, t), t, DRAWS)
     assert z.dtype == np.int64
     assert _chi2_pvalue(z, lambda k: _laplace_pmf(k, t), 6 * t) > 1e-3
 
 
-@pytest.mark.parametrize("sigma", [0.8, 2.5, 7.3, 23.7])  # 23.7: blocks of T = 2
+@pytest.mark.parametrize("sigma", [0.8, 2.5, 7.3, 23.7, 41.3])  # 41.3: blocks of T = 2, the others T = 1
 def test_discrete_gaussian_matches_its_pmf(sigma):
     z = discrete_gaussian(noise_rng(1, 8), sigma, DRAWS)
     assert _chi2_pvalue(z, lambda k: _gaussian_pmf(k, sigma), int(5 * sigma) + 1) > 1e-3
@@ -208,65 +208,107 @@ def test_the_old_sampler_is_a_test_only_fault():
 # ----------------------------------------------------------------------------- the compiled kernels' word use
 
 
-def _trial(words, word: int, p: float) -> bool:
-    """U < p exactly, U's bits 53 at a time (the top 53 of each word, the first from ``word``): interval logic."""
-    lo, width, k = Fraction(0), Fraction(1), word >> 11
+def _trial(words, head: int, m: int, p: float) -> bool:
+    """U < p exactly, U's first m bits ``head``, then 53 at a time (the top 53 of each next word): interval logic."""
+    lo, width, k, bits = Fraction(0), Fraction(1), head, m
     while True:
-        width /= 2**53
+        width /= 2**bits
         lo += k * width  # U ∈ [lo, lo + width)
         if lo + width <= p:
             return True
         if lo >= p:
             return False
-        k = next(words) >> 11
-
-
-def _thresholds(lam: float) -> list[int]:
-    return [int(math.ldexp(math.exp(-lam * j), 64)) for j in range(1, 17)]
+        k, bits = next(words) >> 11, 53
 
 
 def _block_bits(scale: float) -> int:
-    return max(0, math.floor(scale / 8).bit_length() - 1)
+    return max(0, math.floor(scale / 16).bit_length() - 1)
 
 
-def _geometric(words, c: list[int]) -> int:
-    v = 0
-    while True:
-        x = next(words)
-        if x < c[15]:
-            v += 16
-            continue
-        return v + sum(x < cj for cj in c[:15])
+def _table_entry(word: int, prob, alias) -> int:
+    """The documented alias look-up: column = the word's top log₂N bits, kept if the rest < prob[column]."""
+    col_bits = (len(prob) - 1).bit_length()
+    col, rest = word >> (64 - col_bits), word & ((1 << (64 - col_bits)) - 1)
+    return col if rest < int(prob[col]) else int(alias[col])
+
+
+def _entry_weights(prob, alias) -> list[int]:
+    """How many of the 2⁶⁴ words give each entry (exact integers)."""
+    n = len(prob)
+    cap = 2**64 // n
+    weights = [0] * n
+    for col in range(n):
+        weights[col] += int(prob[col])
+        weights[int(alias[col])] += cap - int(prob[col])
+    return weights
+
+
+def _proposal_word(word: int, bits: int) -> tuple[int, bool, int, int]:
+    """(U, negative, the trial's first bits, how many): U the low bits, the sign the top bit, the trial's bits between."""
+    m = min(53, 63 - bits)
+    return word & ((1 << bits) - 1), bool(word >> 63), (word >> bits) & ((1 << m) - 1), m
 
 
 def _reference_laplace(words, t: int) -> int:
     """discrete_kernels' documented word use for one discrete Laplace draw, in plain Python (exp every time)."""
     bits = _block_bits(t)
-    c = _thresholds(2.0**bits / t)
+    _, _, prob, alias, _ = sampler_module._laplace_table(t)
     while True:
-        u = next(words) & ((1 << bits) - 1)
-        word = next(words)
-        if not _trial(words, word, math.exp(-(u * (1.0 / t)))):
+        u, negative, head, m = _proposal_word(next(words), bits)
+        if not _trial(words, head, m, math.exp(-(u * (1.0 / t)))):
             continue
-        x = u + _geometric(words, c) * 2**bits
-        if word & 1 and x == 0:
+        v = 0
+        while (j := _table_entry(next(words), prob, alias)) == len(prob) - 1:
+            v += j
+        x = u + (v + j) * 2**bits
+        if negative and x == 0:
             continue
-        return -x if word & 1 else x
+        return -x if negative else x
 
 
 def _reference_gaussian(words, sigma: float) -> int:
     bits = _block_bits(sigma)
-    c = _thresholds(2.0**bits / sigma)
+    _, _, prob, alias, delta, _ = sampler_module._gaussian_table(sigma)
     inv = 1.0 / sigma
     while True:
-        u = next(words) & ((1 << bits) - 1)
-        y = u + _geometric(words, c) * 2**bits
-        word = next(words)
-        if word & 1 and y == 0:
+        u, negative, head, m = _proposal_word(next(words), bits)
+        k = _table_entry(next(words), prob, alias)
+        y = u + k * 2**bits
+        if negative and y == 0:
             continue
-        r = y * inv - 1.0
-        if _trial(words, word, math.exp(-(0.5 * r * r + u * inv))):
-            return -y if word & 1 else y
+        s = u * inv
+        if _trial(words, head, m, math.exp(-(s * (0.5 * s + k * (2**bits * inv)) + delta[k]))):
+            return -y if negative else y
+
+
+@pytest.mark.parametrize("kind, scale", [("laplace", 3), ("laplace", 2**GRID_BITS + 7), ("gaussian", 0.8), ("gaussian", 23.7),
+                                         ("gaussian", 1.3 * 2.0**GRID_BITS)])
+def test_the_tables_weigh_each_entry_as_documented(kind, scale):
+    """The alias tables, counted exactly in integers: the Laplace's entries are the geometric's levels
+    (1 − r)rʲ and the tail rᴺ⁻¹ to 2⁻⁶⁴ (the tail at least 2⁻⁶⁴); the Gaussian's blocks weigh W_k ≥ 1, within
+    2⁻⁵⁰ (relative) of exp(−(kT/σ)²/2)/Σ or rounded up from it, up to 40σ, and δ_k = ln W_k + (kT/σ)²/2 − min ≥ 0,
+    so every proposal's acceptance c·exp(−y²/2σ²)/W_k ≤ 1."""
+    if kind == "laplace":
+        bits, _, prob, alias, _ = sampler_module._laplace_table(scale)
+        weights = _entry_weights(prob, alias)
+        r = math.exp(-(2.0**bits) / scale)
+        exact = [(1 - r) * r**j for j in range(len(prob) - 1)] + [r ** (len(prob) - 1)]
+        assert sum(weights) == 2**64 and weights[-1] >= 1
+        assert max(abs(w / 2**64 - e) for w, e in zip(weights, exact, strict=True)) < 2**-50
+        return
+    bits, _, prob, alias, delta, _ = sampler_module._gaussian_table(scale)
+    weights = _entry_weights(prob, alias)
+    ratio = 2.0**bits / scale
+    blocks = math.ceil(40 / ratio) + 1
+    assert sum(weights) == 2**64 and all(w >= 1 for w in weights[:blocks]) and not any(weights[blocks:])
+    assert blocks * ratio >= 40
+    dens = [math.exp(-0.5 * (k * ratio) ** 2) for k in range(blocks)]
+    share = [d / math.fsum(dens) * 2**64 for d in dens]
+    top = max(range(blocks), key=weights.__getitem__)
+    assert all(w >= sh * (1 - 2**-50) for k, (w, sh) in enumerate(zip(weights, share)) if k != top)
+    assert abs(weights[top] / share[top] - 1) < 2**-40
+    level = [math.log(w) + 0.5 * (k * ratio) ** 2 for k, w in enumerate(weights[:blocks])]
+    assert np.array_equal(delta[:blocks], np.array(level) - min(level)) and delta.min() >= 0
 
 
 def _stream(seed: int):
@@ -276,7 +318,7 @@ def _stream(seed: int):
 
 
 @pytest.mark.parametrize("kind, scale", [("laplace", 1), ("laplace", 37), ("laplace", 2**GRID_BITS + 12345),
-                                         ("gaussian", 0.8), ("gaussian", 23.7), ("gaussian", 1.37 * 2.0**GRID_BITS)])
+                                         ("gaussian", 0.8), ("gaussian", 41.3), ("gaussian", 1.37 * 2.0**GRID_BITS)])
 def test_the_compiled_kernels_draw_what_their_documented_word_use_gives(kind, scale):
     """A plain-Python replay of discrete_kernels' word semantics (exp evaluated every time, no bounds) on the same
     seeded words gives the same draws: the compiled path, its exp bounds and its batching change nothing."""
@@ -295,25 +337,25 @@ def test_batches_that_run_dry_give_the_same_draws(monkeypatch):
     assert all(np.array_equal(a, b) for a, b in zip(whole, small, strict=True))
 
 
-def test_each_bernoulli_trial_has_probability_exactly_the_double_exp():
-    """discrete_kernels._bernoulli_exp(w, pos, word, x) is U < exp(−x) exactly (U's bits from ``word`` and then
-    from w, 53 a word): checked against interval arithmetic in fractions, with words placed right at p's bits
-    (where the bounds must defer to exp and the next word decides), at random, and for p below 2⁻⁵³."""
+@pytest.mark.parametrize("m", [53, 27, 15])  # 27: the product's Gaussian (T = 2³⁶); 15: the largest T allowed
+def test_each_bernoulli_trial_has_probability_exactly_the_double_exp(m):
+    """discrete_kernels._bernoulli_exp(w, pos, head, 2ᵐ, x) is U < exp(−x) exactly (U's first m bits ``head``, then
+    53 a word from w): checked against interval arithmetic in fractions, with bits placed right at p's bits
+    (where the bounds must defer to exp and the next word decides), at random, and for p below 2⁻ᵐ."""
     from powerdp.privacy.discrete_kernels import _bernoulli_exp
 
     rng = np.random.default_rng(3)
-    xs = np.concatenate([rng.uniform(0, 70, 2000), rng.uniform(0, 0.2, 2000), np.arange(0, 64, 1 / 64), [0.0, 40.0, 745.0, 800.0]])
+    xs = np.concatenate([rng.uniform(0, 70, 1000), rng.uniform(0, 0.2, 1000), np.arange(0, 64, 1 / 64), [0.0, 40.0, 745.0, 800.0]])
     for x in xs:
         p = math.exp(-x)
-        k = math.floor(p * 2.0**53)
+        k = math.floor(p * 2.0**m)
         ext = rng.integers(0, 2**63, 4, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-        nxt = math.floor((p * 2.0**53 - k) * 2.0**53)  # p's next 53 bits: an extension word equal to them, or ±1
+        nxt = math.floor((p * 2.0**m - k) * 2.0**53)  # p's next 53 bits: an extension word equal to them, or ±1
         ext[0] = np.uint64(min(max(nxt + int(rng.integers(-1, 2)), 0), 2**53 - 1) << 11)
-        for kk in {min(max(k + d, 0), 2**53 - 1) for d in (-1, 0, 1)} | {int(rng.integers(0, 2**53))}:
-            word = np.uint64(kk << 11)
-            got, pos = _bernoulli_exp(ext, 0, word, float(x))
+        for kk in {min(max(k + d, 0), 2**m - 1) for d in (-1, 0, 1)} | {int(rng.integers(0, 2**m))}:
+            got, pos = _bernoulli_exp(ext, 0, np.uint64(kk), 2.0**m, float(x))
             words = iter(int(e) for e in ext)
-            assert got == _trial(words, int(word), p), (x, kk)
+            assert got == _trial(words, kk, m, p), (x, kk)
             assert pos == 4 - sum(1 for _ in words)  # the kernel read exactly the extension words the trial needed
 
 

@@ -23,17 +23,23 @@ _json_stream = None
 
 def route_python_warnings(verbose: bool = False) -> None:
     """Python warnings become one line, ``powerdp: warning: ...``, without the source line that raised them
-    (a user reads what is wrong, not where in powerdp it was noticed). Libraries' deprecation notices are
-    for their users' developers: shown only with ``-v``."""
+    (a user reads what is wrong, not where in powerdp it was noticed), once per command: a command that builds
+    the same mechanism for each of many runs (``powerdp audit``) says it once, not once a run. Libraries'
+    deprecation notices are for their users' developers: shown only with ``-v``."""
     import warnings
 
     log = logging.getLogger("powerdp.warnings")
+    shown: set[str] = set()
 
     def show(message, category, filename, lineno, file=None, line=None):
         if not verbose and issubclass(category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)):
             return
         text = " ".join(str(message).split())
-        log.warning("%s", text if issubclass(category, UserWarning) else f"{text} ({category.__name__})")
+        text = text if issubclass(category, UserWarning) else f"{text} ({category.__name__})"
+        if text in shown:
+            return
+        shown.add(text)
+        log.warning("%s", text)
 
     warnings.showwarning = show
 

@@ -26,7 +26,7 @@ samplers consume only raw 64-bit words, so the same seed gives the same noise on
 
 The samplers are compiled (:mod:`.discrete_kernels`, numba, loaded on the first draw): a release's words come
 from the source in batches (:func:`_draw`) and the kernel runs the exact algorithms one draw at a time over them,
-~0.03 µs (Laplace) and ~0.05 µs (Gaussian) a value (``benchmarks/sampler.py``).
+~0.017 µs a value, Laplace or Gaussian, rounding included (``benchmarks/sampler.py``, loaded).
 """
 
 from __future__ import annotations
@@ -139,24 +139,91 @@ def as_source(rng: Any) -> NoiseSource:
 #: the largest noise scale in grid steps (t or σ; the product's is ~2⁴⁰): |Z| = U + T·V reaches 2⁶³ (int64's end)
 #: only past 2¹¹ scales, probability exp(−2048)
 _MAX_SCALE = 2**52
-#: the staircase's block T is the largest power of two ≤ scale/8 (discrete_kernels' docstring)
-_BLOCK_FRACTION = 8
+#: the block T is the largest power of two ≤ scale/16 (discrete_kernels' docstring)
+_BLOCK_FRACTION = 16
+#: the Laplace's table of V: entries 0 … N − 2 and "V ≥ N − 1" (N = 2^10)
+_LAPLACE_COLUMN_BITS = 10
+#: the Gaussian's blocks reach this many σ (exp(−x) underflows to 0 before: no value beyond is ever kept)
+_GAUSSIAN_REACH = 40.0
 #: words a batch takes from the source per expected use (plus 64): a little spare saves a second batch
 _SPARE = 1.1
+_TWO_64 = 1 << 64
+
+
+def _block_bits(scale: float) -> int:
+    """log₂ of the block T: the largest power of two ≤ scale/16, at least 1."""
+    return max(0, math.floor(scale / _BLOCK_FRACTION).bit_length() - 1)
+
+
+def _integer_weights(real: list[float]) -> list[int]:
+    """Integer weights ≈ real·2⁶⁴/Σreal rounded up (so none falls below its share but the largest, which gives up
+    the excess: ≤ 2⁻⁵⁰ of it), each at least 1, summing to exactly 2⁶⁴."""
+    total = math.fsum(real)
+    weights = [max(1, math.ceil(r / total * 2.0**64)) for r in real]
+    top = max(range(len(weights)), key=weights.__getitem__)
+    weights[top] += _TWO_64 - sum(weights)
+    return weights
+
+
+def _alias(weights: list[int]) -> tuple[int, np.ndarray, np.ndarray]:
+    """Vose's alias table of integer weights summing to 2⁶⁴, in integers (exact): (log₂ N, prob, alias), N ≥ 2
+    the columns, so that a word b with column c = b's top log₂N bits gives entry c if (b mod 2⁶⁴/N) < prob[c],
+    else alias[c]: entry j comes from exactly W_j of the 2⁶⁴ words."""
+    bits = max(1, (len(weights) - 1).bit_length())
+    n, cap = 1 << bits, _TWO_64 >> bits
+    w = list(weights) + [0] * (n - len(weights))
+    prob, alias = [cap] * n, list(range(n))
+    small = [j for j in range(n) if w[j] < cap]
+    large = [j for j in range(n) if w[j] >= cap]
+    while small and large:
+        s, g = small.pop(), large.pop()
+        prob[s], alias[s] = w[s], g
+        w[g] -= cap - w[s]
+        (small if w[g] < cap else large).append(g)
+    out = np.array(prob, dtype=np.uint64), np.array(alias, dtype=np.int64)
+    for a in out:
+        a.setflags(write=False)
+    return bits, *out
 
 
 @functools.lru_cache(maxsize=64)
-def _staircase(scale: float) -> tuple[int, np.ndarray, float]:
-    """The staircase of a noise scale (t or σ): log₂ of the block T (the largest power of two ≤ scale/8, at least
-    1), the geometric's thresholds ⌊2⁶⁴·exp(−λj)⌋ (j = 1 … LEVELS, λ = T/scale; read-only) and λ. A run draws
-    at a few scales over and over: cached."""
-    from .discrete_kernels import LEVELS
+def _laplace_table(t: int) -> tuple[int, int, np.ndarray, np.ndarray, float]:
+    """(log₂T, log₂N, prob, alias, words a draw reads on average) of the discrete Laplace of scale t: V's alias
+    table, P(V = j) = (1 − r)rʲ for j < N − 1 and rᴺ⁻¹ for the last entry ("V ≥ N − 1"), r = exp(−T/t). A run
+    draws at a few scales over and over: cached."""
+    bits = _block_bits(t)
+    lam = 2.0**bits / t
+    n = 1 << _LAPLACE_COLUMN_BITS
+    real = [-math.expm1(-lam) * math.exp(-lam * j) for j in range(n - 1)] + [math.exp(-lam * (n - 1))]
+    col_bits, prob, alias = _alias(_integer_weights(real))
+    kept = -math.expm1(-lam) / lam  # the U step's mean acceptance
+    return bits, col_bits, prob, alias, (1.0 / kept + 1.0) / (1.0 - 0.5 / t)
 
-    bits = max(0, math.floor(scale / _BLOCK_FRACTION).bit_length() - 1)
-    lam = 2.0**bits / scale
-    thresholds = np.array([int(math.ldexp(math.exp(-lam * j), 64)) for j in range(1, LEVELS + 1)], dtype=np.uint64)
-    thresholds.setflags(write=False)
-    return bits, thresholds, lam
+
+@functools.lru_cache(maxsize=64)
+def _gaussian_table(sigma: float) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, float]:
+    """(log₂T, log₂N, prob, alias, δ, words a draw reads on average) of the discrete Gaussian: the blocks'
+    alias table, W_k ≈ 2⁶⁴·M_k/ΣM (M_k = exp(−(kT/σ)²/2), blocks up to 40σ, each W_k ≥ 1) and
+    δ_k = ln W_k + (kT/σ)²/2 − min_j(ln W_j + (jT/σ)²/2) (discrete_kernels' docstring). Cached."""
+    bits = _block_bits(sigma)
+    ratio = 2.0**bits / sigma  # T/σ
+    blocks = math.ceil(_GAUSSIAN_REACH / ratio) + 1
+    half_sq = [0.5 * (k * ratio) ** 2 for k in range(blocks)]
+    weights = _integer_weights([math.exp(-h) for h in half_sq])
+    level = [math.log(wk) + h for wk, h in zip(weights, half_sq, strict=True)]
+    floor = min(level)
+    col_bits, prob, alias = _alias(weights)
+    delta = np.zeros(prob.size)
+    delta[:blocks] = [v - floor for v in level]
+    delta.setflags(write=False)
+    # kept per proposal: c·(2S − 1)/(2T·2⁶⁴), c = exp(floor), S = Σ_{y≥0} exp(−y²/2σ²) ≈ σ√(π/2) + 1/2
+    kept = min(1.0, math.exp(floor - 64 * math.log(2)) * 2 * sigma * math.sqrt(math.pi / 2) / 2.0 ** (bits + 1))
+    return bits, col_bits, prob, alias, delta, 2.0 / max(kept, 0.3)
+
+
+def _chunk_bits(block_bits: int) -> int:
+    """The Bernoulli trial's first bits from a proposal's first word (above U's bits, below the sign)."""
+    return min(53, 63 - block_bits)
 
 
 def _block(draws: int, words_per_draw: float) -> int:
@@ -188,35 +255,33 @@ def _kernels():
 def discrete_laplace(src: NoiseSource, t: int, n: int) -> np.ndarray:
     """``n`` draws of the discrete Laplace distribution with integer scale ``t``: P(Z = z) ∝ exp(−|z|/t).
 
-    Canonne–Kamath–Steinke Algorithm 2 with a block length T, a power of two ≤ t/8: U uniform on {0..T−1} kept with
-    probability exp(−U/t), V geometric (ratio exp(−T/t)), |Z| = U + TV, a sign; (−, 0) is rejected. No
-    truncation: every integer is possible. Compiled (:mod:`.discrete_kernels` documents the words each step reads).
+    Canonne–Kamath–Steinke Algorithm 2 with a block length T, a power of two ≤ t/16: U uniform on {0..T−1} kept with
+    probability exp(−U/t), V geometric (ratio exp(−T/t), from an alias table), |Z| = U + TV, a sign; (−, 0) is
+    rejected. No truncation: every integer is possible. Compiled (:mod:`.discrete_kernels` documents the words
+    each step reads); ~2.1 words a draw.
     """
     t = int(t)
     if not 1 <= t < _MAX_SCALE:
         raise ValueError(f"discrete Laplace scale must be an integer in [1, 2^52), got {t}")
-    bits, thresholds, lam = _staircase(t)
-    kept = (1.0 - math.exp(-lam)) / lam  # the U step's mean acceptance
-    words = (2.0 / kept + 1.0 / (1.0 - float(thresholds[-1]) * 2.0**-64)) / (1.0 - 0.5 / t)
-    return _draw(_kernels().fill_laplace, src, n, words, t, bits, thresholds)
+    bits, col_bits, prob, alias, words = _laplace_table(t)
+    return _draw(_kernels().fill_laplace, src, n, words, t, bits, _chunk_bits(bits), col_bits, prob, alias)
 
 
 def discrete_gaussian(src: NoiseSource, sigma: float, n: int) -> np.ndarray:
     """``n`` draws of the discrete Gaussian distribution: P(Z = z) ∝ exp(−z²/(2σ²)).
 
-    Canonne–Kamath–Steinke Algorithm 3's rejection, from the proposal ±(U + TV) (U uniform on {0..T−1}, T a
-    power of two ≤ σ/8, V geometric with ratio exp(−T/σ)), kept with probability exp(−(|Y|/σ − 1)²/2 − U/σ):
-    exact, and ~70 % of proposals are kept (the proof is in :mod:`.discrete_kernels`). Compiled.
+    Canonne–Kamath–Steinke Algorithm 3's rejection, from a Gaussian-shaped proposal: a block of T integers (T a
+    power of two ≤ σ/16) picked from an alias table with weights W_k ≈ exp(−(kT)²/2σ²), U uniform in it, a sign;
+    kept with probability c·exp(−y²/2σ²)/W_k: exact, ~97 % of proposals are kept, 2 words each (the proof is in
+    :mod:`.discrete_kernels`). Compiled.
     """
     if not (sigma > 0 and math.isfinite(sigma)):
         raise ValueError(f"discrete Gaussian sigma must be a positive number, got {sigma}")
     if sigma >= _MAX_SCALE:
         raise ValueError(f"discrete Gaussian sigma must be below 2^52, got {sigma}")
     sigma = float(sigma)
-    bits, thresholds, lam = _staircase(sigma)
-    kept = 0.76 * (1.0 - math.exp(-lam)) / lam if sigma >= 1.0 else 0.3  # continuous estimate; small σ: a floor
-    words = (2.0 + 1.0 / (1.0 - float(thresholds[-1]) * 2.0**-64)) / kept
-    return _draw(_kernels().fill_gaussian, src, n, words, sigma, bits, thresholds)
+    bits, col_bits, prob, alias, delta, words = _gaussian_table(sigma)
+    return _draw(_kernels().fill_gaussian, src, n, words, sigma, bits, _chunk_bits(bits), col_bits, prob, alias, delta)
 
 
 # --------------------------------------------------------------------------- releases on the grid
@@ -235,9 +300,11 @@ def snap(value: np.ndarray, gamma: float) -> np.ndarray:
 
 
 def _grid_release(value, gamma: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(round(v/γ) + Z)·γ and Z·γ (compiled, one pass: discrete_kernels.grid_release)."""
     v = np.asarray(value, dtype=np.float64)
-    zf = z.astype(np.float64).reshape(v.shape)
-    return (snap(v, gamma) + zf) * gamma, zf * gamma
+    out, noise = np.empty(v.shape), np.empty(v.shape)
+    _kernels().grid_release(v.reshape(-1), gamma, z, out.reshape(-1), noise.reshape(-1))
+    return out, noise
 
 
 def _faulty(value, src: NoiseSource, draw) -> tuple[np.ndarray, np.ndarray] | None:

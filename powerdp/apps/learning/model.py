@@ -66,12 +66,24 @@ class SoftmaxLoss:
     def _scores(self, z: np.ndarray) -> np.ndarray:
         return np.asarray(self.X @ z.reshape(self.J, self.K))
 
-    def value(self, z: np.ndarray) -> float:
+    def _terms(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+        """(S = X z, the row maxima m, E = exp(S − m), its row sums, f(z)): the last ones are kept with a copy of
+        their z, so the backtracking step (steps.py), which evaluates f at z⁺ and then f and ∇f at the same z⁺,
+        computes them once (the same doubles either way). Callers do not modify them."""
+        last = self.__dict__.get("_last")
+        if last is not None and np.array_equal(last[0], z):
+            return last[1:]
         S = self._scores(z)
         m = S.max(axis=1, keepdims=True)
-        lse = (m[:, 0] + np.log(np.exp(S - m).sum(axis=1)))
-        ce = float(lse.sum() - S[np.arange(len(self.y)), self.y].sum())
-        return ce / self.I + self.reg * float(z @ z)
+        E = np.exp(S - m)
+        tot = E.sum(axis=1, keepdims=True)
+        ce = float((m[:, 0] + np.log(tot[:, 0])).sum() - S[np.arange(len(self.y)), self.y].sum())
+        f = ce / self.I + self.reg * float(z @ z)
+        self._last = (np.array(z, dtype=np.float64), S, m, E, tot, f)
+        return S, m, E, tot, f
+
+    def value(self, z: np.ndarray) -> float:
+        return self._terms(z)[4]
 
     def gradient(self, z: np.ndarray) -> np.ndarray:
         H = softmax(self._scores(z))
@@ -83,14 +95,10 @@ class SoftmaxLoss:
         return g
 
     def value_and_gradient(self, z: np.ndarray) -> tuple[float, np.ndarray]:
-        S = self._scores(z)
-        m = S.max(axis=1, keepdims=True)
-        E = np.exp(S - m)
-        tot = E.sum(axis=1, keepdims=True)
-        ce = float((m[:, 0] + np.log(tot[:, 0])).sum() - S[np.arange(len(self.y)), self.y].sum())
+        _, _, E, tot, f = self._terms(z)
         H = E / tot - self.Y
         g = np.asarray(self._XT @ H).ravel() / self.I + 2.0 * self.reg * z
-        return ce / self.I + self.reg * float(z @ z), g
+        return f, g
 
 
 def lipschitz_bound(samples: int, I: int, R2: float, reg: float) -> float:
