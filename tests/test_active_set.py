@@ -104,7 +104,9 @@ def _run(tmp_path=None, resume=False, **kw):
 def test_runs_agree_with_clarabel_and_are_bit_identical_on_serial_and_process_backends():
     ours = _run().history
     clarabel = _run(local_solver="clarabel").history
-    np.testing.assert_allclose(ours["objective"], clarabel["objective"], rtol=1e-5)
+    # the three local solvers' histories agree pairwise to 1.1e-5 (active set vs Clarabel), 1.3e-5 (Clarabel vs
+    # Ipopt) and 2.0e-5 (active set vs Ipopt) at this noise (eps 0.3 on case14): solver tolerances grown by 12 steps
+    np.testing.assert_allclose(ours["objective"], clarabel["objective"], rtol=2.5e-5)
     assert (ours["max_violation"] < 1e-7).all()
     process = _run(backend="process", workers=2).history
     pd.testing.assert_frame_equal(ours[COMPARE], process[COMPARE], check_exact=True)
@@ -212,3 +214,23 @@ def test_zone_solves_with_and_without_newton_agree(zones, monkeypatch):
         assert ours.solver == ipm.solver == "active set"
         x_prev = ours.x
     assert newton_passes > all_passes / 2  # (it gives up when the cold first guess makes its Schur system singular)
+
+
+def test_a_cholesky_the_kernel_refuses_falls_back_to_clarabel(zones, monkeypatch):
+    """numba's Cholesky raises LinAlgError on a working set it finds indefinite (seen on case13659pegase zones):
+    the solve goes to Clarabel instead of ending the run."""
+    from powerdp.opf import _active_set_kernel
+
+    def refuses(*args):
+        raise np.linalg.LinAlgError("Matrix is not positive definite.")
+
+    agent = zones["active-set"]
+    c, diag = _step_objective(agent, 4)
+    objective = agent.reduction.pull(c, diag, base=agent._free_r)
+    monkeypatch.setattr(_active_set_kernel, "working_set_solve", refuses)
+    before = agent.solver.fallbacks
+    res = agent.solver.solve(objective)
+    assert agent.solver.fallbacks == before + 1
+    assert res.success and res.solver == "Clarabel"
+    z_ref, _ = zones["clarabel"]._solve(c, diag, 1)
+    np.testing.assert_allclose(agent.reduction.lift(res.x), z_ref, atol=1e-6)

@@ -188,8 +188,14 @@ class ActiveSetSolver:
             work = self._guess(x0)
             x_start = np.asarray(x0, dtype=float) if work.any() else _NO_START
             x = np.empty(self.problem.n)
-            status, passes, iters, ipm = working_set_solve(pinv, q, indptr, indices, data, b, offsets, dims, work, x_start,
-                                                           FEAS_TOL, QP_TOL, LOOSE_TOL, MAX_PASSES, MAX_ITER, NEWTON_ITER, x)
+            try:
+                status, passes, iters, ipm = working_set_solve(pinv, q, indptr, indices, data, b, offsets, dims, work,
+                                                               x_start, FEAS_TOL, QP_TOL, LOOSE_TOL, MAX_PASSES, MAX_ITER,
+                                                               NEWTON_ITER, x)
+            except np.linalg.LinAlgError:
+                # a working set's Schur complement that numba's Cholesky refuses (seen on case13659pegase zones):
+                # not certified, so Clarabel takes the solve, as for any other uncertified one
+                status, passes, iters, ipm = -1, 0, 0, 0
             self.passes += int(passes)
             self.ipm_passes += int(ipm)
             if status == CERTIFIED:
