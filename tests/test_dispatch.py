@@ -313,7 +313,7 @@ def test_clipped_loads_lie_in_their_public_range_and_forget_the_true_load():
     assert np.max(np.abs(c[a._yp] / w2)) > 10 * rating.max()
 
 
-def test_a_failed_private_solve_does_not_end_the_day(profile, monkeypatch):
+def test_a_failed_private_solve_does_not_end_the_day(profile, monkeypatch, tmp_path):
     """A private round whose local solve fails (huge noise) releases the zone's previous point again; the day goes
     on, the failures are counted per period in the simulation's evaluation only, and the ledger still totals the
     claim (the failed step is charged: its failure is a function of the noisy step)."""
@@ -330,12 +330,22 @@ def test_a_failed_private_solve_does_not_end_the_day(profile, monkeypatch):
     h = horizon(profile)
     cfg = DispatchConfig(source="case14", periods=4, zones=3, algorithm="objl", target_epsilon=1.0, seed=2,
                          max_rounds=4, tolerance=0.0)
-    res = run_dispatch(cfg, h, reference=False)
+    res = run_dispatch(cfg, h, reference=False, out=tmp_path / "d")
     assert len(res.periods) == 4
     assert res.periods["local_failures"].tolist() == [1, 1, 0, 0]  # rounds 3 and 7: periods 0 and 1
     assert all(e == pytest.approx(1.0, rel=1e-9) for e in res.summary["epsilon_total"].values())
     coord = res.views()["coordinator_view"]
     assert all("local_failures" not in row and "zones_cpu_s" not in row for row in coord["periods"])
+    # what the coordinator keeps on disk: its allow-lists only (residuals, rounds, ε, wall time per period and round)
+    from powerdp.apps.dispatch.runner import COORDINATOR_COLUMNS
+
+    d = tmp_path / "d"
+    assert set(pd.read_csv(d / "coordinator_view" / "periods.csv").columns) <= set(PERIOD_COORDINATOR_COLUMNS)
+    assert set(pd.read_csv(d / "coordinator_view" / "history.csv").columns) <= set(COORDINATOR_COLUMNS)
+    text = "".join(f.read_text() for f in (d / "coordinator_view").iterdir())
+    assert "failure" not in text and "zones_cpu" not in text and "input_noise" not in text
+    for f in (d / "zones.private").rglob("*"):  # each zone's own state (its failures count, its noise): 0600 / 0700
+        assert oct(f.stat().st_mode & 0o777) == ("0o700" if f.is_dir() else "0o600"), f
     nonprivate = cfg.replace(algorithm="exact", target_epsilon=None)
     from powerdp.apps.dispatch.runner import DispatchFailed
 
