@@ -58,7 +58,6 @@ class DispatchZoneAgent(ZoneAgent):
             self.perturbation.perturb_objective = self._perturb_clipped  # the instance's own: clips when asked
         self._pending_draw = False  # input perturbation: this period's fresh d̃ not yet in the ledger
         self.local_failures = 0  # private rounds whose local solve failed (the previous point released again)
-        self.failure_log: list[tuple] = []
 
     # ------------------------------------------------------------------ periods
     def set_period(self, data: dict[str, Any]) -> None:
@@ -151,16 +150,16 @@ class DispatchZoneAgent(ZoneAgent):
     def step(self, msg):
         try:
             update = super().step(msg)
-        except SolverError as exc:
+        except SolverError:
             if not self.config.private:  # a non-private day stops at a failed solve (the runner says where)
                 raise
-            update = self._failed_step(msg, exc)
+            update = self._failed_step(msg)
         if self._pending_draw and self.ledger is not None:
             self.ledger.record(1)  # the period's fresh d̃ is released (through its post-processing) from its first round
             self._pending_draw = False
         return update
 
-    def _failed_step(self, msg, exc: SolverError) -> ZoneUpdate:
+    def _failed_step(self, msg) -> ZoneUpdate:
         """A private round whose local solve failed (under large noise: Clarabel's iteration limit, Ipopt's local
         infeasibility): the zone releases its previous released point again and the day goes on.
 
@@ -175,7 +174,6 @@ class DispatchZoneAgent(ZoneAgent):
         else:
             self.perturbation.end_round(int(self.config.local_updates))
         self.local_failures += 1
-        self.failure_log.append((self.period, t, str(exc)[:200]))
         released = self.z_released[self.shared_cols].copy()
         self.lam = self.lam + msg.rho * (msg.w - released)
         self._record_stats(SolverStats(solves=1, iterations=0, solver_s=0.0, wall_s=0.0, statuses=("failed",),
@@ -183,7 +181,7 @@ class DispatchZoneAgent(ZoneAgent):
         return ZoneUpdate(round=t, zone=self.zone, released=released)
 
     def period_failures(self, _: Any = None) -> int:
-        """The local solves that failed so far (the simulation's evaluation only; NaN-free count)."""
+        """The local solves that failed so far (the simulation's evaluation only; -1 outside it)."""
         if not self.config.evaluate:
             return -1
         return int(self.local_failures)
@@ -196,7 +194,8 @@ class DispatchZoneAgent(ZoneAgent):
 
     def process_cpu(self, _: Any = None) -> tuple[int, float]:
         """(pid, CPU seconds) of the process hosting this zone: the simulation's evaluation of the time per period
-        (several zones may share a process; the runner counts each process once). Not data-dependent."""
+        (several zones may share a process; the runner counts each process once). A solve's time depends on the
+        zone's data, so outside the simulation's evaluation (``config.evaluate`` off) it is NaN."""
         import os
         import time
 
