@@ -148,7 +148,7 @@ def test_a_stopped_run_resumes_at_its_period_bit_identically(profile, tmp_path):
     resumed = run_dispatch(cfg, h, out=tmp_path / "b", resume=True)
     assert resumed.summary["resumed_from_period"] == 2
     for view in ("coordinator_view", "simulation_evaluation"):
-        times = ["wall_s", "cpu_s", "zones_s", "coordinator_s", "evaluation_s", "evaluation_cpu_s"]
+        times = ["wall_s", "cpu_s", "zones_s", "coordinator_s", "evaluation_s", "evaluation_cpu_s", "zones_cpu_s"]
         a = pd.read_csv(tmp_path / "a" / view / "periods.csv").drop(columns=times, errors="ignore")
         b = pd.read_csv(tmp_path / "b" / view / "periods.csv").drop(columns=times, errors="ignore")
         pd.testing.assert_frame_equal(a, b, check_exact=True)
@@ -345,3 +345,148 @@ def test_base_mva_reaches_the_horizon(tmp_path, monkeypatch):
     monkeypatch.setattr(profiles, "load_horizon", spy)
     status = main(["dispatch", "simbench:1-HV-mixed--0-sw", "--periods", "2", "--base-mva", "50", "-q"])
     assert status == 2 and seen["base_mva"] == 50.0
+
+
+@pytest.mark.parametrize("algorithm", ["objg", "inpg", "exact/input/gaussian"])
+def test_a_gaussian_budget_over_the_horizon_is_the_ledgers_total(profile, algorithm):
+    """The Gaussian mechanisms: every step's noise multiplier is calibrated over the horizon's steps (4 periods ×
+    rounds, or 4 draws), and the ledger's exact composition at the target δ after the last period is the claim."""
+    h = horizon(profile)
+    cfg = DispatchConfig(source="case14", periods=4, zones=3, algorithm=algorithm, target_epsilon=1.0,
+                         target_delta=1e-5, seed=2, max_rounds=3, tolerance=0.0)
+    res = run_dispatch(cfg, h, reference=False)
+    totals = res.summary["epsilon_total"]
+    assert all(e == pytest.approx(1.0, rel=1e-6) for e in totals.values()), totals
+    assert res.summary["epsilon_claim"] == pytest.approx(1.0, rel=1e-6)
+    spent = res.periods["epsilon_spent"].to_numpy()
+    assert np.all(np.diff(spent) > 0) and spent[0] < 0.6  # composed period by period, sublinearly
+
+
+def test_a_gaussian_day_has_less_noise_per_step_than_laplace():
+    """At the same total ε over the same horizon steps, the Gaussian multiplier (σ/Δ₂) is far below the Laplace
+    standard deviation over Δ₁ (√2 · steps / ε): the reason the day's private runs use it."""
+    lap = DispatchConfig(source="x", periods=96, algorithm="objl", target_epsilon=1.0, max_rounds=20)
+    gau = DispatchConfig(source="x", periods=96, algorithm="objg", target_epsilon=1.0, target_delta=1e-5, max_rounds=20)
+    z = gau.run_config("case", None).per_step_noise()["noise_multiplier"]
+    laplace_std = np.sqrt(2.0) / lap.epsilon_per_step()
+    assert gau.run_config("case", None).private_steps == 96 * 20
+    assert z < laplace_std / 10, (z, laplace_std)  # measured 163 against 2715
+
+
+def _clip_agent(seed=3, scale=1.0):
+    net = load_case("case14")
+    cfg = resolve_config(RunConfig(case="case14", zones=2, objective="cost+shedding", algorithm="inpg", seed=seed,
+                                   target_epsilon=1e-3, target_delta=1e-5), net)
+    part = resolve_partition(net, cfg)
+    keys = part.shared_by_zone(cfg.flows)
+    agent = DispatchZoneAgent(net, 0, part.own_buses(0), tuple(keys[0]), cfg)
+    own = agent._own
+    rating = np.where(net.pd[own] > 0, 2.0 * np.abs(net.pd[own]), 0.0)
+    agent.set_period({"period": 0, "pd": net.pd[own] * scale, "qd": net.qd[own] * scale, "pmax": net.pmax[agent._gens],
+                      "rating": rating})
+    return agent, rating, net
+
+
+def test_clipped_loads_lie_in_their_public_range_and_forget_the_true_load():
+    """--clip-loads: the linear term the zone solves with stands for perturbed loads inside [0, R] (p) and [−R, R]
+    (q), and an entry that was clipped no longer depends on the true load (an attack: two zones that differ only in
+    their loads, with the same noise, give the same clipped entries)."""
+    a, rating, net = _clip_agent()
+    b, _, _ = _clip_agent(scale=1.5)  # other loads, the same seeded noise
+    w2 = 2.0 * a._omega
+    c0 = np.zeros(a.n)
+    ca, cb = c0.copy(), c0.copy()
+    a._perturb_clipped(ca)
+    b._perturb_clipped(cb)
+    d_hat = np.concatenate([a._pd, a._qd]) + (ca - c0)[np.concatenate([a._yp, a._yq])] / w2
+    n = len(a._yp)
+    assert np.all(d_hat[:n] >= -1e-12) and np.all(d_hat[:n] <= rating + 1e-12)
+    assert np.all(np.abs(d_hat[n:]) <= rating + 1e-12)
+    # the noise is huge (ε = 1e-3): most entries are clipped, and those are the same for both loads
+    clipped = np.isclose(np.abs(d_hat[:n]), 0.0) | np.isclose(d_hat[:n], rating)
+    assert clipped.sum() >= n // 2
+    ya = (ca - c0)[a._yp] / w2 + a._pd
+    yb = (cb - c0)[b._yp] / w2 + b._pd
+    assert np.allclose(ya[clipped], yb[clipped], atol=1e-12)
+    # without ratings nothing is clipped: the perturbed loads run far outside the range
+    a.set_period({"period": 1, "pd": a._pd, "qd": a._qd, "pmax": net.pmax[a._gens], "rating": None})
+    c = c0.copy()
+    a._perturb_clipped(c)
+    assert np.max(np.abs(c[a._yp] / w2)) > 5 * rating.max()  # 13.1 against 1.88 with this seed
+
+
+def test_a_failed_private_solve_does_not_end_the_day(profile, monkeypatch, tmp_path):
+    """A private round whose local solve fails (huge noise) releases the zone's previous point again; the day goes
+    on, the failures are counted per period in the simulation's evaluation only, and the ledger still totals the
+    claim (the failed step is charged: its failure is a function of the noisy step)."""
+    from powerdp.errors import SolverError
+
+    real = ZoneAgent._solve
+
+    def flaky(self, c, diag, step, exact=False):
+        if self.zone == 1 and self.round in (3, 7) and step is not None:
+            raise SolverError("injected: iteration limit", 2, "test")
+        return real(self, c, diag, step, exact)
+
+    monkeypatch.setattr(ZoneAgent, "_solve", flaky)
+    h = horizon(profile)
+    cfg = DispatchConfig(source="case14", periods=4, zones=3, algorithm="objl", target_epsilon=1.0, seed=2,
+                         max_rounds=4, tolerance=0.0)
+    res = run_dispatch(cfg, h, reference=False, out=tmp_path / "d")
+    assert len(res.periods) == 4
+    assert res.periods["local_failures"].tolist() == [1, 1, 0, 0]  # rounds 3 and 7: periods 0 and 1
+    assert all(e == pytest.approx(1.0, rel=1e-9) for e in res.summary["epsilon_total"].values())
+    coord = res.views()["coordinator_view"]
+    assert all("local_failures" not in row and "zones_cpu_s" not in row for row in coord["periods"])
+    # what the coordinator keeps on disk: its allow-lists only (residuals, rounds, ε, wall time per period and round)
+    from powerdp.apps.dispatch.runner import COORDINATOR_COLUMNS
+
+    d = tmp_path / "d"
+    assert set(pd.read_csv(d / "coordinator_view" / "periods.csv").columns) <= set(PERIOD_COORDINATOR_COLUMNS)
+    assert set(pd.read_csv(d / "coordinator_view" / "history.csv").columns) <= set(COORDINATOR_COLUMNS)
+    text = "".join(f.read_text() for f in (d / "coordinator_view").iterdir())
+    assert "failure" not in text and "zones_cpu" not in text and "input_noise" not in text
+    for f in (d / "zones.private").rglob("*"):  # each zone's own state (its failures count, its noise): 0600 / 0700
+        assert oct(f.stat().st_mode & 0o777) == ("0o700" if f.is_dir() else "0o600"), f
+    nonprivate = cfg.replace(algorithm="exact", target_epsilon=None)
+    from powerdp.apps.dispatch.runner import DispatchFailed
+
+    with pytest.raises(DispatchFailed, match="period 0, round 3"):  # the non-private day still stops and says where
+        run_dispatch(nonprivate, h, reference=False)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--algorithm", "objg", "--target-epsilon", "1"], "target_delta"),
+    (["--algorithm", "objl", "--target-epsilon", "1", "--target-delta", "1e-5"], "target_delta"),
+    (["--algorithm", "objl", "--target-epsilon", "1", "--clip-loads"], "load ratings"),
+    (["--algorithm", "exact", "--clip-loads"], "clip_loads"),
+])
+def test_bad_private_dispatch_settings_are_one_line_and_exit_2(profile, capsys, argv, says):
+    status = main(["dispatch", "case14", "--profiles", str(profile), "--periods", "2", "--max-rounds", "2", "-q", *argv])
+    err = capsys.readouterr().err.strip()
+    assert status == 2
+    assert len(err.splitlines()) == 1 and says in err, err
+
+
+def test_a_run_saved_before_a_setting_existed_resumes(profile, tmp_path):
+    """A setting added later (clip_loads, target_delta) is missing from an older run's config.json: resume takes it
+    at its default instead of refusing the run."""
+    from powerdp.errors import Interrupted
+    from powerdp.runs.stopping import stop_signals
+
+    h = horizon(profile, periods=2)
+    cfg = DispatchConfig(source="case14", periods=2, zones=3, algorithm="exact", max_rounds=5, tolerance=0.0)
+
+    def stop_after_period_0(row):
+        if row.get("period_done") == 0:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with stop_signals(), pytest.raises(Interrupted):
+        run_dispatch(cfg, h, out=tmp_path / "d", progress=stop_after_period_0, reference=False)
+    path = tmp_path / "d" / "config.json"
+    saved = json.loads(path.read_text())
+    for key in ("clip_loads", "target_delta"):
+        saved.pop(key)
+    path.write_text(json.dumps(saved))
+    resumed = run_dispatch(cfg, h, out=tmp_path / "d", resume=True, reference=False)
+    assert resumed.summary["resumed_from_period"] == 1 and len(resumed.periods) == 2

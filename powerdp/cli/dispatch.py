@@ -50,7 +50,7 @@ examples:
 
 exit status: 0 done, 1 a period failed (the complete periods are kept), 2 bad input, 130 interrupted."""
 
-ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace")
+ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "objg", "inpg", "exact/input/gaussian")
 
 
 def add_dispatch_parser(sub) -> None:
@@ -65,8 +65,14 @@ def add_dispatch_parser(sub) -> None:
     p.add_argument("--algorithm", choices=ALGORITHMS, default="nonprivate",
                    help="nonprivate (linearized ADMM), exact (exact ADMM), or a private one: objl (objective perturbation), "
                    "inpl (input perturbation: noise once per period, linearized ADMM on the perturbed loads), "
-                   "exact/input/laplace (the same under exact ADMM), outl (default nonprivate)")
+                   "exact/input/laplace (the same under exact ADMM), outl, and their Gaussian forms objg, inpg, "
+                   "exact/input/gaussian (need --target-delta; default nonprivate)")
     p.add_argument("--target-epsilon", type=real(0, lo_open=True), help="total epsilon per zone over the horizon")
+    p.add_argument("--target-delta", type=real(0, 1, lo_open=True, hi_open=True),
+                   help="total delta per zone over the horizon (the Gaussian algorithms objg, inpg, exact/input/gaussian)")
+    p.add_argument("--clip-loads", action="store_true",
+                   help="project each perturbed load onto [0, its bus's public rated load] (SimBench's load sn_mva): "
+                   "post-processing, no privacy cost (docs/privacy.md)")
     p.add_argument("--relation", choices=("user", "event"), default="user",
                    help="neighbouring profiles: user (one load's whole profile; default) or event (one value, one period)")
     p.add_argument("--beta", type=real(0, lo_open=True), default=0.01, help="how far a neighbouring load moves (p.u.)")
@@ -121,7 +127,8 @@ def _config(args):
     return DispatchConfig(
         source=args.source, periods=args.periods, zones=args.zones, start=args.start,
         profiles=str(args.profiles) if args.profiles else None, costs=str(args.costs) if args.costs else None,
-        algorithm=args.algorithm, target_epsilon=args.target_epsilon, relation=args.relation, beta=args.beta,
+        algorithm=args.algorithm, target_epsilon=args.target_epsilon, target_delta=args.target_delta,
+        clip_loads=args.clip_loads, relation=args.relation, beta=args.beta,
         ramp=args.ramp, max_rounds=args.max_rounds, tolerance=args.tolerance, seed=args.seed, backend=args.backend,
         workers=args.workers, local_solver=args.local_solver, cold_start=args.cold_start, rho=args.rho,
         base_mva=args.base_mva,

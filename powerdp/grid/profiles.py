@@ -73,6 +73,9 @@ class Horizon:
     costs: PublicCosts
     curtailment_offset: np.ndarray  # (T,) $/h
     source: str
+    # (n_load,) p.u.: each load's public rated power (SimBench's sn_mva: a connection's rating, which its profile never
+    # exceeds), or None; dispatch's --clip-loads projects the perturbed loads onto [0, rating] (docs/privacy.md)
+    load_rating: np.ndarray | None = None
 
     @property
     def periods(self) -> int:
@@ -337,8 +340,11 @@ def _pandapower_horizon(pp_net, data: _Profiles, costs: PublicCosts, convention:
     gen_names = tuple(f"{e}.{i}" for e, i in gens)
     load_names = tuple(f"load.{i}" for i in keep)
     priced = np.array([public.get(n) == "renewable" and n not in costs.elements for n in gen_names], dtype=bool)
+    rating = ld["sn_mva"].to_numpy(float)[[ld.index.get_loc(i) for i in keep]] / S if "sn_mva" in ld else None
+    if rating is not None and not np.all(np.isfinite(rating)):
+        rating = None
     return _finish(net, pd, qd, gen_pmax, kinds, types, load_bus, load_p, load_q, load_names, gen_names,
-                   minutes, start, labels, costs, priced, name)
+                   minutes, start, labels, costs, priced, name, rating)
 
 
 def _series(block, keep: list[int], base: dict, periods: int, scale_with=None, base_scale=None) -> np.ndarray:
@@ -446,7 +452,7 @@ def _matpower_horizon(net: Network, data: _Profiles, costs: PublicCosts, start: 
 
 
 def _finish(net, pd, qd, gen_pmax, kinds, types, load_bus, load_p, load_q, load_names, gen_names, minutes, start,
-            labels, costs, priced, source) -> Horizon:
+            labels, costs, priced, source, load_rating=None) -> Horizon:
     """The :class:`Horizon`; ``priced`` marks the renewables whose cost holds the curtailment price."""
     periods = pd.shape[0]
     if labels is None:
@@ -461,5 +467,5 @@ def _finish(net, pd, qd, gen_pmax, kinds, types, load_bus, load_p, load_q, load_
         gen_type=np.asarray(types, dtype=str), load_bus=np.asarray(load_bus, dtype=np.int64),
         load_p=load_p, load_q=load_q, load_names=tuple(load_names), gen_names=tuple(gen_names),
         period_minutes=float(minutes), start=int(start), labels=tuple(str(x) for x in labels), costs=costs,
-        curtailment_offset=offset, source=str(source),
+        curtailment_offset=offset, source=str(source), load_rating=load_rating,
     )

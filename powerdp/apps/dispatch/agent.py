@@ -13,13 +13,16 @@ The zone receives only its own buses' loads and its own generators' caps (the ho
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...engine.consensus.messages import SolverStats, ZoneUpdate
+from ...errors import ConfigError, SolverError
 from ...grid.network import Network
 from ...opf.objectives import OBJECTIVES
+from ...privacy.sampler import snap
 from ..power_flow.agent import ZoneAgent
 from ..power_flow.config import RunConfig
 
@@ -47,7 +50,15 @@ class DispatchZoneAgent(ZoneAgent):
         self._ub0 = prob.ub.copy()
         self._lb0 = prob.lb.copy()
         self.period: int | None = None
+        # the public clipping of the perturbed loads (--clip-loads): per noise column, which load value it perturbs
+        self._rating: np.ndarray | None = None  # the own buses' public ratings (p.u.), set by set_period
+        cols = np.asarray(self.noise_cols, dtype=np.int64)
+        self._clip_ok = bool(len(cols) == len(self._yp) + len(self._yq)
+                             and np.array_equal(np.sort(cols), np.sort(np.concatenate([self._yp, self._yq]))))
+        if config.private:
+            self.perturbation.perturb_objective = self._perturb_clipped  # the instance's own: clips when asked
         self._pending_draw = False  # input perturbation: this period's fresh d̃ not yet in the ledger
+        self.local_failures = 0  # private rounds whose local solve failed (the previous point released again)
 
     # ------------------------------------------------------------------ periods
     def set_period(self, data: dict[str, Any]) -> None:
@@ -59,6 +70,10 @@ class DispatchZoneAgent(ZoneAgent):
         self.period = int(data["period"])
         self._set_loads(np.asarray(data["pd"], dtype=float), np.asarray(data["qd"], dtype=float))
         self._set_generation(np.asarray(data["pmax"], dtype=float), data.get("ramp"))
+        rating = data.get("rating")
+        if rating is not None and not self._clip_ok:
+            raise ConfigError(f"zone {self.zone}: --clip-loads needs the noise on the balance variables only (noise_on data)")
+        self._rating = None if rating is None else np.asarray(rating, dtype=float)
         if data.get("cold"):
             self.lam = np.zeros(self.n_shared)
             self._warm = None
@@ -66,6 +81,37 @@ class DispatchZoneAgent(ZoneAgent):
             p = self.perturbation
             p.xi = p.mechanism.sample(self.rng, len(p.noise_cols))  # the period's own d̃ (once per period)
             self._pending_draw = True
+
+    def _perturb_clipped(self, c: np.ndarray) -> float:
+        """The perturbation's noise on the linear term, then (with public ratings) the perturbed loads it stands for
+        projected onto their public range: a load value's d̃ = d + ξ/(2ω) onto [0, R] (p) or [−R, R] (q), R the bus's
+        public rated power. Post-processing of the noisy linear term (docs/privacy.md, "Privacy over time"): the
+        local problem then sees 2ω(y + clip(d̃)) where it saw 2ω(y + d̃), and the ledger's account is unchanged."""
+        perturb = type(self.perturbation).perturb_objective.__get__(self.perturbation)
+        if self._rating is None:
+            return perturb(c)
+        cols = self.noise_cols
+        before = c[cols].copy()
+        magnitude = perturb(c)
+        w2 = 2.0 * self._omega
+        d = np.empty(len(cols))
+        lo = np.empty(len(cols))
+        hi = np.empty(len(cols))
+        pos = {int(col): j for j, col in enumerate(cols)}
+        jp = np.array([pos[int(i)] for i in self._yp], dtype=np.int64)
+        jq = np.array([pos[int(i)] for i in self._yq], dtype=np.int64)
+        d[jp], lo[jp], hi[jp] = self._pd, 0.0, self._rating
+        d[jq], lo[jq], hi[jq] = self._qd, -self._rating, self._rating
+        noisy = d + (c[cols] - before) / w2  # d̃: the perturbed load value the noisy linear term stands for
+        out = noisy < lo
+        out |= noisy > hi
+        # entries inside the range keep the noisy term as drawn (on the sampler's grid); outside, the load is the bound.
+        # The clipped term stands for 2ω(y + bound), which holds no load; computed from d it could carry d's low bits,
+        # so it goes back onto the sampler's grid γ (coarser than that rounding by ~2^12 relative to the noise scale):
+        # the released term's set of values is the grid again, as for every unclipped entry (docs/privacy.md)
+        gamma = self.perturbation.mechanism.grid
+        c[cols[out]] = snap(before[out] + w2 * (np.clip(noisy[out], lo[out], hi[out]) - d[out]), gamma) * gamma
+        return magnitude
 
     def _set_loads(self, pd: np.ndarray, qd: np.ndarray) -> None:
         if pd.shape != self._pd.shape or qd.shape != self._qd.shape:
@@ -107,11 +153,43 @@ class DispatchZoneAgent(ZoneAgent):
         self.solver.set_bounds(lb, ub, cl, cu)
 
     def step(self, msg):
-        update = super().step(msg)
+        try:
+            update = super().step(msg)
+        except SolverError:
+            if not self.config.private:  # a non-private day stops at a failed solve (the runner says where)
+                raise
+            update = self._failed_step(msg)
         if self._pending_draw and self.ledger is not None:
             self.ledger.record(1)  # the period's fresh d̃ is released (through its post-processing) from its first round
             self._pending_draw = False
         return update
+
+    def _failed_step(self, msg) -> ZoneUpdate:
+        """A private round whose local solve failed (under large noise: Clarabel's iteration limit, Ipopt's local
+        infeasibility): the zone releases its previous released point again and the day goes on.
+
+        Privacy: the failed solve is a function of the round's noisy linear term (and of public data and earlier
+        releases), and so is the repeated release (post-processing of the round's step): the step is charged to the
+        ledger as if it had succeeded, so the ledger's total per zone stays the claim. The failures are counted in the
+        zone (``local_failures``: the simulation's evaluation; they never cross as such)."""
+        t = msg.round
+        self.round = t
+        if self.perturbation.once:  # input perturbation: its draw is charged once (the period's first round)
+            self.perturbation.end_round(1)
+        else:
+            self.perturbation.end_round(int(self.config.local_updates))
+        self.local_failures += 1
+        released = self.z_released[self.shared_cols].copy()
+        self.lam = self.lam + msg.rho * (msg.w - released)
+        self._record_stats(SolverStats(solves=1, iterations=0, solver_s=0.0, wall_s=0.0, statuses=("failed",),
+                                       noise_magnitude=0.0))
+        return ZoneUpdate(round=t, zone=self.zone, released=released)
+
+    def period_failures(self, _: Any = None) -> int:
+        """The local solves that failed so far (the simulation's evaluation only; -1 outside it)."""
+        if not self.config.evaluate:
+            return -1
+        return int(self.local_failures)
 
     def period_dispatch(self, _: Any = None) -> dict[int, float]:
         """The zone's own generators' p (p.u.) at its released point: the simulation's evaluation only."""
@@ -119,17 +197,36 @@ class DispatchZoneAgent(ZoneAgent):
             return {}
         return {int(g): float(v) for g, v in zip(self._gens, self.z_released[self._gen_cols])}
 
+    def process_cpu(self, _: Any = None) -> tuple[int, float]:
+        """(pid, CPU seconds) of the process hosting this zone: the simulation's evaluation of the time per period
+        (several zones may share a process; the runner counts each process once). A solve's time depends on the
+        zone's data, so outside the simulation's evaluation (``config.evaluate`` off) it is NaN."""
+        import os
+        import time
+
+        if not self.config.evaluate:  # a deployment: a zone's CPU time could time its private solves
+            return os.getpid(), math.nan
+        return os.getpid(), time.process_time()
+
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         state["period"] = -1 if self.period is None else int(self.period)
+        state["local_failures"] = int(self.local_failures)
         return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.local_failures = int(state.get("local_failures", 0))
 
 
 def period_slices(own_buses: dict[int, np.ndarray], own_gens: dict[int, np.ndarray], pd: np.ndarray, qd: np.ndarray,
-                  pmax: np.ndarray, period: int, ramp: np.ndarray | None, cold: bool, redraw: bool) -> dict[int, dict]:
-    """Each zone's own slice of one period's data (what :meth:`DispatchZoneAgent.set_period` takes)."""
+                  pmax: np.ndarray, period: int, ramp: np.ndarray | None, cold: bool, redraw: bool,
+                  rating: np.ndarray | None = None) -> dict[int, dict]:
+    """Each zone's own slice of one period's data (what :meth:`DispatchZoneAgent.set_period` takes); ``rating``: the
+    buses' public rated load (p.u.) when the perturbed loads are clipped."""
     return {
         z: {"period": int(period), "pd": pd[own_buses[z]], "qd": qd[own_buses[z]], "pmax": pmax[own_gens[z]],
-            "ramp": None if ramp is None else ramp[own_gens[z]], "cold": bool(cold), "redraw": bool(redraw)}
+            "ramp": None if ramp is None else ramp[own_gens[z]], "cold": bool(cold), "redraw": bool(redraw),
+            "rating": None if rating is None else rating[own_buses[z]]}
         for z in own_buses
     }

@@ -24,7 +24,7 @@ from ...engine.consensus.perturbations import PERTURBATIONS
 from ...errors import ConfigError
 from ..power_flow.config import RunConfig
 
-__all__ = ["DispatchConfig", "RELATIONS", "DISPATCH_ALGORITHMS", "relation_text"]
+__all__ = ["DispatchConfig", "RELATIONS", "DISPATCH_ALGORITHMS", "GAUSSIAN_ALGORITHMS", "relation_text"]
 
 RELATIONS = ("user", "event")
 #: the algorithms a dispatch runs: the non-private linearized and exact updates, and the Laplace mechanisms (a pure-ε
@@ -33,6 +33,10 @@ RELATIONS = ("user", "event")
 DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace")
 #: the default stopping tolerance on the relative residuals (measured on SimBench 1-HV-mixed--0-sw, docs/multi_period.md)
 TOLERANCE = 2e-4
+#: the Gaussian mechanisms: a total (ε, δ) over the horizon, every step's noise multiplier calibrated so that the
+#: ledger's exact Gaussian composition (Gaussian DP: k steps of multiplier z are one of z/√k) of all the horizon's steps
+#: is the target; far less noise per step than splitting a pure ε over as many steps (docs/privacy.md)
+GAUSSIAN_ALGORITHMS = ("objg", "inpg", "exact/input/gaussian")
 
 
 def relation_text(relation: str, beta: float, periods: int) -> str:
@@ -57,8 +61,11 @@ class DispatchConfig:
     costs: str | None = None  # public costs overriding the defaults
     algorithm: str = "nonprivate"
     target_epsilon: float | None = None  # the total ε per zone over the horizon
+    target_delta: float | None = None  # the Gaussian mechanisms' total δ per zone over the horizon (e.g. 1e-5)
     relation: str = "user"
     beta: float = 0.01
+    # project the perturbed loads onto [0, the bus's public rated load] (post-processing; docs/privacy.md)
+    clip_loads: bool = False
     ramp: float | None = None  # a generator's p moves by at most this fraction of its pmax between periods
     max_rounds: int = 100  # the round cap of one period
     # stop a period when both relative residuals (primal ‖w − Bz‖/max(‖w‖, ‖Bz‖); dual ρ‖Δw‖/‖λ‖) are at most this
@@ -83,8 +90,12 @@ class DispatchConfig:
             raise bad("periods", "must be a positive integer")
         if not isinstance(self.start, int) or self.start < 0:
             raise bad("start", "must be a non-negative integer (the first period of the data)")
-        if self.algorithm not in DISPATCH_ALGORITHMS:
-            raise bad("algorithm", f"a dispatch runs one of {', '.join(DISPATCH_ALGORITHMS)}")
+        if self.algorithm not in DISPATCH_ALGORITHMS + GAUSSIAN_ALGORITHMS:
+            raise bad("algorithm", f"a dispatch runs one of {', '.join(DISPATCH_ALGORITHMS + GAUSSIAN_ALGORITHMS)}")
+        if self.gaussian and not (self.target_delta is not None and 0 < self.target_delta < 1):
+            raise bad("target_delta", f"{self.algorithm} (Gaussian) needs a total delta in (0, 1) over the horizon, e.g. 1e-5")
+        if not self.gaussian and self.target_delta is not None:
+            raise bad("target_delta", "goes with a Gaussian algorithm (objg, inpg, exact/input/gaussian); Laplace is pure epsilon")
         if self.relation not in RELATIONS:
             raise bad("relation", f"choose one of {', '.join(RELATIONS)}")
         if not (isinstance(self.max_rounds, int) and self.max_rounds > 0):
@@ -103,6 +114,8 @@ class DispatchConfig:
             raise bad("target_epsilon", f"{self.algorithm} needs a budget over the horizon (--target-epsilon)")
         if not private and self.target_epsilon is not None:
             raise bad("target_epsilon", f"{self.algorithm} is not private; a budget needs objl, inpl or outl")
+        if self.clip_loads and not private:
+            raise bad("clip_loads", "clips the perturbed loads of a private algorithm; the non-private day has none")
         if self.target_epsilon is not None and not (self.target_epsilon > 0 and math.isfinite(self.target_epsilon)):
             raise bad("target_epsilon", "must be a positive number (the total ε per zone over the horizon)")
         self.run_config("case", None).validate()
@@ -112,6 +125,15 @@ class DispatchConfig:
     def private(self) -> bool:
         return resolve(self.algorithm).private
 
+    @property
+    def gaussian(self) -> bool:
+        return resolve(self.algorithm).mechanism == "gaussian"
+
+    @property
+    def budget_periods(self) -> int:
+        """The periods one zone's budget covers: the horizon (user-level) or one period (event-level)."""
+        return int(self.periods) if self.relation == "user" else 1
+
     def private_steps(self) -> int:
         """The private releases per zone the budget is split over: the whole horizon (user-level) or one period
         (event-level); input perturbation releases once per period, the others once per local step of a round."""
@@ -119,8 +141,9 @@ class DispatchConfig:
         return per_period * (int(self.periods) if self.relation == "user" else 1)
 
     def epsilon_per_step(self) -> float | None:
-        """The calibrated per-step ε (Laplace, pure ε: the budget over :meth:`private_steps` steps), or None."""
-        if not self.private:
+        """The calibrated per-step ε (Laplace, pure ε: the budget over :meth:`private_steps` steps), or None (not
+        private, or Gaussian: its noise multiplier is calibrated by the zones' settings, :class:`HorizonRunConfig`)."""
+        if not self.private or self.gaussian:
             return None
         from ...privacy.calibration import laplace_epsilon_per_step
 
@@ -130,7 +153,10 @@ class DispatchConfig:
         """The zones' settings (a :class:`RunConfig`: the power-flow agents run them)."""
         eps = self.epsilon_per_step()
         extra: dict[str, Any] = {"epsilon": eps} if eps is not None else {}
-        return RunConfig(
+        if self.private and self.gaussian:
+            extra = {"target_epsilon": float(self.target_epsilon), "target_delta": float(self.target_delta),
+                     "budget_periods": self.budget_periods}
+        return HorizonRunConfig(
             case=case, zones=self.zones, objective=self.objective, algorithm=self.algorithm, beta=self.beta,
             rounds=self.max_rounds, rho=self.rho, seed=self.seed, backend=self.backend, workers=self.workers,
             local_solver=self.local_solver, convention=self.convention, checkpoint_every=0,
@@ -151,3 +177,26 @@ class DispatchConfig:
     def replace(self, **changes: Any) -> DispatchConfig:
         return replace(self, **changes)
 
+
+
+@dataclass
+class HorizonRunConfig(RunConfig):
+    """The zones' settings of a dispatch: a :class:`RunConfig` whose budget (``target_epsilon``, ``target_delta``)
+    covers ``budget_periods`` periods of ``rounds`` × ``local_updates`` steps each (the horizon under the user-level
+    relation), so the calibrated per-step noise and the ledger's accounting at the target δ are the horizon's."""
+
+    budget_periods: int = 1
+
+    @property
+    def private_steps(self) -> int:
+        return RunConfig.private_steps.fget(self) * int(self.budget_periods)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "budget_periods": int(self.budget_periods)}
+
+    def replace(self, **changes: Any) -> HorizonRunConfig:
+        periods = int(changes.pop("budget_periods", self.budget_periods))
+        faults = changes.pop("faults", self.faults)
+        data = {k: v for k, v in self.to_dict().items() if k != "budget_periods"}
+        new = HorizonRunConfig(**RunConfig.from_dict({**data, **changes}).to_dict(), budget_periods=periods)
+        return new if faults is None else replace(new, faults=faults)

@@ -152,6 +152,7 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
     own_buses = {p: np.asarray(s.own_buses, dtype=np.int64) for p, s in enumerate(specs)}
     own_gens = _zone_gens(net, part.zone_of_bus, part.n_zones)
     ramp = _ramp_limits(config, horizon)
+    _bus_rating(config, horizon)  # refuses --clip-loads without public ratings before anything is built
     record = None
     folders = None
     if out_dir is not None:
@@ -237,10 +238,24 @@ def _check_saved(record: RunRecord, config: DispatchConfig) -> None:
     saved = record.read_config()
     saved = {k: v for k, v in saved.items() if k not in ("shedding_weight", "rho_resolved")}
     may_change = ("backend", "workers")
-    changed = [k for k, v in config.to_dict().items() if k not in may_change and saved.get(k) != v]
+    # a setting added after the run was made is saved as its default (a run of an older version resumes)
+    defaults = DispatchConfig(source=config.source, periods=config.periods).to_dict()
+    changed = [k for k, v in config.to_dict().items() if k not in may_change and saved.get(k, defaults[k]) != v]
     if changed:
         what = ", ".join(f"{k} {getattr(config, k)!r} (saved: {saved.get(k)!r})" for k in changed)
         raise ConfigError(f"cannot resume {record.directory} with other settings: {what}")
+
+
+def _bus_rating(config: DispatchConfig, horizon) -> np.ndarray | None:
+    """Per bus, the public rated power of its loads (p.u.; 0 at a bus without one) when the perturbed loads are
+    clipped (``clip_loads``), else None."""
+    if not config.clip_loads:
+        return None
+    if horizon.load_rating is None:
+        raise ConfigError(f"clip_loads: {horizon.source} carries no public load ratings (SimBench's load.sn_mva); "
+                          "run without --clip-loads")
+    return np.bincount(np.asarray(horizon.load_bus, dtype=np.int64), weights=np.asarray(horizon.load_rating, dtype=float),
+                       minlength=horizon.network.n_bus)
 
 
 def _ramp_limits(config: DispatchConfig, horizon) -> np.ndarray | None:
@@ -264,9 +279,11 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
 
     t0, c0 = time.perf_counter(), time.process_time()
     clock = {"zones": 0.0, "eval": 0.0, "eval_cpu": 0.0}
+    z0 = _zone_cpu(backend, own_buses)
+    f0 = _failures(backend, own_buses)
     pmax = np.asarray(horizon.gen_pmax[k], dtype=float)
     backend.call("set_period", period_slices(own_buses, own_gens, horizon.pd[k], horizon.qd[k], pmax, k, ramp,
-                                             config.cold_start and k > 0, k > 0))
+                                             config.cold_start and k > 0, k > 0, _bus_rating(config, horizon)))
     if config.cold_start or k == 0:  # the flat start projected, zero duals (period 0 always)
         r = coordinator.round
         coordinator.w = np.zeros_like(coordinator.w)
@@ -316,6 +333,9 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
         "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
         "wall_s": wall - clock["eval"], "cpu_s": cpu - clock["eval_cpu"],
         "zones_s": clock["zones"], "coordinator_s": wall - clock["eval"] - clock["zones"],
+        "zones_cpu_s": _zone_cpu(backend, own_buses, z0),  # the zones' processes' CPU (each process once); evaluation only
+        # private rounds whose local solve failed (the zone released its previous point again; docs/multi_period.md)
+        "local_failures": _failures(backend, own_buses) - f0,
     }
     row.update(_evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg, ac_part))
     row["evaluation_s"] = clock["eval"] + time.perf_counter() - te
@@ -334,6 +354,21 @@ def relative_residuals(coordinator: Coordinator, res) -> tuple[float, float]:
     dual = coordinator.rho * float(np.linalg.norm((coordinator.w - coordinator.w_prev)[gidx]))
     scale_d = max(float(np.linalg.norm(coordinator.lam)), 1e-12)
     return res.primal / scale_p, dual / scale_d
+def _zone_cpu(backend, zones, before: dict[int, float] | None = None):
+    """The CPU seconds of the processes hosting the zones (pid → seconds), or with ``before`` the sum of their
+    increase since then; the runner's own process when the zones run in it (serial)."""
+    import os
+
+    now = {int(pid): float(cpu) for pid, cpu in backend.call("process_cpu", {int(z): None for z in zones}).values()}
+    if before is None:
+        return now
+    own = os.getpid()
+    return float(sum(cpu - before.get(pid, 0.0) for pid, cpu in now.items() if pid != own or len(now) == 1))
+
+
+def _failures(backend, zones) -> int:
+    """The zones' failed local solves so far (the simulation's evaluation)."""
+    return int(sum(max(int(n), 0) for n in backend.call("period_failures", {int(z): None for z in zones}).values()))
 
 
 def _converged(row: dict[str, Any], tol: float) -> bool:
