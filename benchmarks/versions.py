@@ -111,7 +111,7 @@ def main() -> None:
     for name, reps in runs.items():
         summary[name] = {key: {m: round(statistics.median(r[key][m] for r in reps), 3) for m in reps[0][key]} for key in reps[0]}
     summary["ratio_this_over_other"] = {key: {m: round(summary["this"][key][m] / summary["other"][key][m], 3) for m in summary["this"][key]}
-                                        for key in summary["this"]}
+                                        for key in summary["this"] if key in summary["other"]}  # runs both versions have
     summary["loadavg"] = os.getloadavg()
     print(json.dumps({"benchmark": args.benchmark, "other": str(trees["other"]), "repeats": args.repeats, **summary}, indent=1))
 
