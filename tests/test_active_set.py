@@ -82,11 +82,23 @@ def test_the_answer_does_not_depend_on_the_warm_start(zones):
     np.testing.assert_array_equal(again.x, warm.x)  # deterministic: the same inputs, the same bits
 
 
-def test_an_uncertified_solve_falls_back_to_clarabel(zones, monkeypatch):
+def _refuses(*args):
+    raise np.linalg.LinAlgError("Matrix is not positive definite.")
+
+
+@pytest.mark.parametrize("cause", ["no-relaxation", "cholesky-refused"])
+def test_an_uncertified_solve_falls_back_to_clarabel(zones, monkeypatch, cause):
+    """A solve the kernel cannot certify goes to Clarabel: no relaxation allowed, or numba's Cholesky refusing a
+    working set it finds indefinite (LinAlgError, seen on case13659pegase zones) instead of ending the run."""
+    from powerdp.opf import _active_set_kernel
+
     agent = zones["active-set"]
     c, diag = _step_objective(agent, 3)
     objective = agent.reduction.pull(c, diag, base=agent._free_r)
-    monkeypatch.setattr(active_set, "MAX_PASSES", 0)  # no relaxation may be solved: nothing is certified
+    if cause == "no-relaxation":
+        monkeypatch.setattr(active_set, "MAX_PASSES", 0)  # no relaxation may be solved: nothing is certified
+    else:
+        monkeypatch.setattr(_active_set_kernel, "working_set_solve", _refuses)
     before = agent.solver.fallbacks
     res = agent.solver.solve(objective)
     assert agent.solver.fallbacks == before + 1
@@ -214,23 +226,3 @@ def test_zone_solves_with_and_without_newton_agree(zones, monkeypatch):
         assert ours.solver == ipm.solver == "active set"
         x_prev = ours.x
     assert newton_passes > all_passes / 2  # (it gives up when the cold first guess makes its Schur system singular)
-
-
-def test_a_cholesky_the_kernel_refuses_falls_back_to_clarabel(zones, monkeypatch):
-    """numba's Cholesky raises LinAlgError on a working set it finds indefinite (seen on case13659pegase zones):
-    the solve goes to Clarabel instead of ending the run."""
-    from powerdp.opf import _active_set_kernel
-
-    def refuses(*args):
-        raise np.linalg.LinAlgError("Matrix is not positive definite.")
-
-    agent = zones["active-set"]
-    c, diag = _step_objective(agent, 4)
-    objective = agent.reduction.pull(c, diag, base=agent._free_r)
-    monkeypatch.setattr(_active_set_kernel, "working_set_solve", refuses)
-    before = agent.solver.fallbacks
-    res = agent.solver.solve(objective)
-    assert agent.solver.fallbacks == before + 1
-    assert res.success and res.solver == "Clarabel"
-    z_ref, _ = zones["clarabel"]._solve(c, diag, 1)
-    np.testing.assert_allclose(agent.reduction.lift(res.x), z_ref, atol=1e-6)
