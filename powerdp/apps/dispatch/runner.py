@@ -354,6 +354,8 @@ def relative_residuals(coordinator: Coordinator, res) -> tuple[float, float]:
     dual = coordinator.rho * float(np.linalg.norm((coordinator.w - coordinator.w_prev)[gidx]))
     scale_d = max(float(np.linalg.norm(coordinator.lam)), 1e-12)
     return res.primal / scale_p, dual / scale_d
+
+
 def _zone_cpu(backend, zones, before: dict[int, float] | None = None):
     """The CPU seconds of the processes hosting the zones (pid → seconds), or with ``before`` the sum of their
     increase since then; the runner's own process when the zones run in it (serial)."""
