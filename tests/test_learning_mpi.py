@@ -1,13 +1,13 @@
 """A seeded federated-learning run (objg, 10 clients on digits) is bit-identical on the serial and MPI backends
 (`mpiexec -n 3`: rank 0 coordinates, ranks 1-2 host five clients each). Needs the mpi extra; `pytest -m mpi`."""
 
-import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from .mpi_jobs import mpiexec, run_job
 
 pytestmark = pytest.mark.mpi
 
@@ -15,10 +15,7 @@ ARGS = ["learn", "digits", "--clients", "10", "--algorithm", "objg", "--seed", "
 
 
 def test_learning_identical_on_serial_and_mpi(tmp_path):
-    pytest.importorskip("mpi4py")
-    exe = shutil.which("mpiexec") or shutil.which("mpirun")
-    if exe is None:
-        pytest.skip("mpiexec not found")
+    exe = mpiexec()
     py = [sys.executable, "-m", "powerdp"]
     serial = _run(py, tmp_path / "serial", [])
     mpi = _run([exe, "-n", "3", *py], tmp_path / "mpi", ["--backend", "mpi"])
@@ -29,8 +26,7 @@ def test_learning_identical_on_serial_and_mpi(tmp_path):
 
 
 def _run(prefix, out, extra):
-    proc = subprocess.run([*prefix, *ARGS, *extra, "--out", str(out)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_job([*prefix, *ARGS, *extra, "--out", str(out)], out=out)
     from powerdp.apps.learning.runner import HISTORY_COLUMNS
     from powerdp.apps.power_flow.result import read_history
 
@@ -45,16 +41,12 @@ NOISY = ["learn", "--algorithm", "noisy-admm", "--users", "120", "--dim", "8", "
 def test_noisy_admm_identical_on_serial_and_mpi(tmp_path):
     """noisy-admm's users on 4 clients, two per rank under `mpiexec -n 3`: the release and the evaluation's history
     equal the serial run's bit for bit."""
-    pytest.importorskip("mpi4py")
-    exe = shutil.which("mpiexec") or shutil.which("mpirun")
-    if exe is None:
-        pytest.skip("mpiexec not found")
+    exe = mpiexec()
     py = [sys.executable, "-m", "powerdp"]
     runs = {}
     for name, prefix, extra in (("serial", py, []), ("mpi", [exe, "-n", "3", *py], ["--backend", "mpi"])):
         out = tmp_path / name
-        proc = subprocess.run([*prefix, *NOISY, *extra, "--out", str(out)], capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+        run_job([*prefix, *NOISY, *extra, "--out", str(out)], out=out)
         with np.load(out / "coordinator_view" / "model.npz") as npz:
             runs[name] = (npz["x"], npz["lam"], pd.read_csv(out / "simulation_evaluation" / "history.csv"))
     assert np.array_equal(runs["serial"][0], runs["mpi"][0]) and np.array_equal(runs["serial"][1], runs["mpi"][1])

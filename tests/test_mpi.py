@@ -6,7 +6,6 @@ does the same arithmetic on the same inputs wherever it runs, and the coordinato
 the same order.
 """
 
-import shutil
 import subprocess
 import sys
 import time
@@ -19,15 +18,12 @@ from powerdp.apps.power_flow.result import read_history
 from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.studies.file_audit import compiled_code_cache
 
+from .mpi_jobs import mpiexec, run_job
+
 pytestmark = pytest.mark.mpi
 
 
-def _mpiexec():
-    pytest.importorskip("mpi4py")
-    exe = shutil.which("mpiexec") or shutil.which("mpirun")
-    if exe is None:
-        pytest.skip("mpiexec not found")
-    return exe
+_mpiexec = mpiexec
 
 
 @pytest.mark.parametrize("algorithm, solver", [("objg", "ipopt"), ("objt", "ipopt"), ("objl", "clarabel"), ("objl", "active-set")])
@@ -35,11 +31,8 @@ def test_mpi_history_equals_serial(tmp_path, algorithm, solver):
     exe = _mpiexec()
     args = ["case14", "--zones", "3", "--algorithm", algorithm, "--epsilon", "0.3", "--rounds", "6", "--local-updates", "2", "--seed", "5", "--no-reference"]
     args += ["--local-solver", solver]
-    proc = subprocess.run(
-        [exe, "-n", "4", sys.executable, "-m", "powerdp", "run", *args, "--backend", "mpi", "--out", str(tmp_path / "mpi")],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_job([exe, "-n", "4", sys.executable, "-m", "powerdp", "run", *args, "--backend", "mpi", "--out", str(tmp_path / "mpi")],
+            out=tmp_path / "mpi")
     mpi = read_history(tmp_path / "mpi")
     cfg = RunConfig(case="case14", zones=3, algorithm=algorithm, epsilon=0.3, rounds=6, local_updates=2, seed=5, local_solver=solver)
     serial = run_distributed(cfg, reference=False).history
@@ -99,11 +92,7 @@ def test_lost_rank_is_named_and_the_run_resumes(tmp_path):
     assert sorted(p.parent.parent.name for p in (out / "zones.private").glob("zone_*/checkpoint/round_2.npz")) == [
         f"zone_{z}" for z in range(3)]
 
-    resumed = subprocess.run(
-        [exe, "-n", "3", sys.executable, "-m", "powerdp", "--quiet", "run", "--resume", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    run_job([exe, "-n", "3", sys.executable, "-m", "powerdp", "--quiet", "run", "--resume", str(out)], timeout=300)
     history = read_history(out)
     serial = run_distributed(RunConfig(case="case14", zones=3, algorithm="objl", epsilon=0.3, rounds=6, seed=2), reference=False).history
     cols = ["objective", "feasibility", "dual_residual", "noise_magnitude"]
@@ -169,13 +158,9 @@ def test_deployment_rank_zero_has_no_loads_and_the_run_equals_the_simulation(tmp
     script = tmp_path / "deployment_rank.py"
     script.write_text(DEPLOYMENT_RANK)
     out = tmp_path / "deployed"
-    proc = subprocess.run(
-        [exe, "-n", "3", sys.executable, str(script), str(tmp_path), "--quiet", "run", "--deployment", str(split),
-         "--no-evaluation", "--algorithm", "objl", "--epsilon", "0.3", "--rounds", "5", "--seed", "4", "--backend", "mpi",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_job([exe, "-n", "3", sys.executable, str(script), str(tmp_path), "--quiet", "run", "--deployment", str(split),
+             "--no-evaluation", "--algorithm", "objl", "--epsilon", "0.3", "--rounds", "5", "--seed", "4", "--backend", "mpi",
+             "--out", str(out)], out=out, timeout=300)
     ranks = [json.loads((tmp_path / f"rank_{r}.json").read_text()) for r in range(3)]
     assert ranks[0]["public"] >= 1 and ranks[0]["public_loads_nan"] is True and ranks[0]["zones"] == []
     assert sorted(ranks[1]["zones"] + ranks[2]["zones"]) == [0, 1]
@@ -238,14 +223,10 @@ def test_deployment_zone_ranks_write_nothing_under_out_and_resume_bit_identicall
         before = _tree(tmp_path)
         common = ["--no-evaluation", "--algorithm", "objl", "--epsilon", "0.3", "--seed", "4", "--backend", "mpi",
                   "--checkpoint-every", "1"]
-        first = subprocess.run(
-            [exe, "-n", "3", sys.executable, str(script), str(tmp_path), "--quiet", "run", "--deployment", str(split),
-             *common, "--rounds", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
-        assert first.returncode == 0, first.stderr[-2000:]
-        resumed = subprocess.run(
-            [exe, "-n", "3", sys.executable, str(script), str(tmp_path), "--quiet", "run", "--resume", str(out),
-             "--rounds", "5"], capture_output=True, text=True, timeout=300)  # the traces of the resumed run
-        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        run_job([exe, "-n", "3", sys.executable, str(script), str(tmp_path), "--quiet", "run", "--deployment", str(split),
+                 *common, "--rounds", "3", "--out", str(out)], out=out, timeout=300)
+        run_job([exe, "-n", "3", sys.executable, str(script), str(tmp_path), "--quiet", "run", "--resume", str(out),
+                 "--rounds", "5"], timeout=300)  # the traces of the resumed run
     finally:
         os.umask(old_umask)
     after = _tree(tmp_path)

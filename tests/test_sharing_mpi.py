@@ -1,13 +1,12 @@
 """A seeded private sharing run (the DC market with noisy releases) gives the same history bit for bit on the
 serial, process and MPI backends (`mpiexec -n 3`). Needs the mpi extra; run with `pytest -m mpi`."""
 
-import shutil
-import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
+from .mpi_jobs import mpiexec, run_job
 from .shared_data import SHARED_DATA, shared_case
 
 pytestmark = pytest.mark.mpi
@@ -20,9 +19,7 @@ COLS = ["primal_residual", "dual_residual", "eval_cost", "eval_imbalance_mw", "e
 def test_sharing_history_identical_on_serial_process_mpi(tmp_path):
     pytest.importorskip("mpi4py")
     shared_case("pglib", "pglib_opf_case30_ieee.m", checks="a seeded DC market run bit-identical on serial, process and MPI")
-    exe = shutil.which("mpiexec") or shutil.which("mpirun")
-    if exe is None:
-        pytest.skip("mpiexec not found")
+    exe = mpiexec()
     py = [sys.executable, "-m", "powerdp"]
     serial = _run_backend(py, tmp_path, "serial", [])
     process = _run_backend(py, tmp_path, "process", ["--backend", "process", "--workers", "2"])
@@ -34,8 +31,7 @@ def test_sharing_history_identical_on_serial_process_mpi(tmp_path):
 
 def _run_backend(prefix, tmp_path, name, extra):
     out = tmp_path / name
-    proc = subprocess.run([*prefix, *ARGS, *extra, "--out", str(out)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_job([*prefix, *ARGS, *extra, "--out", str(out)], out=out, timeout=300)
     from powerdp.apps.power_flow.result import read_history
     from powerdp.runs.sharing_run import HISTORY_ORDER
 
