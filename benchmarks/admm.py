@@ -18,7 +18,9 @@ from it (``max_rel_objective_difference_vs_clarabel_tight``) and from the run's
 Clarabel (``..._vs_clarabel``) beside the one from Ipopt. ``--no-tight-reference``
 skips it. On case118 most of the reference's solves end AlmostSolved (Clarabel does
 not reach 1e-12 there): it bounds Clarabel's spread, it is not exact
-(docs/results/performance.md).
+(docs/results/performance.md). The reference is Clarabel's own solution, not polished
+(``conic.POLISH``); ``--solvers clarabel-raw`` adds a run's Clarabel without its polish
+(serial backend only).
 
     python benchmarks/admm.py                 # T = 100, E = 5, both solvers, serial
     python benchmarks/admm.py --rounds 20 --local-updates 1 --json out.json
@@ -79,6 +81,9 @@ def main() -> None:
         runs.insert(0, ("serial", "clarabel-tight"))
     for backend, solver in runs:
         tight = solver == "clarabel-tight"
+        raw = tight or solver == "clarabel-raw"  # Clarabel's own solutions, not polished (serial backend only)
+        if raw and backend != "serial":
+            raise SystemExit(f"{solver} runs on the serial backend only (it patches this process's settings)")
         cfg = RunConfig(
             case=args.case,
             zones=args.zones,
@@ -88,18 +93,20 @@ def main() -> None:
             epsilon=args.epsilon,
             backend=backend,
             warm_start=not args.no_warm_start,
-            local_solver="clarabel" if tight else solver,
+            local_solver="clarabel" if raw else solver,
             seed=args.seed,  # the same noise for every solver and backend (a seeded experiment)
         )
-        saved_settings = dict(conic.LOCAL_SETTINGS)
+        saved_settings, saved_polish = dict(conic.LOCAL_SETTINGS), conic.POLISH
         if tight:  # ClarabelSolver.from_config reads conic.LOCAL_SETTINGS: the serial run's zones take these
             conic.LOCAL_SETTINGS.update(TIGHT_CLARABEL)
+        conic.POLISH = saved_polish and not raw
         t0, c0 = time.perf_counter(), time.process_time()
         try:
             res = run_distributed(cfg, reference=False)
         finally:
             conic.LOCAL_SETTINGS.clear()
             conic.LOCAL_SETTINGS.update(saved_settings)
+            conic.POLISH = saved_polish
         total = time.perf_counter() - t0
         cpu = time.process_time() - c0  # this process's CPU time (set-up and loop; the serial backend's zones run here)
         s = res.summary

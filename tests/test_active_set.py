@@ -8,7 +8,7 @@ from powerdp.apps.power_flow.agent import ZoneAgent
 from powerdp.apps.power_flow.config import RunConfig
 from powerdp.apps.power_flow.runner import run_distributed
 from powerdp.grid.partition import bundled_partition
-from powerdp.opf import active_set
+from powerdp.opf import active_set, working_sets
 from powerdp.opf.conic import ClarabelSolver
 from powerdp.opf.local_solver import SOLVERS
 
@@ -67,6 +67,55 @@ def test_registered_and_certified_solutions_are_optimal(zones):
     assert solves == 6 and certified == 6 and fallbacks == 0
 
 
+# ------------------------------------------------------ Clarabel's polish (powerdp.opf.working_sets, shared)
+def test_clarabel_polishes_its_solution_to_the_certified_minimiser(zones):
+    """A run's Clarabel restarts the working sets from its own point: a certified solution, the active-set solver's
+    (which started elsewhere) in objective to 1e-8 (in x to 1e-5: P is nearly flat along some directions), as good as
+    a tight solve, and nearer the minimiser's objective than Clarabel alone (1e-10 to 3e-8 above it here)."""
+    clarabel, ours = zones["clarabel"].solver, zones["active-set"].solver
+    assert clarabel.polish and clarabel.working_sets is not None
+    plain = ClarabelSolver(clarabel.problem, clarabel._default_objective, options=clarabel.options, column_scale=clarabel.column_scale)
+    tight = ClarabelSolver(clarabel.problem, clarabel._default_objective, options=TIGHT)
+    before = (clarabel.polished, clarabel.polish_failures)
+    off_polished = off_plain = 0.0
+    for seed in range(6):
+        objective = zones["clarabel"].reduction.pull(*_step_objective(zones["clarabel"], seed), base=zones["clarabel"]._free_r)
+        polished, raw, ref = clarabel.solve(objective).check(), plain.solve(objective).check(), tight.solve(objective)
+        exact = ours.solve(objective)  # from no warm start: the working sets grow from P⁻¹'s unconstrained minimiser
+        f = obj_value(objective, exact.x)
+        assert obj_value(objective, polished.x) == pytest.approx(f, rel=1e-8, abs=1e-8)
+        assert obj_value(objective, polished.x) <= obj_value(objective, ref.x) + 1e-8 * (1 + abs(obj_value(objective, ref.x)))
+        np.testing.assert_allclose(polished.x, exact.x, rtol=0, atol=1e-5)
+        assert clarabel.problem.max_violation(polished.x) < 1e-9
+        off_polished += abs(obj_value(objective, polished.x) - f)
+        off_plain += abs(obj_value(objective, raw.x) - f)
+    assert clarabel.polished == before[0] + 6 and clarabel.polish_failures == before[1]
+    assert off_polished < 0.1 * off_plain
+
+
+def test_a_polish_that_cannot_certify_keeps_clarabels_solution(zones, monkeypatch):
+    clarabel = zones["clarabel"].solver
+    plain = ClarabelSolver(clarabel.problem, clarabel._default_objective, options=clarabel.options, column_scale=clarabel.column_scale)
+    objective = zones["clarabel"].reduction.pull(*_step_objective(zones["clarabel"], 9), base=zones["clarabel"]._free_r)
+    monkeypatch.setattr(working_sets, "MAX_PASSES", 0)  # no relaxation may be solved: nothing is certified
+    failures = clarabel.polish_failures
+    res = clarabel.solve(objective).check()
+    assert clarabel.polish_failures == failures + 1
+    np.testing.assert_array_equal(res.x, plain.solve(objective).x)
+
+
+def test_runs_polish_zones_up_to_polish_max_n(case14, monkeypatch):
+    from powerdp.opf import conic
+
+    part = bundled_partition(case14, 3)
+    by_zone = part.shared_by_zone("variables")
+    cfg = RunConfig(case="case14", algorithm="objl", local_solver="clarabel")
+    small = ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], cfg).solver
+    monkeypatch.setattr(conic, "POLISH_MAX_N", small.problem.n - 1)
+    large = ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], cfg).solver
+    assert small.polish and not large.polish and large.working_sets is None
+
+
 def test_the_answer_does_not_depend_on_the_warm_start(zones):
     """The working set guessed from x0 only changes how many relaxations a solve takes."""
     agent = zones["active-set"]
@@ -96,7 +145,7 @@ def test_an_uncertified_solve_falls_back_to_clarabel(zones, monkeypatch, cause):
     c, diag = _step_objective(agent, 3)
     objective = agent.reduction.pull(c, diag, base=agent._free_r)
     if cause == "no-relaxation":
-        monkeypatch.setattr(active_set, "MAX_PASSES", 0)  # no relaxation may be solved: nothing is certified
+        monkeypatch.setattr(working_sets, "MAX_PASSES", 0)  # no relaxation may be solved: nothing is certified
     else:
         monkeypatch.setattr(_active_set_kernel, "working_set_solve", _refuses)
     before = agent.solver.fallbacks
@@ -215,9 +264,9 @@ def test_zone_solves_with_and_without_newton_agree(zones, monkeypatch):
         all_passes += solver.passes - passes
         newton_passes += (solver.passes - passes) - (solver.ipm_passes - ipm_passes)
         before = (solver.ipm_passes, solver.fallbacks)
-        monkeypatch.setattr(active_set, "NEWTON_ITER", 0)
+        monkeypatch.setattr(working_sets, "NEWTON_ITER", 0)
         ipm = solver.solve(objective, x0=x_prev)
-        monkeypatch.setattr(active_set, "NEWTON_ITER", 30)
+        monkeypatch.setattr(working_sets, "NEWTON_ITER", 30)
         assert solver.ipm_passes > before[0] and solver.fallbacks == before[1]
         f_ours, f_ipm = obj_value(objective, ours.x), obj_value(objective, ipm.x)
         assert f_ours <= f_ipm + 1e-10 * (1 + abs(f_ipm))

@@ -203,7 +203,7 @@ def test_resolve_updates_data_and_matches_a_fresh_solver(zone_pair):
     objective = agent.reduction.pull(c, diag)
     again = solver.solve(objective)
     fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
-                           column_scale=solver.column_scale).solve(objective)
+                           column_scale=solver.column_scale, polish=solver.polish).solve(objective)
     assert fresh.success and again.success
     np.testing.assert_allclose(again.x, fresh.x, atol=1e-6)
     with pytest.raises(ModelError, match="outside the solver's Hessian pattern"):
@@ -222,14 +222,14 @@ def test_a_rounds_later_solves_send_only_q_and_match_a_fresh_solver(zone_pair):
         objective = agent.reduction.pull(c + shift, diag.copy())  # an equal diagonal, another array
         again = solver.solve(objective).check()
         fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
-                           column_scale=solver.column_scale).solve(objective)
+                           column_scale=solver.column_scale, polish=solver.polish).solve(objective)
         np.testing.assert_array_equal(again.x, fresh.x)
     assert solver.q_only_updates == before + 2
     # a new diagonal (the next round) sends P again, with its new values
     objective = agent.reduction.pull(c, 2.0 * diag)
     moved = solver.solve(objective).check()
     fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
-                           column_scale=solver.column_scale).solve(objective)
+                           column_scale=solver.column_scale, polish=solver.polish).solve(objective)
     np.testing.assert_array_equal(moved.x, fresh.x)
     assert solver.q_only_updates == before + 2
 
@@ -398,7 +398,7 @@ def test_an_objective_changed_in_place_is_not_mistaken_for_the_previous_one(zone
     objective.qv *= 3.0  # the same arrays, new values
     again = solver.solve(objective).check()
     fresh = ClarabelSolver(solver.problem, objective_pattern=agent.reduction.pattern, options=solver.options,
-                           column_scale=solver.column_scale).solve(objective)
+                           column_scale=solver.column_scale, polish=solver.polish).solve(objective)
     np.testing.assert_array_equal(again.x, fresh.x)
 
 
@@ -455,7 +455,7 @@ def test_column_scaling_comes_from_the_zones_structure_alone_and_keeps_the_solut
     pattern = agents[0].reduction.pull(np.zeros(agents[0].n), np.ones(agents[0].n))
     np.testing.assert_array_equal(s, column_scaling(agents[0].solver.problem, pattern))
     agent, solver = agents[0], agents[0].solver
-    plain = ClarabelSolver(solver.problem, objective_pattern=pattern, options=solver.options)
+    plain = ClarabelSolver(solver.problem, objective_pattern=pattern, options=solver.options, polish=solver.polish)
     for seed in range(3):
         c, diag = _admm_terms(agent, seed)
         objective = agent.reduction.pull(c, diag)

@@ -19,9 +19,11 @@ changes) and a solve's solution is close to the previous one. :class:`ActiveSetS
   left out (within :data:`FEAS_TOL`, below Clarabel's ``tol_feas``); otherwise the violated blocks join the
   working set and the relaxation is solved again.
 
+The working sets, P⁻¹ and the certificate live in :mod:`powerdp.opf.working_sets`, which Clarabel's polish shares.
 When that cannot certify a solution (no convergence, too many passes, equality rows or a P that is not positive
 definite) the solve falls back to Clarabel with the settings of ``--local-solver clarabel``
-(:data:`~powerdp.opf.conic.LOCAL_SETTINGS`); :attr:`ActiveSetSolver.fallbacks` counts them. Every step is a
+(:data:`~powerdp.opf.conic.LOCAL_SETTINGS`, its solution polished from Clarabel's point);
+:attr:`ActiveSetSolver.fallbacks` counts them. Every step is a
 deterministic function of (P, q, bounds, x0), so a seeded run gives the same bits on every backend and after a
 resume (the warm start is restored exactly from the zone's checkpoint).
 """
@@ -32,28 +34,14 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.linalg as sl
 
 from ..errors import ConfigError
 from .compiled import CompiledProblem, QuadraticObjective
-from .conic import LOCAL_SETTINGS, ClarabelSolver
+from .conic import LOCAL_SETTINGS, POLISH_MAX_N, ClarabelSolver
 from .local_solver import SolveResult
+from .working_sets import FEAS_TOL, GUESS_TOL, QP_TOL, WorkingSets
 
 __all__ = ["ActiveSetSolver", "FEAS_TOL", "QP_TOL", "GUESS_TOL"]
-
-#: a left-out block is satisfied when its slack (or cone margin s₀ − ‖s̄‖) is ≥ −FEAS_TOL·(1 + |b|)
-FEAS_TOL = 1e-9
-#: the dense cone QP's tolerance on its residual and gap (relative to max(1, ‖h‖∞)); LOOSE_TOL when
-#: rounding stops its iterations short of that
-QP_TOL = 1e-11
-LOOSE_TOL = 1e-9
-#: the first working set: the blocks whose margin at the warm start is below GUESS_TOL·(1 + |b|)
-GUESS_TOL = 1e-6
-MAX_PASSES = 8
-_NO_START = np.zeros(0)
-MAX_ITER = 60
-#: Newton steps on a relaxation's guessed active blocks before the interior-point method takes it (0: never)
-NEWTON_ITER = 30
 
 
 class ActiveSetSolver:
@@ -76,23 +64,22 @@ class ActiveSetSolver:
         options: dict[str, Any] | None = None,
         objective_scale: float | None = None,
     ):
-        from ._active_set_kernel import warm_up
-
-        warm_up()  # compiles the kernels (or loads them from numba's cache) now, not in the first solve
-
         self.problem = problem
-        # the conic form, P's values and the fallback are Clarabel's (its data are built on its first solve only)
+        # the conic form, P's values and the fallback are Clarabel's (its data are built on its first solve only);
+        # the fallback polishes its solutions with this solver's own working sets (one P⁻¹ for both)
         self._clarabel = ClarabelSolver(problem, objective_pattern, options=LOCAL_SETTINGS if options is None else options,
-                                        objective_scale=objective_scale)
+                                        objective_scale=objective_scale, polish=problem.n <= POLISH_MAX_N)
         c = self._clarabel
-        n = problem.n
-        cols = np.repeat(np.arange(n), np.diff(c._p_indptr))
-        self._p_rows, self._p_cols = c._p_indices, cols
-        self._pinv_of: np.ndarray | None = None  # the P values whose inverse is kept
-        self._pinv: np.ndarray | None = None  # None: P is not positive definite
-        self._blocks_of = None
-        self._blocks: tuple[np.ndarray, ...] = ()
-        self.solves = self.certified = self.fallbacks = self.passes = self.ipm_passes = self.inversions = 0
+        if c.working_sets is None:
+            cols = np.repeat(np.arange(problem.n), np.diff(c._p_indptr))
+            c.working_sets = WorkingSets(problem.n, c._p_indices, cols)
+        self.working_sets = c.working_sets
+        self.solves = self.certified = self.fallbacks = self.passes = self.ipm_passes = 0
+
+    @property
+    def inversions(self) -> int:
+        """How often P⁻¹ was computed (once per new P)."""
+        return self.working_sets.inversions
 
     @classmethod
     def from_config(
@@ -115,52 +102,6 @@ class ActiveSetSolver:
         """Replace the bounds (the conic form's b, or its rows when other bounds become finite)."""
         self._clarabel.set_bounds(lb, ub, cl, cu)
 
-    # ------------------------------------------------------------------ data
-    def _inverse(self, pvals: np.ndarray) -> np.ndarray | None:
-        """P⁻¹ (dense, symmetric) for P's values ``pvals``, kept while they are the same array; None when P is
-        not positive definite."""
-        if pvals is not self._pinv_of:
-            n = self.problem.n
-            P = np.zeros((n, n))
-            P[self._p_rows, self._p_cols] = pvals
-            P[self._p_cols, self._p_rows] = pvals
-            factor, info = sl.lapack.dpotrf(P, lower=0, overwrite_a=1)  # the strict lower triangle comes back 0
-            inv = None
-            if info == 0:
-                inv, info = sl.lapack.dpotri(factor, lower=0, overwrite_c=1)  # P⁻¹'s upper triangle, in place
-                if info == 0:
-                    inv += np.triu(inv, 1).T  # the lower triangle (0 before): symmetric now
-                    inv = inv.T  # LAPACK's arrays are column-major: the transpose is the row-major P⁻¹ the kernels take
-                else:
-                    inv = None
-            self._pinv_of, self._pinv = pvals, inv
-            self.inversions += 1
-        return self._pinv
-
-    def _block_data(self):
-        """The conic form as CSR arrays and blocks (one per nonnegative row, one per cone), kept per form."""
-        form = self._clarabel._form
-        if form is not self._blocks_of:
-            A = form.A.tocsr()
-            A.sort_indices()
-            dims = np.concatenate([np.ones(form.nonneg, dtype=np.int64), np.asarray(form.soc, dtype=np.int64)])
-            offsets = form.zero + np.concatenate([[0], np.cumsum(dims)[:-1]]).astype(np.int64)
-            self._blocks = (A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float),
-                            np.asarray(form.b, dtype=float), offsets, dims)
-            self._b_scale = 1.0 + np.abs(self._blocks[3][offsets])  # each block's 1 + |b| (its first row)
-            self._blocks_of = form
-        return self._blocks
-
-    def _guess(self, x0: np.ndarray | None) -> np.ndarray:
-        """The blocks tight at ``x0`` (none without a usable x0)."""
-        from ._active_set_kernel import block_margins
-
-        indptr, indices, data, b, offsets, dims = self._block_data()
-        if x0 is None or x0.shape != (self.problem.n,) or not np.isfinite(x0).all():
-            return np.zeros(len(dims), dtype=np.bool_)
-        margin = block_margins(indptr, indices, data, b, offsets, dims, np.asarray(x0, dtype=float))
-        return margin < GUESS_TOL * self._b_scale
-
     # ----------------------------------------------------------------- solve
     def solve(
         self,
@@ -172,40 +113,27 @@ class ActiveSetSolver:
     ) -> SolveResult:
         """Minimise ``objective`` (default: the problem's own); ``x0`` seeds the working set. Never raises on a
         failed solve (the fallback's result is returned)."""
-        from ._active_set_kernel import CERTIFIED, working_set_solve
+        from ._active_set_kernel import CERTIFIED
 
         t = time.perf_counter()
         c = self._clarabel
         obj = objective if objective is not None else c._default_objective
         pvals = c._hessian_values(obj)
         self.solves += 1
-        pinv = self._inverse(pvals) if c._form.zero == 0 else None
-        if pinv is not None:
-            q = np.asarray(obj.c, dtype=float)
-            if c.objective_scale != 1.0:
-                q = q * c.objective_scale
-            indptr, indices, data, b, offsets, dims = self._block_data()
-            work = self._guess(x0)
-            x_start = np.asarray(x0, dtype=float) if work.any() else _NO_START
-            x = np.empty(self.problem.n)
-            try:
-                status, passes, iters, ipm = working_set_solve(pinv, q, indptr, indices, data, b, offsets, dims, work,
-                                                               x_start, FEAS_TOL, QP_TOL, LOOSE_TOL, MAX_PASSES, MAX_ITER,
-                                                               NEWTON_ITER, x)
-            except np.linalg.LinAlgError:
-                # a working set's Schur complement that numba's Cholesky refuses (seen on case13659pegase zones):
-                # not certified, so Clarabel takes the solve, as for any other uncertified one
-                status, passes, iters, ipm = -1, 0, 0, 0
-            self.passes += int(passes)
-            self.ipm_passes += int(ipm)
-            if status == CERTIFIED:
-                self.certified += 1
-                empty = np.zeros(0)
-                return SolveResult(
-                    x=x, objective=float(obj.value(x)), status=0, message="Solved", iterations=int(iters),
-                    wall_s=time.perf_counter() - t, callback_s=0.0, mult_g=empty, mult_x_lower=empty, mult_x_upper=empty,
-                    status_name="Solved", outcome="solved", solver=self.label,
-                )
+        q = np.asarray(obj.c, dtype=float)
+        if c.objective_scale != 1.0:
+            q = q * c.objective_scale
+        status, x, passes, iters, ipm = self.working_sets.solve(c._form, pvals, q, x0)
+        self.passes += passes
+        self.ipm_passes += ipm
+        if status == CERTIFIED:
+            self.certified += 1
+            empty = np.zeros(0)
+            return SolveResult(
+                x=x, objective=float(obj.value(x)), status=0, message="Solved", iterations=iters,
+                wall_s=time.perf_counter() - t, callback_s=0.0, mult_g=empty, mult_x_lower=empty, mult_x_upper=empty,
+                status_name="Solved", outcome="solved", solver=self.label,
+            )
         self.fallbacks += 1
         res = c.solve(obj)
         res.wall_s = time.perf_counter() - t
