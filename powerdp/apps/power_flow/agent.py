@@ -39,6 +39,7 @@ from ...opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
 from ...opf.reduction import eliminate, sparse_elimination
 from ...privacy import PrivacyLedger, noise_rng
 from ...privacy.mechanisms import mechanism_from_dict, mechanism_to_dict
+from ...privacy.sampler import warm_up as warm_up_sampler
 from .config import RunConfig
 
 __all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
@@ -206,6 +207,7 @@ class ZoneAgent:
         if config.private:
             if y_cols.size == 0:
                 raise ConfigError(f"zone {self.zone}: objective {config.objective!r} has no balance variables; DP needs them")
+            warm_up_sampler()  # the compiled noise kernels load in the set-up, not in the first private round
             # the objective unit's own rule (docs/privacy.md): 2β on y for shedding, 2ωβ for cost+shedding
             self.grad_sensitivity = OBJECTIVES[config.objective].gradient_sensitivity(
                 config.beta, config.sensitivity, config.adjacency, weight=self.shedding_weight
