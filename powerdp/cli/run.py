@@ -193,10 +193,11 @@ def add_run_parser(sub) -> None:
         choices=list(SOLVERS),
         default="ipopt",
         help="the zones' solver: ipopt (default; Ipopt on each local problem with the flows eliminated, warm-started) "
-        "or clarabel (Clarabel on the conic form of the local problem; several times faster, no warm start) "
+        "or clarabel (Clarabel on the conic form of the local problem, its solution polished to the certified "
+        "minimiser by active-set's working sets on zones of up to 1000 variables; several times faster, no warm start) "
         "or active-set (working sets on the cached P⁻¹, each solved by Newton's method on its active rows and cones "
-        "or a compiled dense cone QP, certified, Clarabel as its fallback; 3× faster than clarabel on case118, quiet: docs/results/performance.md; "
-        "its first use compiles numba kernels, ≈ 30 s of CPU once)",
+        "or a compiled dense cone QP, certified, Clarabel as its fallback; 4.6× faster than clarabel on case118, quiet: "
+        "docs/results/performance.md; the first use of either compiles numba kernels, ≈ 30 s of CPU once)",
     )
     p.add_argument("--no-warm-start", action="store_true", help="start every local solve cold from the flat point (Ipopt; Clarabel always starts cold)")
     p.add_argument(
