@@ -192,6 +192,19 @@ def test_the_command_line_writes_the_views_as_json(profile, tmp_path, capsys):
     assert (tmp_path / "d" / "figures" / "dispatch_day.png").is_file()
 
 
+def test_resume_refuses_flags_that_would_change_the_saved_run(profile, tmp_path, capsys):
+    """--resume DIR runs DIR's saved settings: a flag that cannot act there (--max-rounds: a private day's budget is
+    split over its rounds) is one line and exit 2, not silently ignored; the flags a resume takes are accepted."""
+    d = str(tmp_path / "d")
+    assert main(["dispatch", "case14", "--profiles", str(profile), "--periods", "2", "--zones", "3", "--algorithm", "exact",
+                 "--max-rounds", "3", "--no-reference", "--out", d, "-q"]) == 0
+    capsys.readouterr()
+    assert main(["dispatch", "--resume", d, "--max-rounds", "5", "--tolerance", "1e-3", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--max-rounds, --tolerance would change the saved run" in err, err
+    assert main(["dispatch", "--resume", d, "--backend", "serial", "--no-reference", "-q"]) == 0
+
+
 def test_ramp_limits_hold_between_periods(profile):
     """A conventional generator's p moves by at most ramp × pmax between consecutive periods (its own previous
     dispatch), and the centralized reference follows the same rule."""

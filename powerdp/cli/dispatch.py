@@ -35,7 +35,8 @@ and the costs' unit), or after --max-rounds rounds. "s per period" is the dispat
 simulation's evaluation (centralized reference, --ac-check) is timed and reported apart.
 
 --out DIR keeps the run: per-period checkpoints (Ctrl-C keeps every complete period; powerdp dispatch
---resume DIR continues at the period it stopped in, bit-identical for a seeded run),
+--resume DIR continues at the period it stopped in, bit-identical for a seeded run, with the saved settings:
+it takes only --backend, --workers, --no-reference, --ac-check, --json, --force, -q, -v),
 the coordinator's view (coordinator_view/: history.csv, periods.csv, summary.json) and the simulation's
 evaluation (simulation_evaluation/: the costs against the centralized SOC OPF of every period, shedding,
 import, curtailment, res_gen/ res_sgen/ res_ext_grid/ p_mw.csv), the zones' own files in zones.private/.
@@ -107,6 +108,11 @@ def add_dispatch_parser(sub) -> None:
     p.set_defaults(func=cmd_dispatch)
 
 
+#: the options a resumed dispatch takes (the rest of its settings are the saved run's)
+RESUME_OPTIONS = frozenset({"resume", "backend", "workers", "no_reference", "ac_check", "json", "force", "quiet", "verbose",
+                            "func", "out"})
+
+
 def _config(args):
     from ..apps.dispatch.config import DispatchConfig
     from ..errors import ConfigError
@@ -114,6 +120,13 @@ def _config(args):
     if args.resume is not None:
         from ..runs.record import read_config_file
 
+        refused = sorted(d for d in getattr(args, "_explicit", set()) if d not in RESUME_OPTIONS)
+        if refused:  # silently running the saved settings instead would be worse: say which flags cannot act
+            raise ConfigError(
+                f"--resume {args.resume}: {', '.join('--' + d.replace('_', '-') for d in refused)} would change the saved "
+                "run (its config.json; a private day's budget is split over its periods and rounds); a resumed dispatch "
+                "accepts only --backend, --workers, --no-reference, --ac-check, --json, --force, -q, -v"
+            )
         saved = read_config_file(args.resume / "config.json")
         if saved.get("application") != "dispatch":
             raise ConfigError(f"{args.resume} does not hold a dispatch run")
