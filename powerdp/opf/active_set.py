@@ -70,9 +70,8 @@ class ActiveSetSolver:
         self._clarabel = ClarabelSolver(problem, objective_pattern, options=LOCAL_SETTINGS if options is None else options,
                                         objective_scale=objective_scale, polish=problem.n <= POLISH_MAX_N)
         c = self._clarabel
-        if c.working_sets is None:
-            cols = np.repeat(np.arange(problem.n), np.diff(c._p_indptr))
-            c.working_sets = WorkingSets(problem.n, c._p_indices, cols)
+        if c.working_sets is None:  # a zone too large for the polish still gets this solver's working sets
+            c.working_sets = WorkingSets(problem.n, c._p_indices, c._p_cols)
         self.working_sets = c.working_sets
         self.solves = self.certified = self.fallbacks = self.passes = self.ipm_passes = 0
 

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from ..errors import ConfigError, ModelError
 from .compiled import CompiledProblem, QuadraticObjective
-from .conic_form import EIG_TOL, FINITE, ConicForm, conic_form, second_order_cones  # noqa: F401  (re-exported)
+from .conic_form import ConicForm, conic_form, second_order_cones
 from .local_solver import SolveResult
 
 __all__ = ["ConicForm", "conic_form", "second_order_cones", "ClarabelSolver", "CLARABEL_SETTINGS", "LOCAL_SETTINGS", "column_scaling"]
@@ -195,7 +195,7 @@ class ClarabelSolver:
         self._pkeys = np.unique(hi * n + lo)
         cols, rows = self._pkeys // max(n, 1), self._pkeys % max(n, 1)
         indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=n))])
-        self._p_indptr, self._p_indices = indptr, rows
+        self._p_indptr, self._p_indices, self._p_cols = indptr, rows, cols  # P's entries: column pointers, rows, columns
         self._pdiag = np.searchsorted(self._pkeys, diag * n + diag)
         # P̃ = S⁻¹ P S⁻¹ entry by entry (None without a column scaling); the last P sent, scaled, is kept
         inv = self._inv_scale
@@ -214,7 +214,7 @@ class ClarabelSolver:
         if self.polish:
             from .working_sets import WorkingSets
 
-            self.working_sets = WorkingSets(n, rows, cols)
+            self.working_sets = WorkingSets(n, self._p_indices, self._p_cols)
         self.polished = self.polish_failures = 0
 
     @classmethod
