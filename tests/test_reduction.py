@@ -120,3 +120,13 @@ def test_a_sparse_zone_has_its_balance_variables_eliminated_too(zone_problem):
     full = eliminate(zone_problem)
     assert chosen.reduced.var_keys == full.reduced.var_keys
     assert (chosen.P != full.P).nnz == 0
+
+
+def test_a_large_zone_keeps_its_balance_variables(zone_problem):
+    """Past SMALL_ZONE_N variables a factor's flops, not the system's size, set an interior-point iteration's cost,
+    and eliminating the balance variables multiplies them: such a zone has only its flows eliminated."""
+    flows = eliminate(zone_problem, ("ohm",))
+    full = eliminate(zone_problem)
+    chosen = sparse_elimination(zone_problem, small_n=full.reduced.n - 1)
+    assert chosen.reduced.var_keys == flows.reduced.var_keys
+    assert sparse_elimination(zone_problem, small_n=full.reduced.n).reduced.var_keys == full.reduced.var_keys

@@ -10,7 +10,8 @@ and :func:`conic_form` writes a :class:`~powerdp.opf.compiled.CompiledProblem` t
 knowing which model it came from:
 
 * linear rows: equalities in the zero cone, finite sides of ranges and one-sided rows in the
-  nonnegative cone; variable bounds likewise (bounds at or beyond ±1e19 are no bounds);
+  nonnegative cone; variable bounds likewise (bounds at or beyond ±1e19 are no bounds), except the
+  ones the other rows imply (:mod:`powerdp.opf.implied_bounds`: most voltage-product bounds);
 * each quadratic row xᵀQx + aᵀx ≤ u (a ≥-row is negated first) is read through the eigen-
   decomposition of its small dense Q (over the row's own variables):
   Q ⪰ 0, a = 0, u ≥ 0 → ‖F x‖ ≤ √u with Q = FᵀF;
@@ -33,11 +34,14 @@ import scipy.sparse as sp
 
 from ..errors import ModelError
 from .compiled import CompiledProblem
+from .implied_bounds import implied_bounds
 
 __all__ = ["ConicForm", "conic_form", "second_order_cones", "FINITE", "EIG_TOL"]
 
 FINITE = 1e19  # |bound| >= 1e19 is no bound (as Ipopt reads it; compiled.INF = 1e20)
 EIG_TOL = 1e-9  # eigenvalues below EIG_TOL·max|λ| of their row count as zero
+#: leave out the variable bounds the other rows imply (powerdp.opf.implied_bounds); off only to measure them
+DROP_IMPLIED = True
 
 
 def _row_name(prob: CompiledProblem, row: int) -> str:
@@ -234,6 +238,10 @@ def conic_form(
     fixed = (lb == ub) & (np.abs(lb) < FINITE)
     vup = ~fixed & (ub < FINITE)
     vlo = ~fixed & (lb > -FINITE)
+    if DROP_IMPLIED:  # bounds that the cones and rows imply cost rows and change nothing (implied_bounds)
+        implied_lb, implied_ub = implied_bounds(prob, lb, ub, cl, cu)
+        vup &= ~implied_ub
+        vlo &= ~implied_lb
     if np.any(lower & upper & (cl > cu)) or np.any(lb > ub):
         bad = np.flatnonzero(lower & upper & (cl > cu))
         what = _row_name(prob, int(bad[0])) if bad.size else f"bounds of {prob.var_keys[int(np.flatnonzero(lb > ub)[0])]}"

@@ -24,7 +24,8 @@ import scipy.sparse.linalg  # noqa: F401  (sp.linalg.splu)
 from ..errors import ModelError
 from .compiled import INF, CompiledProblem, LinearMap, QuadraticObjective
 
-__all__ = ["Reduction", "eliminate", "sparse_elimination", "kkt_fill", "expand_quadratic", "DEFINING_ROWS"]
+__all__ = ["Reduction", "eliminate", "sparse_elimination", "kkt_fill", "expand_quadratic", "DEFINING_ROWS", "FILL_RATIO",
+           "SMALL_ZONE_N"]
 
 
 def expand_quadratic(
@@ -166,6 +167,14 @@ def eliminate(problem: CompiledProblem, components: Sequence[str] = ("ohm", "bal
 #: nonzeros of the one with only the flows eliminated (a bus with many branches makes its balance row, and so
 #: the Hessian of (y + d)² in r, a dense block: 464 k factor nonzeros on one case13659pegase zone)
 FILL_RATIO = 1.5
+#: ... and unless the zone then still has more than SMALL_ZONE_N variables. Small zones pay for the KKT system's
+#: size and for the dense P⁻¹ of the working sets (powerdp.opf.working_sets: n³), so fewer variables win; in a
+#: large zone the factorization's flops set the cost, and eliminating the balance variables multiplies them by
+#: 1.6–2.9 (Σ of squared factor column counts) on every case13659pegase zone. With only the flows eliminated
+#: Clarabel's iterations took 7–26 % less time on 11 of the 12 zones that the fill ratio alone gave both
+#: eliminations (6 % more on the twelfth), their solves 11 % less in all (benchmarks/zone_forms.py,
+#: docs/results/performance.md)
+SMALL_ZONE_N = 1000
 
 
 def kkt_fill(red: Reduction) -> int:
@@ -197,13 +206,14 @@ def kkt_fill(red: Reduction) -> int:
     return int(lu.L.nnz)
 
 
-def sparse_elimination(problem: CompiledProblem, ratio: float = FILL_RATIO) -> Reduction:
+def sparse_elimination(problem: CompiledProblem, ratio: float = FILL_RATIO, small_n: int = SMALL_ZONE_N) -> Reduction:
     """:func:`eliminate` of the flows and the balance variables, or of the flows only when eliminating the
-    balance variables too would make the KKT factor more than ``ratio`` times fuller (:func:`kkt_fill`).
-    Decided per zone from its structure alone (never from its loads or timings), so every host decides alike."""
+    balance variables too would leave more than ``small_n`` variables or make the KKT factor more than
+    ``ratio`` times fuller (:func:`kkt_fill`). Decided per zone from its structure alone (never from its loads
+    or timings), so every host decides alike."""
     flows = eliminate(problem, ("ohm",))
     step = _eliminate_one(flows.reduced, "balance_def")
-    if step.reduced is flows.reduced:
+    if step.reduced is flows.reduced or step.reduced.n > small_n:
         return flows
     both = Reduction(full=problem, reduced=step.reduced, P=(flows.P @ step.P).tocsr(), kept=flows.kept[step.kept])
     if kkt_fill(both) <= ratio * kkt_fill(flows):
