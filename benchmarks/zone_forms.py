@@ -33,8 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from powerdp.grid.loading import load_case  # noqa: E402
 from powerdp.grid.partition import partition  # noqa: E402
-from powerdp.opf import conic_form as conic_form_module  # noqa: E402
-from powerdp.opf.conic import ClarabelSolver  # noqa: E402
+from powerdp.opf.conic import LOCAL_SETTINGS, ClarabelSolver, column_scaling  # noqa: E402
 from powerdp.opf.direct import compile_zone  # noqa: E402
 from powerdp.opf.reduction import FILL_RATIO, Reduction, _eliminate_one, eliminate, kkt_fill, sparse_elimination  # noqa: E402
 from tests.shared_data import SHARED_DATA  # noqa: E402  (../shared/data beside the repository root)
@@ -53,13 +52,12 @@ def _before(prob) -> Reduction:
     return both if kkt_fill(both) <= FILL_RATIO * kkt_fill(flows) else flows
 
 
-def _solver(red, implied: bool) -> ClarabelSolver:
-    conic_form_module.DROP_IMPLIED = implied
-    try:
-        n = red.full.n
-        return ClarabelSolver.from_config(red.reduced, red.pull(np.zeros(n), np.ones(n)), None)
-    finally:
-        conic_form_module.DROP_IMPLIED = True
+def _solver(red, drop_implied: bool) -> ClarabelSolver:
+    """A run's zone solver (ClarabelSolver.from_config's arguments; these zones are too large for the polish)."""
+    n = red.full.n
+    pattern = red.pull(np.zeros(n), np.ones(n))
+    return ClarabelSolver(red.reduced, pattern, options=LOCAL_SETTINGS, column_scale=column_scaling(red.reduced, pattern),
+                          drop_implied=drop_implied)
 
 
 def main() -> None:
@@ -80,7 +78,7 @@ def main() -> None:
     for z in zones:
         prob = compile_zone(net, part.own_buses(z), objective="shedding", flows="variables", name=f"z{z}")
         reds = {"before": _before(prob), "flows": eliminate(prob, ("ohm",)), "now": sparse_elimination(prob)}
-        solvers = {f: _solver(reds[f], implied=(f == "now")) for f in FORMS}
+        solvers = {f: _solver(reds[f], drop_implied=(f == "now")) for f in FORMS}
         rng = np.random.default_rng(z)
         n = prob.n
         draws = []

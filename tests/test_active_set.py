@@ -74,7 +74,8 @@ def test_clarabel_polishes_its_solution_to_the_certified_minimiser(zones):
     a tight solve, and nearer the minimiser's objective than Clarabel alone (1e-10 to 3e-8 above it here)."""
     clarabel, ours = zones["clarabel"].solver, zones["active-set"].solver
     assert clarabel.polish and clarabel.working_sets is not None
-    plain = ClarabelSolver(clarabel.problem, clarabel._default_objective, options=clarabel.options, column_scale=clarabel.column_scale)
+    plain = ClarabelSolver(clarabel.problem, clarabel._default_objective, options=clarabel.options, column_scale=clarabel.column_scale,
+                           drop_implied=False)  # the polished solver's rows
     tight = ClarabelSolver(clarabel.problem, clarabel._default_objective, options=TIGHT)
     before = (clarabel.polished, clarabel.polish_failures)
     off_polished = off_plain = 0.0
@@ -95,7 +96,8 @@ def test_clarabel_polishes_its_solution_to_the_certified_minimiser(zones):
 
 def test_a_polish_that_cannot_certify_keeps_clarabels_solution(zones, monkeypatch):
     clarabel = zones["clarabel"].solver
-    plain = ClarabelSolver(clarabel.problem, clarabel._default_objective, options=clarabel.options, column_scale=clarabel.column_scale)
+    plain = ClarabelSolver(clarabel.problem, clarabel._default_objective, options=clarabel.options, column_scale=clarabel.column_scale,
+                           drop_implied=False)  # the polished solver's rows
     objective = zones["clarabel"].reduction.pull(*_step_objective(zones["clarabel"], 9), base=zones["clarabel"]._free_r)
     monkeypatch.setattr(working_sets, "MAX_PASSES", 0)  # no relaxation may be solved: nothing is certified
     failures = clarabel.polish_failures

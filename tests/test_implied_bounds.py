@@ -7,7 +7,6 @@ import pytest
 
 from powerdp.grid.network import voltage_product_bounds
 from powerdp.grid.partition import bundled_partition
-from powerdp.opf import conic_form as conic_form_module
 from powerdp.opf.compiled import compile_model
 from powerdp.opf.conic import LOCAL_SETTINGS, ClarabelSolver, conic_form
 from powerdp.opf.formulation import build_model
@@ -58,14 +57,14 @@ def test_a_half_plane_through_the_centre_tightens_the_bound_it_faces():
     assert _masks(_disk(linear_term=True)) == (set(), set())
 
 
-def test_solutions_are_the_same_with_and_without_the_implied_rows(monkeypatch):
+def test_solutions_are_the_same_with_and_without_the_implied_rows():
     t = np.tan(0.5)
     prob = _disk(y_ub=2.0 * np.sin(0.5), half_plane=lambda m: m.y - t * m.x)
     with_rows = None
     for drop in (False, True):
-        monkeypatch.setattr(conic_form_module, "DROP_IMPLIED", drop)
-        form = conic_form(prob)
-        res = ClarabelSolver(prob, options={**LOCAL_SETTINGS, "tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12}).solve().check()
+        form = conic_form(prob, drop_implied=drop)
+        tight = {**LOCAL_SETTINGS, "tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12}
+        res = ClarabelSolver(prob, options=tight, drop_implied=drop).solve().check()
         if with_rows is None:
             with_rows = (form.nonneg, res.x)
         else:
@@ -96,7 +95,7 @@ def test_a_zone_leaves_out_exactly_powermodels_implied_voltage_product_bounds(ca
     np.testing.assert_allclose(prob.ub[wi], wi_max[pairs[wi]])
 
 
-def test_a_zone_solve_is_the_same_without_the_implied_rows(monkeypatch, zone118):
+def test_a_zone_solve_is_the_same_without_the_implied_rows(zone118):
     red = eliminate(zone118)
     prob = red.reduced
     rng = np.random.default_rng(1)
@@ -106,8 +105,7 @@ def test_a_zone_solve_is_the_same_without_the_implied_rows(monkeypatch, zone118)
     x, rows = {}, {}
     tight = {**LOCAL_SETTINGS, "tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12}
     for drop in (False, True):
-        monkeypatch.setattr(conic_form_module, "DROP_IMPLIED", drop)
-        solver = ClarabelSolver(prob, red.pull(np.zeros(n), np.ones(n)), options=tight)
+        solver = ClarabelSolver(prob, red.pull(np.zeros(n), np.ones(n)), options=tight, drop_implied=drop)
         rows[drop] = solver._form.nonneg
         res = solver.solve(red.pull(c, diag)).check()
         x[drop] = res.x
@@ -129,3 +127,14 @@ def test_a_looser_w_bound_brings_the_rows_back(zone118):
     lo, up = implied_bounds(prob, prob.lb, ub, prob.cl, prob.cu)
     kinds = np.array([k[0] for k in prob.var_keys])
     assert not up[kinds == "wr"].any()
+
+
+def test_a_polished_solver_keeps_the_implied_rows_and_the_working_sets_always_see_them(zone118):
+    """Clarabel drops them only when no polish follows (the polish's Newton steps start from Clarabel's point); the
+    working sets (polish, active set) always get the form with every bound."""
+    prob = eliminate(zone118).reduced
+    every = conic_form(prob, drop_implied=False)
+    plain, polished = ClarabelSolver(prob), ClarabelSolver(prob, polish=True)
+    assert plain._form.nonneg < every.nonneg == polished._form.nonneg
+    assert plain.working_form.nonneg == every.nonneg and polished.working_form is polished._form
+    np.testing.assert_array_equal(plain.working_form.b, every.b)

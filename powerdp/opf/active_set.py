@@ -122,7 +122,7 @@ class ActiveSetSolver:
         q = np.asarray(obj.c, dtype=float)
         if c.objective_scale != 1.0:
             q = q * c.objective_scale
-        status, x, passes, iters, ipm = self.working_sets.solve(c._form, pvals, q, x0)
+        status, x, passes, iters, ipm = self.working_sets.solve(c.working_form, pvals, q, x0)
         self.passes += passes
         self.ipm_passes += ipm
         if status == CERTIFIED:

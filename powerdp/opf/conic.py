@@ -143,6 +143,8 @@ class ClarabelSolver:
     polish: solve the problem again on the blocks active at Clarabel's point, exactly, and return that solution when
         it is certified (:mod:`powerdp.opf.working_sets`; counters ``polished`` and ``polish_failures``). Runs
         polish zones of at most :data:`POLISH_MAX_N` variables.
+    drop_implied: leave the bounds the other rows imply out of Clarabel's rows (:mod:`powerdp.opf.implied_bounds`);
+        default: when there is no polish. The working sets always see every bound (:attr:`working_form`).
 
     One implementation of :class:`~powerdp.opf.local_solver.LocalSolver`. In runs it solves the
     reduced problem in r, as Ipopt does (flows and balance variables eliminated, z = P r): on
@@ -163,6 +165,7 @@ class ClarabelSolver:
         objective_scale: float | None = None,
         column_scale: np.ndarray | None = None,
         polish: bool = False,
+        drop_implied: bool | None = None,
     ):
         import clarabel
 
@@ -203,7 +206,12 @@ class ClarabelSolver:
         self._scaled_p: tuple[np.ndarray, np.ndarray] | None = None
         self.bounds = (problem.lb, problem.ub, problem.cl, problem.cu)
         self._cones = second_order_cones(problem, problem.cl, problem.cu, problem.lb)
-        self._form = conic_form(problem, cones=self._cones)
+        # implied bounds (powerdp.opf.implied_bounds) cost Clarabel rows and change no solution; a polished solve
+        # keeps them: the polish's Newton steps start from Clarabel's point, and on case1354_pegase's zones they
+        # needed up to 8× the steps from the point Clarabel reached without those rows (docs/results/performance.md)
+        self._drop_implied = (not polish) if drop_implied is None else bool(drop_implied)
+        self._form = conic_form(problem, cones=self._cones, drop_implied=self._drop_implied)
+        self._working_form: ConicForm | None = None  # every bound a block: the working sets' form (working_form)
         self._solver = None  # built on the first solve (it needs the first objective)
         self.builds = 0  # how often Clarabel's data were built (not updated)
         self.q_only_updates = 0  # re-solves that sent Clarabel only q (P unchanged since the previous solve)
@@ -297,13 +305,25 @@ class ClarabelSolver:
         if not (np.array_equal(cl[rows], self._cones.cl) and np.array_equal(cu[rows], self._cones.cu)):
             self._cones = second_order_cones(p, cl, cu, lb)
             self._solver = None
-        form = conic_form(p, lb, ub, cl, cu, cones=self._cones)
+        form = conic_form(p, lb, ub, cl, cu, cones=self._cones, drop_implied=self._drop_implied)
         if self._solver is not None and form.signature == self._form.signature:
             self._solver.update(b=form.b)
         else:
             self._solver = None
         self._form = form
+        self._working_form = None
         self.bounds = new
+
+    @property
+    def working_form(self) -> ConicForm:
+        """The conic form with every finite bound a block, implied ones included: the working sets' (the polish, the
+        active set's own solves). A redundant bound costs them nothing until it is active, and where it is (the cone
+        and an angle row tight together) it is a linear block beside the cone."""
+        if not self._drop_implied:
+            return self._form
+        if self._working_form is None:
+            self._working_form = conic_form(self.problem, *self.bounds, cones=self._cones, drop_implied=False)
+        return self._working_form
 
     # ----------------------------------------------------------------- solve
     def solve(
@@ -358,7 +378,7 @@ class ClarabelSolver:
         if self.polish and np.all(np.isfinite(x)):
             from ._active_set_kernel import CERTIFIED
 
-            status, x_polished, _, _, _ = self.working_sets.solve(self._form, pvals, q_polish, x)
+            status, x_polished, _, _, _ = self.working_sets.solve(self.working_form, pvals, q_polish, x)
             if status == CERTIFIED:
                 self.polished += 1
                 x, message = x_polished, name if name == "Solved" else f"Solved (polished from Clarabel's {name})"

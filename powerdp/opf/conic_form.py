@@ -40,8 +40,6 @@ __all__ = ["ConicForm", "conic_form", "second_order_cones", "FINITE", "EIG_TOL"]
 
 FINITE = 1e19  # |bound| >= 1e19 is no bound (as Ipopt reads it; compiled.INF = 1e20)
 EIG_TOL = 1e-9  # eigenvalues below EIG_TOL·max|λ| of their row count as zero
-#: leave out the variable bounds the other rows imply (powerdp.opf.implied_bounds); off only to measure them
-DROP_IMPLIED = True
 
 
 def _row_name(prob: CompiledProblem, row: int) -> str:
@@ -221,8 +219,10 @@ def conic_form(
     cl: np.ndarray | None = None,
     cu: np.ndarray | None = None,
     cones: _Cones | None = None,
+    drop_implied: bool = True,
 ) -> ConicForm:
-    """The conic form of ``prob`` with the given bounds (default the problem's own)."""
+    """The conic form of ``prob`` with the given bounds (default the problem's own); without the bounds the other
+    rows imply when ``drop_implied``."""
     lb = prob.lb if lb is None else lb
     ub = prob.ub if ub is None else ub
     cl = prob.cl if cl is None else cl
@@ -238,7 +238,7 @@ def conic_form(
     fixed = (lb == ub) & (np.abs(lb) < FINITE)
     vup = ~fixed & (ub < FINITE)
     vlo = ~fixed & (lb > -FINITE)
-    if DROP_IMPLIED:  # bounds that the cones and rows imply cost rows and change nothing (implied_bounds)
+    if drop_implied:  # implied bounds cost an interior-point method rows and change no solution
         implied_lb, implied_ub = implied_bounds(prob, lb, ub, cl, cu)
         vup &= ~implied_ub
         vlo &= ~implied_lb
