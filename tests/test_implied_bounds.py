@@ -55,6 +55,9 @@ def test_a_half_plane_through_the_centre_tightens_the_bound_it_faces():
     # not through the centre, or with a linear term in the cone row: nothing from the half-plane or the row
     assert "y" not in _masks(_disk(y_ub=s, half_plane=lambda m: m.y - t * m.x, rhs=0.01))[1]
     assert _masks(_disk(linear_term=True)) == (set(), set())
+    # a quadratic row over the same two variables with a homogeneous linear part is no half-plane
+    lo, up = _masks(_disk(y_ub=s, half_plane=lambda m: m.y - t * m.x + 0.01 * m.u**2))
+    assert "y" not in up
 
 
 def test_solutions_are_the_same_with_and_without_the_implied_rows():

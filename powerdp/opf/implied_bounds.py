@@ -51,8 +51,11 @@ def implied_bounds(
     upper = radius / np.sqrt(np.where(np.isfinite(radius), alpha, 1.0))
     lower = upper.copy()
     # the half-planes: linear rows with two entries, both variables in one hyperbolic row, right-hand side 0
+    # (a quadratic row's linear part is no half-plane)
     A = prob.A.tocsr()
-    two = np.flatnonzero(np.diff(A.indptr) == 2)
+    linear = np.ones(prob.m, dtype=bool)
+    linear[prob.qrow] = False
+    two = np.flatnonzero((np.diff(A.indptr) == 2) & linear)
     if two.size:
         i, k = A.indices[A.indptr[two]], A.indices[A.indptr[two] + 1]
         gi, gk = A.data[A.indptr[two]], A.data[A.indptr[two] + 1]
