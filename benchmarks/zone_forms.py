@@ -35,21 +35,11 @@ from powerdp.grid.loading import load_case  # noqa: E402
 from powerdp.grid.partition import partition  # noqa: E402
 from powerdp.opf.conic import LOCAL_SETTINGS, ClarabelSolver, column_scaling  # noqa: E402
 from powerdp.opf.direct import compile_zone  # noqa: E402
-from powerdp.opf.reduction import FILL_RATIO, Reduction, _eliminate_one, eliminate, kkt_fill, sparse_elimination  # noqa: E402
+from powerdp.opf.reduction import eliminate, sparse_elimination  # noqa: E402
 from tests.shared_data import SHARED_DATA  # noqa: E402  (../shared/data beside the repository root)
 
 DEFAULT_CASE = str(SHARED_DATA / "matpower" / "case13659pegase.m")
 FORMS = ("before", "flows", "now")
-
-
-def _before(prob) -> Reduction:
-    """The reduction rule before this change: the fill ratio alone decides."""
-    flows = eliminate(prob, ("ohm",))
-    step = _eliminate_one(flows.reduced, "balance_def")
-    if step.reduced is flows.reduced:
-        return flows
-    both = Reduction(full=prob, reduced=step.reduced, P=(flows.P @ step.P).tocsr(), kept=flows.kept[step.kept])
-    return both if kkt_fill(both) <= FILL_RATIO * kkt_fill(flows) else flows
 
 
 def _solver(red, drop_implied: bool) -> ClarabelSolver:
@@ -77,7 +67,8 @@ def main() -> None:
     worst_dx, worst_violation = {f: 0.0 for f in FORMS}, 0.0
     for z in zones:
         prob = compile_zone(net, part.own_buses(z), objective="shedding", flows="variables", name=f"z{z}")
-        reds = {"before": _before(prob), "flows": eliminate(prob, ("ohm",)), "now": sparse_elimination(prob)}
+        reds = {"before": sparse_elimination(prob, small_n=sys.maxsize),  # the old rule: the fill ratio alone
+                 "flows": eliminate(prob, ("ohm",)), "now": sparse_elimination(prob)}
         solvers = {f: _solver(reds[f], drop_implied=(f == "now")) for f in FORMS}
         rng = np.random.default_rng(z)
         n = prob.n
