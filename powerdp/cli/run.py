@@ -7,8 +7,9 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from ..apps.power_flow.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
+from ..apps.power_flow.config import ACCELERATIONS, ADJACENCIES, ALGORITHMS, DEFAULT_TOLERANCE, NOISE_SUPPORTS, RunConfig
 from ..engine.consensus.algorithms import compose
+from ..engine.consensus.penalties import PENALTY_RULES
 from ..engine.consensus.perturbations import PERTURBATIONS
 from ..engine.consensus.updates import UPDATES
 from ..engine.consensus.updates.linearized import ETA_SCHEDULES
@@ -159,7 +160,8 @@ def add_run_parser(sub) -> None:
         help="objective perturbation: noise on the balance variables only, the entries of the gradient that hold loads "
         "(data, the default), or on every variable as the paper draws it (all)",
     )
-    p.add_argument("--rounds", type=integer(1), default=100, metavar="T", help="ADMM rounds (default: 100)")
+    p.add_argument("--rounds", type=integer(1), default=100, metavar="T",
+                   help="the most ADMM rounds to run (default: 100); a run stops earlier once it meets --tol")
     p.add_argument("--local-updates", type=integer(1), default=1, metavar="E", help="local steps per round (default: 1)")
     p.add_argument(
         "--rho",
@@ -167,7 +169,13 @@ def add_run_parser(sub) -> None:
         default=None,
         help="ADMM penalty (default: 100; for --algorithm exact --objective cost, 0.25 x the median marginal cost in $/h per p.u.)",
     )
-    p.add_argument("--rho-schedule", choices=["constant", "adaptive"], default="constant", help="constant or residual-balancing penalty (non-private runs)")
+    p.add_argument("--rho-schedule", choices=list(PENALTY_RULES), default="constant",
+                   help="how rho changes: constant (default), adaptive (residual balancing), spectral (per zone and kind "
+                   "of shared variable) (docs/algorithm.md)")
+    p.add_argument("--relaxation", type=real(0, 2, lo_open=True, hi_open=True), default=1.0, metavar="ALPHA",
+                   help="over-relaxation of the consensus step, in (0, 2) (default: 1, none)")
+    p.add_argument("--acceleration", choices=list(ACCELERATIONS), default="none",
+                   help="Anderson acceleration of the rounds (anderson) or none (default) (docs/algorithm.md)")
     p.add_argument("--eta", default="capped", type=real(0, lo_open=True, keywords=ETA_SCHEDULES), help="step size: capped (default), sqrt, theorem, or a constant")
     p.add_argument("--flows", choices=["variables", "expressions"], default="variables", help="branch flows in the algorithm's variables (default, as the paper) or eliminated")
     p.add_argument("--convention", choices=["powermodels", "matpower"], default="powermodels", help="data convention (default: powermodels)")
@@ -187,7 +195,9 @@ def add_run_parser(sub) -> None:
         metavar="SECONDS",
         help="mpi backend: report a rank as lost after this long without its heartbeat (default: 60)",
     )
-    p.add_argument("--tol", type=real(0), default=0.0, help="stop when primal and dual residuals fall below TOL (default: run all rounds)")
+    p.add_argument("--tol", type=real(0), default=DEFAULT_TOLERANCE, metavar="TOL",
+                   help=f"stop once both relative residuals (primal |w - Bz|/max(|w|, |Bz|), dual |rho(w - w_prev)|/|lambda|) "
+                   f"are at most TOL (default: {DEFAULT_TOLERANCE:g}; 0: run every round); --rounds is the cap")
     p.add_argument(
         "--local-solver",
         choices=list(SOLVERS),
@@ -260,7 +270,7 @@ FLAG_TO_FIELD = {
     "seed": "seed", "backend": "backend", "workers": "workers", "rank_timeout": "rank_timeout", "flows": "flows", "convention": "convention",
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
     "update": "algorithm", "perturbation": "algorithm", "mechanism": "algorithm",
-    "tol": ("tol_primal", "tol_dual"), "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
+    "tol": "tolerance", "relaxation": "relaxation", "acceleration": "acceleration", "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
     "local_solver": "local_solver", "deployment": "deployment",
 }
 # flags that --resume accepts: they cannot change the results of the run
@@ -276,8 +286,6 @@ def _flag(dest: str) -> str:
 
 def _field_values(args: argparse.Namespace, dest: str) -> dict:
     """The RunConfig field(s) and value(s) of one run flag."""
-    if dest == "tol":
-        return {"tol_primal": args.tol, "tol_dual": args.tol}
     if dest == "no_warm_start":
         return {"warm_start": not args.no_warm_start}
     if dest == "no_evaluation":
@@ -383,8 +391,9 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         rank_timeout=args.rank_timeout,
         flows=args.flows,
         convention=args.convention,
-        tol_primal=args.tol,
-        tol_dual=args.tol,
+        tolerance=args.tol,
+        relaxation=args.relaxation,
+        acceleration=args.acceleration,
         warm_start=not args.no_warm_start,
         evaluate=not args.no_evaluation,
         checkpoint_every=args.checkpoint_every,

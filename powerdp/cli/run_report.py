@@ -76,7 +76,8 @@ def _progress_printer(args, cfg: RunConfig):
 
 
 STOPPED = {  # summary["stopped"], in words
-    "rounds": "all rounds run", "tolerance": "stopped: residuals below --tol", "interrupted": "interrupted", "failed": "failed",
+    "rounds": "the round cap, before the residuals met --tol", "tolerance": "converged: both relative residuals at most --tol",
+    "interrupted": "interrupted", "failed": "failed",
 }
 
 
@@ -89,6 +90,12 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     if s["final_feasibility"] is not None:
         print(f"feasibility   consensus residual ‖w − Bz‖₂ = {s['final_feasibility']:.3e} p.u. (0 when the zones agree)")
         print(f"dual          dual residual ρ‖w − w_prev‖₂ = {s['final_dual_residual']:.3e}")
+        if s.get("final_primal_relative") is not None:
+            print(f"relative      primal {s['final_primal_relative']:.2e}, dual {s['final_dual_relative']:.2e} "
+                  f"(the stopping rule: both at most {s['stopping_tolerance']:g})")
+        if s.get("consensus_gap_mw") is not None:
+            print(f"consensus     the zones' tie-line flows differ by at most {s['consensus_gap_mw']:.3g} MW and "
+                  f"{s['consensus_gap_mvar']:.3g} MVAr")
     if cfg.private:
         parts = []
         for z, e in s["epsilon_total"].items():

@@ -70,6 +70,37 @@ LOCAL_SETTINGS: dict[str, Any] = {
 #: larger zones (case13659pegase's) keep Clarabel's solution as it is.
 POLISH = True
 POLISH_MAX_N = 1000
+#: … and only when the blocks tight at Clarabel's point hold at most this many rows: the polish's dense work grows as
+#: their cube. A private run's zone on case118 has 12–19 tight blocks, up to ≈ 60 (≈ 200 rows) in its first rounds;
+#: a cost+shedding zone of case1354_pegase (with the proximal term, P positive definite) 100–150 tight cones (400–550
+#: rows), where one polish took 2.4–12 s against Clarabel's 20–50 ms
+POLISH_MAX_ROWS = 256
+
+#: a weighted objective's (cost+shedding's) local solves: the objective scale the agent asks for (Ipopt's: the
+#: shedding curvature 2ω·s = 1e4) times this, and the balance variables measured from their own minimiser
+#: (:meth:`ClarabelSolver._center`). Measured on recorded case13659pegase zone problems (docs/results/performance.md):
+#: at Ipopt's scale the ADMM terms and the cost are ~1e-4 of Clarabel's unit and its solutions 0.1–0.4 p.u. from the
+#: minimiser; ×100 with the centring, within 2e-4 (1e-6 with the proximal term of RunConfig.proximal)
+WEIGHTED_SCALE_FACTOR = 100.0
+
+
+def balance_columns(problem: CompiledProblem) -> np.ndarray:
+    """The columns of ``problem`` that are balance variables y (empty when the reduction eliminated them)."""
+    from .formulation import BALANCE_VARIABLES
+
+    return np.flatnonzero([k[0] in BALANCE_VARIABLES for k in problem.var_keys]).astype(np.int64)
+
+
+#: Clarabel's statuses of a solve that stopped because it could not improve its point (not a verdict on the problem)
+STALLS = ("InsufficientProgress", "NumericalError")
+#: such a point is accepted (outcome ``solved_inaccurate``, as Ipopt's acceptable level) when it violates no row or bound
+#: by more than this, the violations Clarabel's AlmostSolved points of the same zones show (4e-8 to 6e-5). The cost objective's zones of case13659pegase need it: its 1199 branches with |z| < 1e-3 (x = 2e-4,
+#: admittance 5000 p.u.) put coefficients of ~4500 on wr/wi into the hard power-balance rows, where Clarabel's Newton
+#: steps shrink to 1e-3 of a full step (zone 10's projection: InsufficientProgress after 26 iterations at a point
+#: violating a row by 2e-2 with the run's column scaling; AlmostSolved after 98 iterations without it; Ipopt needs 209
+#: iterations and 43 s to its acceptable level on the same problem; docs/results/performance.md)
+STALL_ACCEPT_VIOLATION = 1e-4
+
 
 # Clarabel's SolverStatus names → powerdp outcomes (local_solver.OUTCOMES); others are "failed"
 OUTCOMES = {
@@ -224,6 +255,12 @@ class ClarabelSolver:
 
             self.working_sets = WorkingSets(n, self._p_indices, self._p_cols)
         self.polished = self.polish_failures = 0
+        #: variables Clarabel measures from the minimiser of their own diagonal term (:meth:`_center`); None: none
+        self.center_columns: np.ndarray | None = None
+        self.uncentered_retries = 0  # solves that stalled from x_c and were solved again from 0
+        self.accepted_stalls = 0  # stalled solves whose feasible point was accepted (STALL_ACCEPT_VIOLATION)
+        self._unscaled: ClarabelSolver | None = None  # the retry without column scaling (solve)
+        self.unscaled_retries = 0
 
     @classmethod
     def from_config(
@@ -232,8 +269,17 @@ class ClarabelSolver:
         """A zone's solver in a run: :data:`CLARABEL_SETTINGS` with :data:`LOCAL_SETTINGS`; P and q are
         multiplied by ``objective_scale`` (the minimiser stays; reported objectives are unscaled); solutions are
         polished when :data:`POLISH` is on and the zone has at most :data:`POLISH_MAX_N` variables."""
-        return cls(problem, objective_pattern=objective_pattern, options=LOCAL_SETTINGS, objective_scale=objective_scale,
-                   column_scale=column_scaling(problem, objective_pattern), polish=POLISH and problem.n <= POLISH_MAX_N)
+        from .objectives import OBJECTIVES
+
+        # runs with the proximal term (RunConfig.proximal) solve their weighted objective this way; others as before
+        weighted = (OBJECTIVES[config.objective].weighted if config.objective in OBJECTIVES else False) and getattr(config, "proximal", 0) > 0
+        if weighted and objective_scale:
+            objective_scale = objective_scale * WEIGHTED_SCALE_FACTOR
+        solver = cls(problem, objective_pattern=objective_pattern, options=LOCAL_SETTINGS, objective_scale=objective_scale,
+                     column_scale=column_scaling(problem, objective_pattern), polish=POLISH and problem.n <= POLISH_MAX_N)
+        if weighted:
+            solver.center_columns = balance_columns(problem)
+        return solver
 
     @classmethod
     def check_config(cls, config: Any) -> None:
@@ -314,6 +360,71 @@ class ClarabelSolver:
         self._working_form = None
         self.bounds = new
 
+    def _run(self, pvals: np.ndarray, q: np.ndarray, center: np.ndarray | None, b: np.ndarray | None):
+        """One Clarabel solve (its data built or updated): (the time it started, its solution, x)."""
+        import clarabel
+
+        if center is not None:  # Clarabel solves for x − x_c: q + P x_c, b − A x_c
+            q = q + self._p_times(pvals, center)
+        inv = self._inv_scale
+        sent = pvals
+        if inv is not None:  # Clarabel sees x̃ = s·x: P̃ = S⁻¹PS⁻¹, q̃ = S⁻¹q, Ã = AS⁻¹
+            if self._scaled_p is None or self._scaled_p[0] is not pvals:
+                self._scaled_p = (pvals, pvals * self._p_scale)
+            sent = self._scaled_p[1]
+            q = q * inv
+        if self._solver is None:
+            n = self.problem.n
+            P = sp.csc_matrix((sent, self._p_indices, self._p_indptr), shape=(n, n))
+            f = self._form
+            A = f.A
+            if inv is not None:  # AS⁻¹ on A's own pattern (entries in A's order: a CSC product may reorder them)
+                A = sp.csc_matrix((A.data * np.repeat(inv, np.diff(A.indptr)), A.indices, A.indptr), shape=A.shape)
+            self._solver = clarabel.DefaultSolver(P, q, A, f.b if b is None else b, f.cones(), self._settings)
+            self.builds += 1
+        elif pvals is self._solver_p:
+            if b is None:
+                self._solver.update(q=q)  # a round's later solves: P is the same, only q changes
+            else:
+                self._solver.update(q=q, b=b)
+            self.q_only_updates += 1
+        elif b is None:
+            self._solver.update(P=sent, q=q)
+        else:
+            self._solver.update(P=sent, q=q, b=b)
+        self._solver_p = pvals
+        t_solve = time.perf_counter()
+        sol = self._solver.solve()
+        x = np.asarray(sol.x, dtype=float)
+        if inv is not None:
+            x = x * inv
+        if center is not None:
+            x = x + center
+        return t_solve, sol, x
+
+    def _center(self, pvals: np.ndarray, q: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The point x_c Clarabel's variables are measured from, and b − A x_c (None, None: from 0).
+
+        ``center_columns`` (the balance variables y of a zone that keeps them) sit at the minimiser −q_j/P_jj of their
+        own diagonal term; every other entry at 0. With a heavy shedding penalty ω(y + d)² the objective's value at
+        0 is ≈ −ω‖d‖², so large (1e11 on case13659pegase's zones) that Clarabel's relative gap of 1e-10 left an
+        absolute gap of tens of $/h and the solution 0.1–0.4 p.u. off; from x_c the value is the gap to a
+        point near the optimum. A function of (P, q) only: the same bits on every host and after a resume."""
+        cols = self.center_columns
+        if cols is None or not len(cols):
+            return None, None
+        diag = pvals[self._pdiag[cols]]
+        center = np.zeros(self.problem.n)
+        ok = diag > 0
+        center[cols[ok]] = -q[cols[ok]] / diag[ok]
+        return center, self._form.b - self._form.A @ center
+
+    def _p_times(self, pvals: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """P x for P's values ``pvals`` (P's upper triangle is stored: P x = U x + Uᵀ x − diag(U) x)."""
+        n = self.problem.n
+        U = sp.csc_matrix((pvals, self._p_indices, self._p_indptr), shape=(n, n))
+        return U @ x + U.T @ x - pvals[self._pdiag] * x
+
     @property
     def working_form(self) -> ConicForm:
         """The conic form with every finite bound a block, implied ones included: the working sets' (the polish, the
@@ -335,9 +446,27 @@ class ClarabelSolver:
         mult_x_upper: np.ndarray | None = None,
     ) -> SolveResult:
         """Solve with ``objective`` (default: the problem's own). ``x0`` and the multipliers are
-        accepted for the interface and not used (no warm start). Never raises on a failed solve."""
-        import clarabel
+        accepted for the interface and not used (no warm start). Never raises on a failed solve.
 
+        A solve that fails with the column scaling is tried once more without it (a twin solver, built on first
+        use; ``unscaled_retries``): on case13659pegase's cost zones that turns a stall into AlmostSolved."""
+        res = self._solve(objective)
+        if not res.success and self.column_scale is not None:
+            if self._unscaled is None:
+                self._unscaled = ClarabelSolver(self.problem, self._default_objective, options=self.options,
+                                                objective_scale=self.objective_scale, column_scale=None, polish=False,
+                                                drop_implied=self._drop_implied)
+                self._unscaled.center_columns = self.center_columns
+            self._unscaled.set_bounds(*self.bounds)
+            self.unscaled_retries += 1
+            again = self._unscaled.solve(objective)
+            if again.success:
+                again.wall_s += res.wall_s
+                again.message += " (without column scaling, after " + res.message + ")"
+                return again
+        return res
+
+    def _solve(self, objective: QuadraticObjective | None) -> SolveResult:
         obj = objective if objective is not None else self._default_objective
         t = time.perf_counter()
         pvals = self._hessian_values(obj)
@@ -345,44 +474,29 @@ class ClarabelSolver:
         if self.objective_scale != 1.0:
             q = q * self.objective_scale
         q_polish = q  # before the column scaling: the polish works on x itself
-        inv = self._inv_scale
-        sent = pvals
-        if inv is not None:  # Clarabel sees x̃ = s·x: P̃ = S⁻¹PS⁻¹, q̃ = S⁻¹q, Ã = AS⁻¹
-            if self._scaled_p is None or self._scaled_p[0] is not pvals:
-                self._scaled_p = (pvals, pvals * self._p_scale)
-            sent = self._scaled_p[1]
-            q = q * inv
-        if self._solver is None:
-            n = self.problem.n
-            P = sp.csc_matrix((sent, self._p_indices, self._p_indptr), shape=(n, n))
-            f = self._form
-            A = f.A
-            if inv is not None:  # AS⁻¹ on A's own pattern (entries in A's order: a CSC product may reorder them)
-                A = sp.csc_matrix((A.data * np.repeat(inv, np.diff(A.indptr)), A.indices, A.indptr), shape=A.shape)
-            self._solver = clarabel.DefaultSolver(P, q, A, f.b, f.cones(), self._settings)
-            self.builds += 1
-        elif pvals is self._solver_p:
-            self._solver.update(q=q)  # a round's later solves: P is the same, only q changes
-            self.q_only_updates += 1
-        else:
-            self._solver.update(P=sent, q=q)
-        self._solver_p = pvals
-        t_solve = time.perf_counter()
-        sol = self._solver.solve()
+        center, b = self._center(pvals, q)
+        t_solve, sol, x = self._run(pvals, q, center, b)
+        if center is not None and OUTCOMES.get(str(sol.status)) not in ("solved", "solved_inaccurate"):
+            # measured from x_c Clarabel sometimes stalls (InsufficientProgress) where from 0 it does not: once more from 0
+            self.uncentered_retries += 1
+            t_solve, sol, x = self._run(pvals, q, None, self._form.b)
         wall = time.perf_counter() - t
-        x = np.asarray(sol.x, dtype=float)
-        if inv is not None:
-            x = x * inv
         name = str(sol.status)
         message = name
+        outcome = OUTCOMES.get(name, "failed")
+        if name in STALLS and np.all(np.isfinite(x)):
+            violation = self.problem.max_violation(x)
+            if violation <= STALL_ACCEPT_VIOLATION:  # Clarabel stopped at a point it could not improve, feasible
+                self.accepted_stalls += 1
+                outcome, message = "solved_inaccurate", f"{name} at a point feasible to {violation:.1e} (accepted)"
         if self.polish and np.all(np.isfinite(x)):
             from ._active_set_kernel import CERTIFIED
 
-            status, x_polished, _, _, _ = self.working_sets.solve(self.working_form, pvals, q_polish, x)
+            status, x_polished, _, _, _ = self.working_sets.solve(self.working_form, pvals, q_polish, x, POLISH_MAX_ROWS)
             if status == CERTIFIED:
                 self.polished += 1
                 x, message = x_polished, name if name == "Solved" else f"Solved (polished from Clarabel's {name})"
-                name = "Solved"
+                name, outcome = "Solved", "solved"
             else:
                 self.polish_failures += 1
             wall = time.perf_counter() - t
@@ -399,6 +513,6 @@ class ClarabelSolver:
             mult_x_lower=empty,
             mult_x_upper=empty,
             status_name=name,
-            outcome=OUTCOMES.get(name, "failed"),
+            outcome=outcome,
             solver=self.label,
         )

@@ -112,18 +112,24 @@ class WorkingSets:
         margin = block_margins(indptr, indices, data, b, offsets, dims, np.asarray(x0, dtype=float))
         return margin < GUESS_TOL * self._b_scale
 
-    def solve(self, form, pvals: np.ndarray, q: np.ndarray, x0: np.ndarray | None) -> tuple[int, np.ndarray, int, int, int]:
+    def solve(self, form, pvals: np.ndarray, q: np.ndarray, x0: np.ndarray | None,
+              max_rows: int | None = None) -> tuple[int, np.ndarray, int, int, int]:
         """Minimise ½xᵀPx + qᵀx (P from ``pvals``) over ``form`` from the start ``x0`` (None: P⁻¹'s unconstrained
         minimiser). Returns (status, x, passes, iterations, interior-point passes); status is the kernel's
-        (``CERTIFIED`` = 0: x is the minimiser) or :data:`NOT_CERTIFIABLE`."""
+        (``CERTIFIED`` = 0: x is the minimiser) or :data:`NOT_CERTIFIABLE`, also when the blocks tight at ``x0``
+        hold more than ``max_rows`` rows (the dense work grows as their cube)."""
         from ._active_set_kernel import working_set_solve
 
         x = np.empty(self.n)
-        pinv = self.inverse(pvals) if form.zero == 0 else None
-        if pinv is None:
+        if form.zero:
             return NOT_CERTIFIABLE, x, 0, 0, 0
         indptr, indices, data, b, offsets, dims = self.blocks(form)
         work = self.guess(form, x0)
+        if max_rows is not None and int(dims[work].sum()) > max_rows:
+            return NOT_CERTIFIABLE, x, 0, 0, 0
+        pinv = self.inverse(pvals)
+        if pinv is None:
+            return NOT_CERTIFIABLE, x, 0, 0, 0
         x_start = np.asarray(x0, dtype=float) if work.any() else _NO_START
         try:
             status, passes, iters, ipm = working_set_solve(pinv, np.asarray(q, dtype=float), indptr, indices, data, b,

@@ -168,9 +168,13 @@ class ZoneAgent:
             if not rest.is_zero:
                 self._f_lin, free = private, rest
         self._prox_mask = np.ones(self.n)
+        self.private_prox: np.ndarray | None = None  # τ on the entries neither linearized nor shared (None: none)
         if free is not None:
             self._prox_mask = np.zeros(self.n)
             self._prox_mask[self._f_lin.support()] = 1.0
+            if config.proximal > 0:
+                rest = (self._prox_mask == 0) & (self._shared_mask == 0)
+                self.private_prox = np.where(rest, float(config.proximal) * float(config.rho), 0.0)
         self.lipschitz = lipschitz_constant(self._f_lin, self.n)
         self._gen_cols = prob.index_of([("pg", int(g)) for g in prob.meta["gens"]])
         self._gens = np.asarray(prob.meta["gens"], dtype=np.int64)
@@ -180,7 +184,15 @@ class ZoneAgent:
         # eliminated (z = P r), another the problem in z itself (P = I)
         solver_cls = solver_class(config.local_solver, "local_solver")
         # (the balance variables too unless that fills the zone's KKT factor in: reduction.sparse_elimination)
-        self.reduction = sparse_elimination(prob) if solver_cls.wants_reduced else eliminate(prob, ())
+        # a weighted objective (ω(y + d)², ω ~ 1e9 with auto ω) keeps y: eliminated, it writes ω·MᵀM into every entry of
+        # the solver's Hessian (M: the balance rows' admittances), which no solver then solves to better than ~1e-2
+        # (docs/results/performance.md, "cost+shedding at scale")
+        if not solver_cls.wants_reduced:
+            self.reduction = eliminate(prob, ())
+        elif OBJECTIVES[config.objective].weighted and config.proximal > 0:
+            self.reduction = eliminate(prob, ("ohm",))
+        else:
+            self.reduction = sparse_elimination(prob)
         red = self.reduction
         self._f_r = red.reduced.objective  # f_p in the solver's coordinates (exact ADMM)
         self._free_r = red.pull_objective(free) if free is not None else None  # the data-free part, kept exact
@@ -324,11 +336,13 @@ class ZoneAgent:
         self.round = t = msg.round
         cfg = self.config
         w, rho = msg.w, msg.rho
+        if msg.lam is not None:  # the coordinator's duals (accelerated): public values computed from releases
+            self.lam = np.asarray(msg.lam, dtype=float)
         # B_pᵀ(ρ w + λ): the ADMM term's linear part, fixed for the round
         admm_lin = np.zeros(self.n)
         admm_lin[self.shared_cols] = rho * w + self.lam
         self.perturbation.start_round(t)
-        outcome = self.update.run_round(self, t, rho, admm_lin)
+        outcome = self.update.run_round(self, t, self._penalty(rho), admm_lin)
         if cfg.private:
             self.perturbation.end_round(len(outcome.iterates))
         iterates = outcome.iterates
@@ -345,6 +359,14 @@ class ZoneAgent:
             noise_magnitude=outcome.noise,
         ))
         return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise, cfg.faults)
+
+    def _penalty(self, rho: float | np.ndarray) -> float | np.ndarray:
+        """ρ as the update rules take it: the number itself, or one per entry of z (0 off the shared entries)."""
+        if np.ndim(rho) == 0:
+            return rho
+        out = np.zeros(self.n)
+        out[self.shared_cols] = rho
+        return out
 
     # ----------------------------------------------------------- evaluation
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...engine.consensus.algorithms import ALIASES, Algorithm, AlgorithmChoices, resolve
+from ...engine.consensus.penalties import PENALTY_RULES
 from ...engine.consensus.perturbations import PERTURBATIONS
 from ...engine.consensus.updates import ETA_SCHEDULES, UPDATES
 from ...errors import ConfigError
@@ -29,6 +30,9 @@ ADJACENCIES = ("value", "bus")
 NOISE_SUPPORTS = ("data", "all")
 LINEARIZE = ("private", "all")
 BACKENDS = ("serial", "process", "mpi")
+ACCELERATIONS = ("none", "anderson")
+#: the stopping rule's default tolerance on both relative residuals (docs/algorithm.md, "Stopping")
+DEFAULT_TOLERANCE = 1e-4
 
 
 @dataclass
@@ -71,7 +75,12 @@ class RunConfig(AlgorithmChoices):
     rounds: int = 100
     local_updates: int = 1
     rho: float | None = None  # None: 100, or for exact ADMM on the cost objective one scaled to the costs (runner.default_rho)
-    rho_schedule: str = "constant"  # or "adaptive" (residual balancing; non-private runs only)
+    rho_schedule: str = "constant"  # or "adaptive" (residual balancing), "spectral" (engine/consensus/penalties.py)
+    relaxation: float = 1.0  # over-relaxation α of the consensus step (1: none; engine/consensus/coordinator.py)
+    acceleration: str = "none"  # or "anderson" (engine/consensus/acceleration.py)
+    # τ/ρ₀ of a proximal term ½τ‖z − z_last‖² on a zone's entries that are neither shared nor linearized (the
+    # data-free part kept exact: cost+shedding's generation cost); 0: none (docs/algorithm.md, "Proximal term")
+    proximal: float = 0.0
     eta: str | float = "capped"
     # None (default): every zone draws its noise from secret OS entropy ("noise_source": "secret"); an
     # integer: a reproducible experiment whose noise anyone who knows the seed can replay ("seeded")
@@ -81,7 +90,10 @@ class RunConfig(AlgorithmChoices):
     rank_timeout: float = 60.0  # mpi backend: a rank silent this long (no heartbeat) is reported lost
     flows: str = "variables"  # z includes branch flows (paper); Ipopt solves with them eliminated
     convention: str = "powermodels"
-    tol_primal: float = 0.0  # stop when both residuals fall below (0: run all rounds)
+    # the stopping rule (docs/algorithm.md, "Stopping"): stop once both relative residuals (primal ‖w − Bz‖ /
+    # max(‖w‖, ‖Bz‖), dual ‖ρ ∘ B(w − w_prev)‖ / ‖λ‖) are at most `tolerance`; `rounds` is the cap (0: every round)
+    tolerance: float = DEFAULT_TOLERANCE
+    tol_primal: float = 0.0  # also: absolute residuals at most these (p.u. and objective units per p.u.; 0: not used)
     tol_dual: float = 0.0
     warm_start: bool = True  # primal-dual warm start of local solves (measured: benchmarks/warmstart.py)
     checkpoint_every: int = 10
@@ -167,8 +179,14 @@ class RunConfig(AlgorithmChoices):
             raise bad("local_updates", "must be a positive integer")
         if self.rho is not None and not (self.rho > 0 and math.isfinite(self.rho)):
             raise bad("rho", "must be a positive number")
-        if self.rho_schedule not in ("constant", "adaptive"):
-            raise bad("rho_schedule", "choose 'constant' or 'adaptive'")
+        if self.rho_schedule not in PENALTY_RULES:
+            raise bad("rho_schedule", f"choose one of {', '.join(PENALTY_RULES)}")
+        if isinstance(self.relaxation, bool) or not isinstance(self.relaxation, (int, float)) or not 0 < self.relaxation < 2:
+            raise bad("relaxation", "the over-relaxation factor must be a number in (0, 2) (1: none)")
+        if isinstance(self.proximal, bool) or not isinstance(self.proximal, (int, float)) or not (math.isfinite(self.proximal) and self.proximal >= 0):
+            raise bad("proximal", "the proximal weight τ/ρ must be a number >= 0 (0: none)")
+        if self.acceleration not in ACCELERATIONS:
+            raise bad("acceleration", f"choose one of {', '.join(ACCELERATIONS)}")
         if self.rho_schedule == "adaptive" and spec.private:
             raise bad("rho_schedule", "adaptive penalties depend on data-dependent residuals; use it for non-private runs")
         if isinstance(self.eta, str) and self.eta not in ETA_SCHEDULES:
@@ -197,10 +215,10 @@ class RunConfig(AlgorithmChoices):
             raise bad("zones", "must be at least 1")
         if self.zones is None and self.partition is None:
             raise ConfigError("give zones (a count) or partition (a bus,zone CSV file, 'area' or 'zone')")
-        for name in ("tol_primal", "tol_dual"):
+        for name in ("tolerance", "tol_primal", "tol_dual"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
-                raise bad(name, "must be a number >= 0 (0: run all rounds)")
+                raise bad(name, "must be a number >= 0 (0: not used)")
         if self.deployment is not None and self.evaluate:
             raise bad("deployment", "a deployment has no zone's loads on the coordinator's side, so nothing to evaluate; "
                       "set evaluate false (--no-evaluation)")

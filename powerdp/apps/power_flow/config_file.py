@@ -69,4 +69,6 @@ def read_config_json(path: str | Path) -> RunConfig:
     path = Path(path)
     data = read_config_file(path)
     check_types(data, str(path))
+    if "tolerance" not in data:  # written before the stopping rule: the run went on to its last round
+        data = {**data, "tolerance": 0.0}
     return RunConfig.from_dict(data, source=str(path))

@@ -67,11 +67,13 @@ LEGACY_FILES = ("history.csv", "summary.json", "consensus.csv", "generators.csv"
                 "zones.csv", "pandapower.json")
 
 #: history columns the coordinator computes from what it receives (and its own clock); all others are evaluation
-COORDINATOR_COLUMNS = ["round", "feasibility", "dual_residual", "wall_s", "epsilon_spent", "rho"]
+COORDINATOR_COLUMNS = ["round", "feasibility", "dual_residual", "primal_relative", "dual_relative", "wall_s", "epsilon_spent",
+                       "rho"]
 #: summary keys of the coordinator's view (an allow-list: any other key is the simulation's evaluation)
 COORDINATOR_KEYS = (
     "case", "algorithm", "objective", "n_zones", "n_shared", "load_values", "rounds", "stopped", "shedding_weight",
-    "final_feasibility", "final_dual_residual", "wall_s", "setup_s", "local_solver", "epsilon_total", "epsilon_per_step",
+    "final_feasibility", "final_dual_residual", "stopping_tolerance", "final_primal_relative", "final_dual_relative",
+    "consensus_gap_mw", "consensus_gap_mvar", "wall_s", "setup_s", "local_solver", "epsilon_total", "epsilon_per_step",
     "epsilon_basic", "target_epsilon", "target_delta", "private", "noise_source", "privacy_warnings", "backend", "hosts",
     "resumed_from", "zone_run",
 )
@@ -82,6 +84,8 @@ HISTORY_COLUMNS = [
     "objective",
     "feasibility",
     "dual_residual",
+    "primal_relative",
+    "dual_relative",
     "max_violation",
     "solver_iterations",
     "solves",

@@ -166,7 +166,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
     keys = plan.shared_keys
     history: list[dict[str, Any]] = []
     init_s = 0.0
-    coordinator = Coordinator(len(keys), list(plan.zone_maps), config.rho, config.rho_schedule)
+    coordinator = Coordinator(len(keys), list(plan.zone_maps), config.rho, config.rho_schedule, groups=_key_groups(keys),
+                              relaxation=config.relaxation, acceleration=None if config.acceleration == "none" else config.acceleration)
     say(f"building {part.n_zones} zone agents ({config.backend} backend)")
     backend = make_backend(config.backend, net, plan.specs, config)
     last_diags: dict[int, Any] = {}  # each zone's latest report: its privacy spend survives a lost host
@@ -201,7 +202,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
 
         def step(t: int) -> dict[str, Any]:
             t0 = time.perf_counter()
-            rho = coordinator.rho
+            rho = coordinator.rho if np.ndim(coordinator.rho) == 0 else float(np.median(coordinator.rho))
             updates = backend.step(coordinator.broadcast())
             seen(updates)
             res = coordinator.receive(updates)
@@ -214,6 +215,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
                 "objective": float(sum(d.objective for d in diags)),
                 "feasibility": res.primal,
                 "dual_residual": res.dual,
+                "primal_relative": res.primal_relative,
+                "dual_relative": res.dual_relative,
                 "max_violation": float(max(d.max_violation for d in diags)),
                 "wall_s": time.perf_counter() - t0,
                 "epsilon_spent": float(max(d.epsilon_spent for d in diags)),
@@ -231,11 +234,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
                                    agents=lambda d: backend.save_checkpoint(plan.folders),
                                    prune=lambda d: backend.prune_checkpoints(plan.folders, coordinator.round))
 
-        tol = config.tol_primal > 0 or config.tol_dual > 0
-        rounds = Rounds(
-            step=step, partial=partial, failed=failed, checkpoint=checkpoint,
-            converged=(lambda row: row["feasibility"] <= config.tol_primal and row["dual_residual"] <= config.tol_dual) if tol else None,
-        )
+        rounds = Rounds(step=step, partial=partial, failed=failed, checkpoint=checkpoint, converged=stopping_rule(config))
         stopped = run_rounds(rounds, start_round, config.rounds, history, record, config.checkpoint_every, progress, plan.resume)
         result = partial(history, stopped, complete=True)
         result.summary["resumed_from"] = start_round - 1 if plan.resume else None
@@ -251,6 +250,26 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
     if out_dir is not None:
         result.save(out_dir)
     return result
+
+
+def stopping_rule(config: RunConfig) -> Callable[[dict[str, Any]], bool] | None:
+    """The run's stopping test on a history row (docs/algorithm.md, "Stopping"): both relative residuals at most
+    ``config.tolerance`` and, when set, the absolute ones at most ``tol_primal`` / ``tol_dual``; None: every round."""
+    tests = []
+    if config.tolerance > 0:
+        tests.append(lambda row: row["primal_relative"] <= config.tolerance and row["dual_relative"] <= config.tolerance)
+    if config.tol_primal > 0 or config.tol_dual > 0:
+        tests.append(lambda row: row["feasibility"] <= config.tol_primal and row["dual_residual"] <= config.tol_dual)
+    if not tests:
+        return None
+    return lambda row: all(test(row) for test in tests)
+
+
+def _key_groups(keys) -> np.ndarray:
+    """Each shared variable's group for a per-group penalty: its kind (w, wr, wi, pf, ...), numbered in order of
+    first appearance (public: the shared keys are the partition's)."""
+    kinds: dict[str, int] = {}
+    return np.array([kinds.setdefault(k[0], len(kinds)) for k in keys], dtype=np.int64)
 
 
 def _renamed(row: dict) -> dict:
@@ -394,6 +413,30 @@ def zone_time_summary(zone_times: dict[int, list[float]]) -> dict[str, Any]:
     }
 
 
+def _last(frame: pd.DataFrame, column: str) -> float | None:
+    """The last round's value of ``column`` (None: no rounds, or a row without it)."""
+    if not len(frame) or column not in frame or not np.isfinite(frame[column].iloc[-1]):
+        return None
+    return float(frame[column].iloc[-1])
+
+
+#: the shared variables that are power flows: active (MW) and reactive (MVAr) at either end of a tie line
+ACTIVE_FLOWS, REACTIVE_FLOWS = ("pf", "pt"), ("qf", "qt")
+
+
+def consensus_gaps(coordinator: Coordinator, keys, base_mva: float) -> dict[str, float | None]:
+    """How far the zones are from agreeing, in physical units: the largest |w_k − x_pk| over the zones' copies of
+    the tie lines' active flows (MW) and reactive flows (MVAr), from released values only (None: no flow is
+    shared, e.g. ``flows="expressions"``)."""
+    kinds = np.array([k[0] for k in keys], dtype=object)[coordinator.gidx] if len(keys) else np.zeros(0, dtype=object)
+    gap = np.abs(coordinator.w[coordinator.gidx] - coordinator.released) * float(base_mva)
+    out = {}
+    for name, which in (("consensus_gap_mw", ACTIVE_FLOWS), ("consensus_gap_mvar", REACTIVE_FLOWS)):
+        mask = np.isin(kinds, which)
+        out[name] = float(gap[mask].max()) if mask.any() else None
+    return out
+
+
 def _finite_sum(values: list[float]) -> float | None:
     """The sum, or None when a value is missing (not evaluated, no costs) or there are none."""
     vals = [float(v) for v in values if v is not None]
@@ -435,6 +478,10 @@ def _result(
         "total_shedding_mw": shedding_mw,  # Σ_i |yp_i + pd_i| · baseMVA at the released point, MW
         "final_feasibility": float(frame["feasibility"].iloc[-1]) if len(frame) else None,
         "final_dual_residual": float(frame["dual_residual"].iloc[-1]) if len(frame) else None,
+        "stopping_tolerance": float(config.tolerance),
+        "final_primal_relative": _last(frame, "primal_relative"),
+        "final_dual_relative": _last(frame, "dual_relative"),
+        **(consensus_gaps(coordinator, keys, net.base_mva) if len(frame) else {"consensus_gap_mw": None, "consensus_gap_mvar": None}),
         "max_violation": float(frame["max_violation"].max()) if len(frame) else None,
         "final_max_violation": float(frame["max_violation"].iloc[-1]) if len(frame) else None,
         "wall_s": float(frame["wall_s"].sum()) if run_s is None else float(run_s),

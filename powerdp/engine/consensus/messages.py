@@ -1,7 +1,8 @@
 """The messages agents and coordinator exchange — an allow-list: nothing else crosses (docs/privacy.md).
 
 A round is two messages per zone: the coordinator's :class:`ConsensusMessage`
-(the zone's entries of the consensus vector and the penalty ρ_t) and the
+(the zone's entries of the consensus vector, the penalty ρ_t and, when the coordinator accelerates, the zone's
+duals, which it computes from released values anyway) and the
 agent's :class:`ZoneUpdate` (the released shared values B_p z_p, and nothing
 computed from the zone's noise ξ or from its loads). Both hold plain numbers
 and numpy arrays, so they cross processes and MPI ranks as they are.
@@ -31,8 +32,11 @@ class ConsensusMessage:
 
     round: int
     zone: int
-    w: np.ndarray  # the zone's entries of w^{t+1}, in the zone's shared-variable order
-    rho: float
+    w: np.ndarray  # the zone's entries of w^{t+1} (over-relaxed: α w + (1 − α) x_p^t), in its shared-variable order
+    rho: float | np.ndarray  # ρ_t: one number, or one per entry (a per-entry penalty rule)
+    #: the zone's duals λ_p^t when the coordinator changed them beyond the plain update (Anderson acceleration);
+    #: None: the zone keeps its own copy, updated as docs/algorithm.md step 3
+    lam: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class ZoneUpdate:
 
 #: every field each message type may carry (the protocol's allow-list; round and zone are public counters)
 MESSAGE_FIELDS: dict[type, tuple[str, ...]] = {
-    ConsensusMessage: ("round", "zone", "w", "rho"),
+    ConsensusMessage: ("round", "zone", "w", "rho", "lam"),
     ZoneUpdate: ("round", "zone", "released"),
 }
 

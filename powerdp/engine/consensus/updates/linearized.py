@@ -61,11 +61,17 @@ class LinearizedUpdate(LocalUpdate):
         prox = zone.prox_mask
         eta = self.eta(t, zone.lipschitz, CAP_ALL if prox.all() else (CAP_PRIVATE if self.config.private else CAP_EXACT))
         diag = prox / eta + rho * zone.shared_mask
+        # the entries neither linearized nor shared (kept exact: f_p's data-free part) get the proximal weight τ
+        tau = zone.private_prox
+        if tau is not None:
+            diag = diag + tau
         pert = zone.perturbation
         out = RoundOutcome()
         z = zone.z_last
         for e in range(1, self.config.local_updates + 1):
             c = zone.gradient(z) - prox * z / eta - admm_lin
+            if tau is not None:
+                c = c - tau * z
             out.noise += pert.perturb_objective(c)
             z, res = zone.solve(c, diag, e)
             z, noise = pert.perturb_output(z)
