@@ -7,14 +7,14 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from ..apps.power_flow.config import ACCELERATIONS, ADJACENCIES, ALGORITHMS, DEFAULT_TOLERANCE, NOISE_SUPPORTS, RunConfig
+from ..apps.power_flow.config import ACCELERATIONS, ADJACENCIES, ALGORITHMS, DEFAULT_TOLERANCE, LOCAL_SOLVERS, NOISE_SUPPORTS, RunConfig
 from ..engine.consensus.algorithms import compose
 from ..engine.consensus.penalties import PENALTY_RULES
 from ..engine.consensus.perturbations import PERTURBATIONS
 from ..engine.consensus.updates import UPDATES
 from ..engine.consensus.updates.linearized import ETA_SCHEDULES
 from ..errors import ConfigError
-from ..opf.local_solver import SOLVERS
+from ..opf.local_solver import AUTO
 from ..opf.objectives import OBJECTIVES
 from ..privacy import MECHANISMS
 from .args import integer, real
@@ -169,13 +169,19 @@ def add_run_parser(sub) -> None:
         default=None,
         help="ADMM penalty (default: 100; for --algorithm exact --objective cost, 0.25 x the median marginal cost in $/h per p.u.)",
     )
-    p.add_argument("--rho-schedule", choices=list(PENALTY_RULES), default="constant",
-                   help="how rho changes: constant (default), adaptive (residual balancing), spectral (per zone and kind "
-                   "of shared variable) (docs/algorithm.md)")
-    p.add_argument("--relaxation", type=real(0, 2, lo_open=True, hi_open=True), default=1.0, metavar="ALPHA",
-                   help="over-relaxation of the consensus step, in (0, 2) (default: 1, none)")
-    p.add_argument("--acceleration", choices=list(ACCELERATIONS), default="none",
-                   help="Anderson acceleration of the rounds (anderson) or none (default) (docs/algorithm.md)")
+    p.add_argument("--rho-schedule", choices=[AUTO, *PENALTY_RULES], default=AUTO,
+                   help="how rho changes: auto (default: balanced for a non-private run, constant for a private one), "
+                   "constant, adaptive (residual balancing), balanced (residual balancing per kind of shared variable), "
+                   "spectral (per zone and kind, from curvature estimates) (docs/algorithm.md)")
+    p.add_argument("--relaxation", type=real(0, 2, lo_open=True, hi_open=True, keywords=(AUTO,)), default=AUTO, metavar="ALPHA",
+                   help="over-relaxation of the consensus step, in (0, 2); 1: none (default auto: 1.6 for a non-private "
+                   "run, 1 for a private one)")
+    p.add_argument("--acceleration", choices=[AUTO, *ACCELERATIONS], default=AUTO,
+                   help="Anderson acceleration of the rounds: anderson, none, or auto (default: anderson for a non-private "
+                   "run, none for a private one) (docs/algorithm.md)")
+    p.add_argument("--proximal", type=real(0), default=0.0, metavar="TAU",
+                   help="cost+shedding: a proximal term TAU x rho on the variables neither shared nor linearized, which "
+                   "keeps each local problem strongly convex and its solve accurate at scale (default 0: none)")
     p.add_argument("--eta", default="capped", type=real(0, lo_open=True, keywords=ETA_SCHEDULES), help="step size: capped (default), sqrt, theorem, or a constant")
     p.add_argument("--flows", choices=["variables", "expressions"], default="variables", help="branch flows in the algorithm's variables (default, as the paper) or eliminated")
     p.add_argument("--convention", choices=["powermodels", "matpower"], default="powermodels", help="data convention (default: powermodels)")
@@ -200,14 +206,15 @@ def add_run_parser(sub) -> None:
                    f"are at most TOL (default: {DEFAULT_TOLERANCE:g}; 0: run every round); --rounds is the cap")
     p.add_argument(
         "--local-solver",
-        choices=list(SOLVERS),
-        default="ipopt",
-        help="the zones' solver: ipopt (default; Ipopt on each local problem with the flows eliminated, warm-started) "
-        "or clarabel (Clarabel on the conic form of the local problem, its solution polished to the certified "
-        "minimiser by active-set's working sets on zones of up to 1000 variables; several times faster, no warm start) "
-        "or active-set (working sets on the cached P⁻¹, each solved by Newton's method on its active rows and cones "
-        "or a compiled dense cone QP, certified, Clarabel as its fallback; 4.6× faster than clarabel on case118, quiet: "
-        "docs/results/performance.md; the first use of either compiles numba kernels, ≈ 30 s of CPU once)",
+        choices=list(LOCAL_SOLVERS),
+        default=AUTO,
+        help="the zones' solver: auto (default: active-set on every zone whose local problem it certifies, i.e. with a "
+        "proximal term on all of its variables and at most 1000 of them, clarabel on the others), ipopt (Ipopt on each "
+        "local problem with the flows eliminated, warm-started), clarabel (Clarabel on the conic form of the local "
+        "problem, its solution polished to the certified minimiser by active-set's working sets on zones of up to 1000 "
+        "variables) or active-set (working sets on the cached P⁻¹, each solved by Newton's method on its active rows and "
+        "cones or a compiled dense cone QP, certified, Clarabel as its fallback; 4.6× faster than clarabel on case118: "
+        "docs/results/performance.md). The first run compiles numba kernels (≈ 30 s of CPU), once per installation",
     )
     p.add_argument("--no-warm-start", action="store_true", help="start every local solve cold from the flat point (Ipopt; Clarabel always starts cold)")
     p.add_argument(
@@ -270,7 +277,7 @@ FLAG_TO_FIELD = {
     "seed": "seed", "backend": "backend", "workers": "workers", "rank_timeout": "rank_timeout", "flows": "flows", "convention": "convention",
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
     "update": "algorithm", "perturbation": "algorithm", "mechanism": "algorithm",
-    "tol": "tolerance", "relaxation": "relaxation", "acceleration": "acceleration", "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
+    "tol": "tolerance", "relaxation": "relaxation", "acceleration": "acceleration", "proximal": "proximal", "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
     "local_solver": "local_solver", "deployment": "deployment",
 }
 # flags that --resume accepts: they cannot change the results of the run
@@ -394,6 +401,7 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         tolerance=args.tol,
         relaxation=args.relaxation,
         acceleration=args.acceleration,
+        proximal=args.proximal,
         warm_start=not args.no_warm_start,
         evaluate=not args.no_evaluation,
         checkpoint_every=args.checkpoint_every,

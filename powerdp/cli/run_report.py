@@ -130,7 +130,7 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
         rel = s.get("relative_gap_to_centralized")
         rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
         print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g} {unit} (absolute){rel_txt}")
-    label = SOLVERS[cfg.local_solver].label
+    label = SOLVERS[cfg.local_solver].label if cfg.local_solver in SOLVERS else "the zones' solvers (auto)"
     if s.get("solves"):
         print(f"zone solves   {s['solver_s']:.2f} s in {label}, {s['solves']} local solves (zone-private statistics)")
         slow = s.get("straggler_zone")

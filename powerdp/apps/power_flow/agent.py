@@ -34,7 +34,7 @@ from ...grid.network import Network
 from ...opf.compiled import CompiledProblem, QuadraticObjective
 from ...opf.direct import compile_zone
 from ...opf.formulation import BALANCE_VARIABLES
-from ...opf.local_solver import LocalSolver, solver_class
+from ...opf.local_solver import AUTO, LocalSolver, auto_solver, solver_class
 from ...opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
 from ...opf.reduction import eliminate, sparse_elimination
 from ...privacy import PrivacyLedger, noise_rng
@@ -182,7 +182,10 @@ class ZoneAgent:
         # the algorithm works in z (flows included in "variables" mode, as in the paper); a solver that
         # wants it (Ipopt, Clarabel) solves the smaller problem in r with the flows and balance variables
         # eliminated (z = P r), another the problem in z itself (P = I)
-        solver_cls = solver_class(config.local_solver, "local_solver")
+        # "auto": the active set where the local problem is strongly convex in every entry (the proximal term covers
+        # all of z) and small, else Clarabel (opf.local_solver.auto_solver; both solve the reduced problem)
+        solver_name = config.local_solver
+        solver_cls = solver_class("clarabel" if solver_name == AUTO else solver_name, "local_solver")
         # (the balance variables too unless that fills the zone's KKT factor in: reduction.sparse_elimination)
         # a weighted objective (ω(y + d)², ω ~ 1e9 with auto ω) keeps y: eliminated, it writes ω·MᵀM into every entry of
         # the solver's Hessian (M: the balance rows' admittances), which no solver then solves to better than ~1e-2
@@ -194,6 +197,10 @@ class ZoneAgent:
         else:
             self.reduction = sparse_elimination(prob)
         red = self.reduction
+        if solver_name == AUTO:
+            solver_name = auto_solver(red.reduced.n, bool(self._prox_mask.all()))
+            solver_cls = solver_class(solver_name, "local_solver")
+        self.solver_name = solver_name
         self._f_r = red.reduced.objective  # f_p in the solver's coordinates (exact ADMM)
         self._free_r = red.pull_objective(free) if free is not None else None  # the data-free part, kept exact
         # the update rule decides what the solver is built for (docs/algorithm.md)

@@ -19,7 +19,7 @@ from ...engine.consensus.penalties import PENALTY_RULES
 from ...engine.consensus.perturbations import PERTURBATIONS
 from ...engine.consensus.updates import ETA_SCHEDULES, UPDATES
 from ...errors import ConfigError
-from ...opf.local_solver import SOLVERS, solver_class
+from ...opf.local_solver import AUTO, SOLVERS, solver_class
 from ...opf.objectives import OBJECTIVES
 from ...privacy.faults import InjectedFaults, check_faults
 
@@ -31,6 +31,19 @@ NOISE_SUPPORTS = ("data", "all")
 LINEARIZE = ("private", "all")
 BACKENDS = ("serial", "process", "mpi")
 ACCELERATIONS = ("none", "anderson")
+#: the zones' solvers: "auto" (each zone the fastest certified one that applies: opf.local_solver.auto_solver) or one
+LOCAL_SOLVERS = (AUTO, *SOLVERS)
+#: what ``"auto"`` coordination settings resolve to in a power-flow run (docs/algorithm.md, "Coordination"): a
+#: non-private run balances one ρ per kind of shared variable, over-relaxes by 1.6 and accelerates (measured:
+#: docs/results/convergence.md); a private run keeps the paper's constant ρ, no relaxation, no acceleration (every
+#: one of them would be post-processing of its releases, and allowed, but none measured better under noise)
+COORDINATION = {
+    False: {"rho_schedule": "balanced", "relaxation": 1.6, "acceleration": "anderson"},
+    True: {"rho_schedule": "constant", "relaxation": 1.0, "acceleration": "none"},
+}
+#: the fixed path: what "auto" resolves to where a caller does not ask for a run's defaults (an application built on
+#: power flow, e.g. dispatch), and what a run directory written before these settings ran with
+FIXED_COORDINATION = COORDINATION[True]
 #: the stopping rule's default tolerance on both relative residuals (docs/algorithm.md, "Stopping")
 DEFAULT_TOLERANCE = 1e-4
 
@@ -45,8 +58,9 @@ class RunConfig(AlgorithmChoices):
     algorithm on z = (W, flows, pg, qg) as the paper does — its linearized steps are far
     better conditioned than in W-space — while Ipopt solves each local problem with the
     flows eliminated; ``flows="expressions"`` runs it on (W, pg, qg) only. ``local_solver``
-    picks the zones' solver: ``"ipopt"`` (default) or ``"clarabel"`` (the conic form, faster;
-    the ``ipopt_*`` fields then must keep their defaults).
+    picks the zones' solver: ``"auto"`` (default: the active set where it certifies, Clarabel elsewhere,
+    :func:`~powerdp.opf.local_solver.auto_solver`), ``"ipopt"``, ``"clarabel"`` or ``"active-set"`` (for the
+    last three the ``ipopt_*`` fields must keep their defaults unless it is ``"ipopt"``).
     """
 
     case: str = "case14"
@@ -75,9 +89,12 @@ class RunConfig(AlgorithmChoices):
     rounds: int = 100
     local_updates: int = 1
     rho: float | None = None  # None: 100, or for exact ADMM on the cost objective one scaled to the costs (runner.default_rho)
-    rho_schedule: str = "constant"  # or "adaptive" (residual balancing), "spectral" (engine/consensus/penalties.py)
-    relaxation: float = 1.0  # over-relaxation α of the consensus step (1: none; engine/consensus/coordinator.py)
-    acceleration: str = "none"  # or "anderson" (engine/consensus/acceleration.py)
+    # how the coordinator moves (docs/algorithm.md, "Coordination"): the penalty rule ("constant", "adaptive",
+    # "balanced", "spectral": engine/consensus/penalties.py), the over-relaxation α (1: none) and the acceleration
+    # ("none", "anderson"); "auto": a run's defaults, COORDINATION (resolved by plan.resolve_config)
+    rho_schedule: str = "auto"
+    relaxation: float | str = "auto"
+    acceleration: str = "auto"
     # τ/ρ₀ of a proximal term ½τ‖z − z_last‖² on a zone's entries that are neither shared nor linearized (the
     # data-free part kept exact: cost+shedding's generation cost); 0: none (docs/algorithm.md, "Proximal term")
     proximal: float = 0.0
@@ -105,7 +122,7 @@ class RunConfig(AlgorithmChoices):
     # deployment: a directory written by `powerdp partition --split`; the coordinator reads only its public
     # network (no loads) and each zone's host only its own zone's load file (powerdp.apps.power_flow.zone_data)
     deployment: str | None = None
-    local_solver: str = "ipopt"  # the zones' solver (powerdp.opf.local_solver.SOLVERS): "ipopt", "clarabel", "active-set"
+    local_solver: str = AUTO  # the zones' solver: "auto" (opf.local_solver.auto_solver) or one of SOLVERS
     ipopt_profile: str = "default"  # Ipopt options of cold solves (a bundled profile or a .opt file)
     ipopt_warm_profile: str = "warm"  # options switched on once solves are warm-started
     ipopt_options: dict[str, Any] = field(default_factory=dict)  # extra Ipopt options, e.g. {"print_level": 5}
@@ -179,16 +196,15 @@ class RunConfig(AlgorithmChoices):
             raise bad("local_updates", "must be a positive integer")
         if self.rho is not None and not (self.rho > 0 and math.isfinite(self.rho)):
             raise bad("rho", "must be a positive number")
-        if self.rho_schedule not in PENALTY_RULES:
-            raise bad("rho_schedule", f"choose one of {', '.join(PENALTY_RULES)}")
-        if isinstance(self.relaxation, bool) or not isinstance(self.relaxation, (int, float)) or not 0 < self.relaxation < 2:
-            raise bad("relaxation", "the over-relaxation factor must be a number in (0, 2) (1: none)")
+        if self.rho_schedule not in (AUTO, *PENALTY_RULES):
+            raise bad("rho_schedule", f"choose one of {', '.join((AUTO, *PENALTY_RULES))}")
+        if self.relaxation != AUTO and (isinstance(self.relaxation, bool) or not isinstance(self.relaxation, (int, float))
+                                        or not 0 < self.relaxation < 2):
+            raise bad("relaxation", "the over-relaxation factor must be a number in (0, 2) (1: none) or 'auto'")
         if isinstance(self.proximal, bool) or not isinstance(self.proximal, (int, float)) or not (math.isfinite(self.proximal) and self.proximal >= 0):
             raise bad("proximal", "the proximal weight τ/ρ must be a number >= 0 (0: none)")
-        if self.acceleration not in ACCELERATIONS:
-            raise bad("acceleration", f"choose one of {', '.join(ACCELERATIONS)}")
-        if self.rho_schedule == "adaptive" and spec.private:
-            raise bad("rho_schedule", "adaptive penalties depend on data-dependent residuals; use it for non-private runs")
+        if self.acceleration not in (AUTO, *ACCELERATIONS):
+            raise bad("acceleration", f"choose one of {', '.join((AUTO, *ACCELERATIONS))}")
         if isinstance(self.eta, str) and self.eta not in ETA_SCHEDULES:
             try:
                 self.eta = float(self.eta)
@@ -198,9 +214,10 @@ class RunConfig(AlgorithmChoices):
             raise bad("eta", "a constant step must be a positive number")
         if self.eta == "theorem" and not spec.private:
             raise bad("eta", "the Theorem 5.1 schedule needs epsilon; use it with a DP algorithm")
-        if not isinstance(self.local_solver, str) or self.local_solver not in SOLVERS:
-            raise bad("local_solver", f"choose one of {', '.join(SOLVERS)}")
-        solver_class(self.local_solver, "local_solver").check_config(self)
+        if not isinstance(self.local_solver, str) or self.local_solver not in LOCAL_SOLVERS:
+            raise bad("local_solver", f"choose one of {', '.join(LOCAL_SOLVERS)}")
+        for name in (("active-set", "clarabel") if self.local_solver == AUTO else (self.local_solver,)):
+            solver_class(name, "local_solver").check_config(self)
         if self.backend not in BACKENDS:
             raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
         if self.workers is not None and self.workers < 1:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...runs.record import read_config_file
-from .config import RunConfig
+from .config import FIXED_COORDINATION, RunConfig
 
 __all__ = ["check_types", "read_config_json"]
 
@@ -69,6 +69,6 @@ def read_config_json(path: str | Path) -> RunConfig:
     path = Path(path)
     data = read_config_file(path)
     check_types(data, str(path))
-    if "tolerance" not in data:  # written before the stopping rule: the run went on to its last round
-        data = {**data, "tolerance": 0.0}
+    if "tolerance" not in data:  # written before the stopping rule and these settings: as the run went then
+        data = {"rho_schedule": "constant", **FIXED_COORDINATION, **data, "tolerance": 0.0}
     return RunConfig.from_dict(data, source=str(path))

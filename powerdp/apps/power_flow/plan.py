@@ -28,13 +28,13 @@ from ...grid.partition_sources import bundled_csv
 from ...opf.objectives import OBJECTIVES, median_marginal_cost, resolve_shedding_weight
 from ...runs.inputs import case_source
 from ...runs.record import RunRecord, check_resume
-from .config import RunConfig
+from .config import AUTO, COORDINATION, FIXED_COORDINATION, RunConfig
 from .config_file import read_config_json
 from .result import COORDINATOR_COLUMNS, HISTORY_COLUMNS
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RunPlan", "plan_run", "resolve_config", "resolve_partition", "resolve_partition_choice", "default_rho",
+__all__ = ["RunPlan", "plan_run", "resolve_config", "resolve_coordination", "resolve_partition", "resolve_partition_choice", "default_rho",
            "bundled_case_name", "bundled_partition_name", "load_config", "check_resume_config", "RESUME_MAY_CHANGE"]
 
 
@@ -82,9 +82,9 @@ def plan_run(config: RunConfig, network: Network | None = None, partition: Parti
         net = _load_network(config)
     else:
         net = load_case(case_source(records, config.case), convention=config.convention)
-    config = resolve_config(config, net)
+    config = resolve_config(config, net, run_defaults=True)
     if resume:
-        check_resume_config(resolve_config(saved, net), config, out)
+        check_resume_config(resolve_config(saved, net, run_defaults=True), config, out)
     folders = zone_folders_of(config, out, resume, zone_layout, record)
     _check_costs(net, config)
     _warn_large_step(config)
@@ -228,9 +228,11 @@ def default_rho(config: RunConfig, net: Network) -> float:
     return float(EXACT_COST_RHO_FACTOR * mc)
 
 
-def resolve_config(config: RunConfig, net: Network | None = None) -> RunConfig:
-    """``config`` with its automatic choices made explicit (partition; ρ and ω when ``net`` is given)."""
+def resolve_config(config: RunConfig, net: Network | None = None, run_defaults: bool = False) -> RunConfig:
+    """``config`` with its automatic choices made explicit (partition; ρ and ω when ``net`` is given; the coordination:
+    a power-flow run's defaults with ``run_defaults``, else the fixed path, :data:`~.config.COORDINATION`)."""
     config = resolve_partition_choice(config)
+    config = resolve_coordination(config, run_defaults)
     if config.rho is None and net is not None:
         config = config.replace(rho=default_rho(config, net))
     if net is not None and OBJECTIVES[config.objective].weighted and (config.shedding_weight in (None, "auto")):
@@ -239,6 +241,13 @@ def resolve_config(config: RunConfig, net: Network | None = None) -> RunConfig:
         except ModelError as exc:
             raise ConfigError(str(exc)) from None
     return config
+
+
+def resolve_coordination(config: RunConfig, run_defaults: bool = True) -> RunConfig:
+    """The coordination settings left ``"auto"`` made explicit: a run's defaults (private or not) or the fixed path."""
+    chosen = COORDINATION[bool(config.private)] if run_defaults else FIXED_COORDINATION
+    changes = {k: v for k, v in chosen.items() if getattr(config, k) == AUTO}
+    return config.replace(**changes) if changes else config
 
 
 def _load_network(config: RunConfig) -> Network:

@@ -168,6 +168,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
     init_s = 0.0
     coordinator = Coordinator(len(keys), list(plan.zone_maps), config.rho, config.rho_schedule, groups=_key_groups(keys),
                               relaxation=config.relaxation, acceleration=None if config.acceleration == "none" else config.acceleration)
+    _compile_kernels(config, say)
     say(f"building {part.n_zones} zone agents ({config.backend} backend)")
     backend = make_backend(config.backend, net, plan.specs, config)
     last_diags: dict[int, Any] = {}  # each zone's latest report: its privacy spend survives a lost host
@@ -250,6 +251,20 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
     if out_dir is not None:
         result.save(out_dir)
     return result
+
+
+def _compile_kernels(config: RunConfig, say: Callable[[str], None]) -> None:
+    """The working sets' numba kernels (the active set's, Clarabel's polish), compiled here once per installation with
+    a line saying so, before the hosts start: each host then loads them from numba's cache instead of compiling them
+    too (side by side, on a 2-core machine, in every worker)."""
+    if config.local_solver == "ipopt":
+        return
+    from ...opf import _active_set_kernel
+
+    if not _active_set_kernel.cached():
+        say("compiling the local solver's numba kernels, once per installation (≈ 30 s of CPU; later runs load them "
+            "from numba's cache)")
+        _active_set_kernel.warm_up()
 
 
 def stopping_rule(config: RunConfig) -> Callable[[dict[str, Any]], bool] | None:

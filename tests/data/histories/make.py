@@ -30,9 +30,14 @@ SETTINGS = {
 }
 
 
+#: the fixed path these histories were recorded on (the defaults before issue 39: Ipopt, every round, the paper's
+#: constant ρ without relaxation or acceleration)
+FIXED_PATH = dict(local_solver="ipopt", tolerance=0.0, rho_schedule="constant", relaxation=1.0, acceleration="none")
+
+
 def config(name: str) -> RunConfig:
     return RunConfig(case="case14", zones=None, partition="case14_3zones", rho=100.0, seed=3, checkpoint_every=0,
-                     **SETTINGS[name])
+                     **FIXED_PATH, **SETTINGS[name])
 
 
 def main() -> None:
