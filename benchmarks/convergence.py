@@ -85,6 +85,7 @@ def main() -> None:
     ap.add_argument("--case", default="case118")
     ap.add_argument("--zones", type=int, default=16)
     ap.add_argument("--partition", default=None)
+    ap.add_argument("--method", default="auto", help="partition method (default auto: as powerdp run)")
     ap.add_argument("--algorithm", default="nonprivate")
     ap.add_argument("--objective", default="cost+shedding")
     ap.add_argument("--rounds", type=int, default=200)
@@ -111,7 +112,7 @@ def main() -> None:
         extra[name] = json.loads(value)
     if not args.keep_stopping and "tolerance" in fields and "tolerance" not in extra:
         extra["tolerance"] = 0.0  # every round: the trajectory to the cap
-    part = dict(partition=args.partition, zones=None) if args.partition else dict(zones=args.zones, partition_method="spectral")
+    part = dict(partition=args.partition, zones=None) if args.partition else dict(zones=args.zones, partition_method=args.method)
     cfg = RunConfig(case=args.case, algorithm=args.algorithm, objective=args.objective, rounds=args.rounds,
                     local_solver=args.local_solver, backend=args.backend, workers=args.workers, checkpoint_every=0, seed=args.seed,
                     target_epsilon=args.target_epsilon, target_delta=args.target_delta, **part, **extra)
