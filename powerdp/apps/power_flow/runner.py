@@ -238,6 +238,10 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
         rounds = Rounds(step=step, partial=partial, failed=failed, checkpoint=checkpoint, converged=stopping_rule(config))
         stopped = run_rounds(rounds, start_round, config.rounds, history, record, config.checkpoint_every, progress, plan.resume)
         result = partial(history, stopped, complete=True)
+        if stopped == "rounds" and config.tolerance > 0 and history and not config.private:  # a private run spends its T rounds
+            log.warning("the run reached its round cap (%d) before both relative residuals met the tolerance %g "
+                        "(primal %.2e, dual %.2e); --rounds raises the cap", config.rounds, config.tolerance,
+                        history[-1].get("primal_relative", float("nan")), history[-1].get("dual_relative", float("nan")))
         result.summary["resumed_from"] = start_round - 1 if plan.resume else None
         if plan.folders is not None and plan.folders.run:  # names each zone's folder DEP/zone_P.private/runs/RUN on its host
             result.summary["zone_run"] = plan.folders.run
