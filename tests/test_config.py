@@ -25,7 +25,7 @@ from powerdp.opf.objectives import OBJECTIVES
         ({"local_updates": 0}, "local_updates"),
         ({"rho": -1.0}, "rho"),
         ({"rho_schedule": "sometimes"}, "rho_schedule"),
-        ({"algorithm": "objl", "rho_schedule": "adaptive"}, "rho_schedule"),
+        ({"rho_schedule": 3}, "rho_schedule"),
         ({"eta": "fast"}, "eta"),
         ({"eta": -0.5}, "eta"),
         ({"algorithm": "nonprivate", "eta": "theorem"}, "eta"),

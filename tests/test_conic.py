@@ -324,7 +324,7 @@ def test_a_failed_clarabel_solve_names_zone_and_round_and_keeps_history(tmp_path
 
 
 def test_local_solver_is_validated_and_ipopt_options_refused_with_clarabel(tmp_path):
-    with pytest.raises(ConfigError, match="local_solver = 'gurobi': choose one of ipopt, clarabel"):
+    with pytest.raises(ConfigError, match="local_solver = 'gurobi': choose one of auto, ipopt, clarabel"):
         RunConfig(local_solver="gurobi")
     with pytest.raises(ConfigError, match=r"ipopt_options = \{'print_level': 5\}: Ipopt options need local_solver 'ipopt'"):
         RunConfig(local_solver="clarabel", ipopt_options={"print_level": 5})
@@ -365,7 +365,7 @@ def test_cli_flags(tmp_path, capsys):
 
 def test_old_run_directories_with_ipopt_s_still_load(tmp_path):
     d = tmp_path / "old"
-    _run(d, rounds=2)
+    _run(d, rounds=2, local_solver="ipopt")
     ev = d / "simulation_evaluation" / "history.csv"  # solver_s is a zone statistic: the evaluation's column
     h = pd.read_csv(ev).rename(columns={"solver_s": "ipopt_s"})
     h.to_csv(ev, index=False)

@@ -540,7 +540,9 @@ def test_check_ac_prints_nothing_of_pandapower():
 def test_summary_labels_the_gap_and_how_the_run_stopped(capsys):
     assert main(["run", "case14", "--rounds", "2"]) == 0
     out = capsys.readouterr().out
-    assert "rounds 2 (all rounds run)" in out and "(rounds)" not in out
+    assert "rounds 2 (the round cap: the relative residuals never met --tol)" in out and "(rounds)" not in out
+    assert main(["run", "case14", "--rounds", "2", "--tol", "0"]) == 0
+    assert "rounds 2 (all rounds run)" in capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("centralized"))
     assert "Σ(p.u.²) (absolute)" in line.split("gap", 1)[1]
 

@@ -76,16 +76,23 @@ def _progress_printer(args, cfg: RunConfig):
 
 
 STOPPED = {  # summary["stopped"], in words
-    "rounds": "the round cap, before the residuals met --tol", "tolerance": "converged: both relative residuals at most --tol",
+    "rounds": "all rounds run", "tolerance": "converged: both relative residuals at most --tol",
     "interrupted": "interrupted", "failed": "failed",
 }
+
+
+def stopped_words(s: dict) -> str:
+    """Why the run stopped, in words (a run with a stopping rule that reached its cap says so)."""
+    if s["stopped"] == "rounds" and s.get("stopping_tolerance"):
+        return "the round cap: the relative residuals never met --tol"
+    return STOPPED.get(s["stopped"], s["stopped"])
 
 
 def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     unit = "Σ(p.u.²)" if cfg.objective == "shedding" else "$/h"
     what = {"cost": "generation cost", "shedding": "shedding"}.get(cfg.objective, cfg.objective)
     print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
-    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({STOPPED.get(s['stopped'], s['stopped'])})")
+    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({stopped_words(s)})")
     print("── the coordinator's view (what a deployment publishes: releases, residuals, ledger) ──")
     if s["final_feasibility"] is not None:
         print(f"feasibility   consensus residual ‖w − Bz‖₂ = {s['final_feasibility']:.3e} p.u. (0 when the zones agree)")

@@ -247,10 +247,16 @@ def cmd_run_dc(args) -> int:
     part = _partition(args, net)
     model = dc_model(net)
     rho = float(args.rho) if args.rho is not None else DC_RHO_FACTOR * default_market_rho(model)
+    # the SOC run's "auto" coordination and default tolerance are its own: the market keeps its constant ρ and runs
+    # its rounds unless --rho-schedule / --tol are given
+    schedule = "constant" if args.rho_schedule == "auto" else args.rho_schedule
+    if schedule not in ("constant", "adaptive"):
+        raise ConfigError(f"--rho-schedule {schedule}: the DC market's coordinator has 'constant' and 'adaptive' only")
+    tol = float(args.tol) if "tol" in explicit else 0.0
     settings = SharingSettings(rounds=rounds, rho=rho, backend=args.backend, workers=args.workers,
                                checkpoint_every=args.checkpoint_every, rank_timeout=args.rank_timeout,
-                               rho_schedule=args.rho_schedule, noise_multiplier=_noise_multiplier(args, rounds),
-                               delta=float(args.target_delta or args.delta), tol=float(args.tol or 0.0))
+                               rho_schedule=schedule, noise_multiplier=_noise_multiplier(args, rounds),
+                               delta=float(args.target_delta or args.delta), tol=tol)
     seed = args.seed if "seed" in explicit or settings.noise_multiplier is None else None
     return _run_dc(args, net, part.zone_of_bus, part.source, settings, seed, rho, args.algorithm, args.beta, args.line_scale,
                    args.private_costs)

@@ -38,7 +38,11 @@ from .implied_bounds import implied_bounds
 
 __all__ = ["ConicForm", "conic_form", "second_order_cones", "FINITE", "EIG_TOL"]
 
-FINITE = 1e19  # |bound| >= 1e19 is no bound (as Ipopt reads it; compiled.INF = 1e20)
+#: |bound| >= FINITE is no bound. Ipopt reads 1e19 so (compiled.INF = 1e20); for the conic form 1e8 p.u. (1e10 MW at
+#: 100 MVA) is already none: pandapower writes ±1e9 MW for "no limit" (1e9 p.u. at sn_mva = 1), and with such rows
+#: Clarabel stopped in its first iteration (InsufficientProgress, example_multivoltage's projection), which an
+#: active-set zone falls back to
+FINITE = 1e8
 EIG_TOL = 1e-9  # eigenvalues below EIG_TOL·max|λ| of their row count as zero
 
 

@@ -180,7 +180,7 @@ BOX_SOLVERS: Mapping[str, type] = _Registry({"box": "powerdp.opf.box:BoxProjecti
 
 
 #: ``local_solver = "auto"`` (a run's default): each zone takes the fastest solver that certifies its solutions where it
-#: applies, :func:`auto_solver`
+#: applies, :func:`auto_solver` (a run that sets Ipopt options or profiles takes Ipopt: RunConfig.asks_for_ipopt)
 AUTO = "auto"
 #: the largest zone problem (variables, after the reduction) the active set takes under ``auto``: its P⁻¹ is dense
 AUTO_ACTIVE_SET_MAX_N = 1000

@@ -187,7 +187,7 @@ class ZoneAgent:
         # eliminated (z = P r), another the problem in z itself (P = I)
         # "auto": the active set where the local problem is strongly convex in every entry (the proximal term covers
         # all of z) and small, else Clarabel (opf.local_solver.auto_solver; both solve the reduced problem)
-        solver_name = config.local_solver
+        solver_name = "ipopt" if config.local_solver == AUTO and config.asks_for_ipopt else config.local_solver
         solver_cls = solver_class("clarabel" if solver_name == AUTO else solver_name, "local_solver")
         # (the balance variables too unless that fills the zone's KKT factor in: reduction.sparse_elimination)
         # a weighted objective (ω(y + d)², ω ~ 1e9 with auto ω) keeps y: eliminated, it writes ω·MᵀM into every entry of

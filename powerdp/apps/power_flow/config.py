@@ -216,8 +216,8 @@ class RunConfig(AlgorithmChoices):
             raise bad("eta", "the Theorem 5.1 schedule needs epsilon; use it with a DP algorithm")
         if not isinstance(self.local_solver, str) or self.local_solver not in LOCAL_SOLVERS:
             raise bad("local_solver", f"choose one of {', '.join(LOCAL_SOLVERS)}")
-        for name in (("active-set", "clarabel") if self.local_solver == AUTO else (self.local_solver,)):
-            solver_class(name, "local_solver").check_config(self)
+        if self.local_solver != AUTO or self.asks_for_ipopt:
+            solver_class(self.local_solver if self.local_solver != AUTO else "ipopt", "local_solver").check_config(self)
         if self.backend not in BACKENDS:
             raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
         if self.workers is not None and self.workers < 1:
@@ -287,6 +287,12 @@ class RunConfig(AlgorithmChoices):
                     "perturbation does not have (its noise bound covers all of z); leave target_delta unset or 0",
                 )
         self.per_step_noise()  # refuses a budget whose noise would exceed the sane bound
+
+    @property
+    def asks_for_ipopt(self) -> bool:
+        """Whether Ipopt options or profiles are set: then ``local_solver = "auto"`` means Ipopt (they would mean
+        nothing to the active set or Clarabel)."""
+        return bool(self.ipopt_options) or str(self.ipopt_profile) != "default" or str(self.ipopt_warm_profile) != "warm"
 
     @property
     def private_steps(self) -> int:

@@ -70,5 +70,5 @@ def read_config_json(path: str | Path) -> RunConfig:
     data = read_config_file(path)
     check_types(data, str(path))
     if "tolerance" not in data:  # written before the stopping rule and these settings: as the run went then
-        data = {"rho_schedule": "constant", **FIXED_COORDINATION, **data, "tolerance": 0.0}
+        data = {"local_solver": "ipopt", **FIXED_COORDINATION, **data, "tolerance": 0.0}
     return RunConfig.from_dict(data, source=str(path))

@@ -192,8 +192,6 @@ class Coordinator:
         state = {"w": self.w, "lam": self.lam, "released": self.released, "rho": self.rho, "round": self.round}
         if self.x is not self.released:
             state["x"] = self.x
-        if self.relaxation != 1.0:
-            state["sent"] = self.sent
         for name, part in (("penalty", self.penalty), ("anderson", self.anderson)):
             sub = part.state_dict() if part is not None else {}
             state.update({f"{name}.{k}": v for k, v in sub.items() if v is not None})
@@ -205,7 +203,7 @@ class Coordinator:
         self.lam = np.asarray(state["lam"], dtype=float)
         self.released = np.asarray(state["released"], dtype=float)
         self.x = np.asarray(state["x"], dtype=float) if "x" in state else self.released
-        self.sent = np.asarray(state["sent"], dtype=float) if "sent" in state else self.w[self.gidx]
+        self.sent = self.released  # each broadcast sets the round's targets anew
         rho = np.asarray(state["rho"], dtype=float)
         self.rho = float(rho) if rho.ndim == 0 else rho
         self.round = int(state["round"])
