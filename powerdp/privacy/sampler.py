@@ -143,6 +143,9 @@ _MAX_SCALE = 2**52
 _BLOCK_FRACTION = 16
 #: the Laplace's table of V: entries 0 … N − 2 and "V ≥ N − 1" (N = 2^10)
 _LAPLACE_COLUMN_BITS = 10
+#: the Laplace's V restarts (memoryless) at the first entry J whose level r^J falls below 2^-RESTART_BITS: every entry
+#: below J weighs ≥ 2^46 of the 2⁶⁴ words and the region "V ≥ J" ≥ 2^51, so their rounding is below 2⁻⁴⁰ relative
+_LAPLACE_RESTART_BITS = 13
 #: the Gaussian's blocks reach this many σ (exp(−x) underflows to 0 before: no value beyond is ever kept)
 _GAUSSIAN_REACH = 40.0
 #: words a batch takes from the source per expected use (plus 64): a little spare saves a second batch
@@ -187,17 +190,22 @@ def _alias(weights: list[int]) -> tuple[int, np.ndarray, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=64)
-def _laplace_table(t: int) -> tuple[int, int, np.ndarray, np.ndarray, float]:
-    """(log₂T, log₂N, prob, alias, words a draw reads on average) of the discrete Laplace of scale t: V's alias
-    table, P(V = j) = (1 − r)rʲ for j < N − 1 and rᴺ⁻¹ for the last entry ("V ≥ N − 1"), r = exp(−T/t). A run
-    draws at a few scales over and over: cached."""
+def _laplace_table(t: int) -> tuple[int, int, np.ndarray, np.ndarray, int, float]:
+    """(log₂T, log₂N, prob, alias, J, words a draw reads on average) of the discrete Laplace of scale t: V's alias
+    table, P(V = j) = (1 − r)rʲ for j < N − 1 and rᴺ⁻¹ for the last entry ("V ≥ N − 1"), r = exp(−T/t), each weight
+    rounded to 2⁻⁶⁴; and the restart J = ⌊13 ln 2 / (T/t)⌋ (at most N − 1): a look-up that gives an entry j ≥ J
+    (the region "V ≥ J", its share of the table r^J ≥ 2⁻¹³, exact to 2⁻⁴¹ relative) adds J to V and reads another
+    word. The geometric is memoryless, so V is geometric past J too: the far entries, whose 2⁻⁶⁴ rounding
+    flattened the tail beyond ~28 scales (a δ of ~10⁻¹² a draw), are never taken for what they are. A run draws at
+    a few scales over and over: cached."""
     bits = _block_bits(t)
     lam = 2.0**bits / t
     n = 1 << _LAPLACE_COLUMN_BITS
     real = [-math.expm1(-lam) * math.exp(-lam * j) for j in range(n - 1)] + [math.exp(-lam * (n - 1))]
     col_bits, prob, alias = _alias(_integer_weights(real))
+    restart = max(1, min(n - 1, math.floor(_LAPLACE_RESTART_BITS * math.log(2.0) / lam)))
     kept = -math.expm1(-lam) / lam  # the U step's mean acceptance
-    return bits, col_bits, prob, alias, (1.0 / kept + 1.0) / (1.0 - 0.5 / t)
+    return bits, col_bits, prob, alias, restart, (1.0 / kept + 1.0) / (1.0 - 0.5 / t)
 
 
 @functools.lru_cache(maxsize=64)
@@ -273,15 +281,16 @@ def discrete_laplace(src: NoiseSource, t: int, n: int) -> np.ndarray:
     """``n`` draws of the discrete Laplace distribution with integer scale ``t``: P(Z = z) ∝ exp(−|z|/t).
 
     Canonne–Kamath–Steinke Algorithm 2 with a block length T, a power of two ≤ t/16: U uniform on {0..T−1} kept with
-    probability exp(−U/t), V geometric (ratio exp(−T/t), from an alias table), |Z| = U + TV, a sign; (−, 0) is
-    rejected. No truncation: every integer is possible. Compiled (:mod:`.discrete_kernels` documents the words
-    each step reads); ~2.1 words a draw.
+    probability exp(−U/t), V geometric (ratio exp(−T/t), from an alias table, restarted past its ~9 scales:
+    :func:`_laplace_table`), |Z| = U + TV, a sign; (−, 0) is rejected. No truncation: every integer is possible, and
+    every value's probability is the pmf's to 2⁻⁴⁰ relative per 9 scales of |z| (no flattened tail: the release is pure
+    ε). Compiled (:mod:`.discrete_kernels` documents the words each step reads); ~2.1 words a draw.
     """
     t = int(t)
     if not 1 <= t < _MAX_SCALE:
         raise ValueError(f"discrete Laplace scale must be an integer in [1, 2^52), got {t}")
-    bits, col_bits, prob, alias, words = _laplace_table(t)
-    return _draw(_kernels().fill_laplace, src, n, words, t, bits, _chunk_bits(bits), col_bits, prob, alias)
+    bits, col_bits, prob, alias, restart, words = _laplace_table(t)
+    return _draw(_kernels().fill_laplace, src, n, words, t, bits, _chunk_bits(bits), col_bits, prob, alias, restart)
 
 
 def discrete_gaussian(src: NoiseSource, sigma: float, n: int) -> np.ndarray:
