@@ -89,8 +89,8 @@ def test_simulation_keeps_zone_files_in_zones_private(tmp_path, open_umask):
     assert {"zones.private/zone_0/solution.csv", "zones.private/zone_1/checkpoint/round_2.npz"} <= _files(d)
     assert not (d / "zones").exists() and not list((d / "checkpoint").glob("zone_*"))
     assert not any("zone" in name for name in _files(d / COORDINATOR_VIEW))
-    # a secret-noise run keeps no generator state anywhere (fresh entropy on resume is as good)
-    assert "rng" not in load_state(d / ZONES_PRIVATE / "zone_0" / "checkpoint" / "round_2")
+    # a secret-noise run keeps its stream (key, counter, position) in the zone's own 0600 file only (issue 36)
+    assert load_state(d / ZONES_PRIVATE / "zone_0" / "checkpoint" / "round_2")["rng"]["stream"] == "aes-256-ctr"
     from powerdp.apps.power_flow.result import RunResult
 
     assert RunResult.load(d).zone_solutions == res.zone_solutions
@@ -242,9 +242,10 @@ def test_learning_clients_keep_their_state_in_client_private_files(tmp_path, ope
     _to_old_layout(old, "client")
     resumed = run_federated(cfg, out=old, resume=True, reference=False)
     np.testing.assert_array_equal(resumed.model, full.model)
-    # a secret-noise client keeps no generator state
+    # a secret-noise client keeps its stream in its own private folder (a resumed client redraws what it repeats)
     run_federated(cfg.replace(seed=None, rounds=3), out=tmp_path / "s", reference=False)
-    assert load_agent_state(tmp_path / "s" / "clients.private" / "client_0" / "checkpoint" / "round_3")["meta"]["rng"] is None
+    state = load_agent_state(tmp_path / "s" / "clients.private" / "client_0" / "checkpoint" / "round_3")
+    assert state["meta"]["rng"]["stream"] == "aes-256-ctr" and private_tree_problems(tmp_path / "s" / "clients.private") == []
 
 
 def test_only_the_packages_compiled_code_cache_is_not_counted():

@@ -106,13 +106,14 @@ def _zone_gens(net: Network, zone_of_bus: np.ndarray, n_zones: int) -> dict[int,
 def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None, resume: bool = False,
                  overwrite: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
                  status: Callable[[str], None] | None = None, reference: bool = True,
-                 ac_check: bool = False) -> DispatchResult:
+                 ac_check: bool = False, observe: Callable[[list], None] | None = None) -> DispatchResult:
     """Run the dispatch of ``horizon`` (a :class:`~powerdp.grid.profiles.Horizon`) with ``config`` (module docstring).
 
     ``progress`` is called after every round with its row (``period``, ``round``, residuals) and after every period
     with ``{"period_done": k, ...}``; ``status`` with a short message as each stage starts. ``reference`` solves the
     centralized SOC OPF of every period (the simulation's evaluation); ``ac_check`` runs pandapower's AC power flow
     at every period's dispatch (the simulation's evaluation: ``ac_*`` columns, as ``powerdp run --ac-check``).
+    ``observe`` is called with every round's updates: what the coordinator receives (the audits' and tests' hook).
     """
     config.validate()
     if horizon.pd.shape[0] != config.periods:
@@ -120,17 +121,17 @@ def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None,
     if out is None:
         if resume:
             raise ConfigError("resume needs the output directory of the run")
-        return _run(config, horizon, None, False, progress, status, reference, ac_check)
+        return _run(config, horizon, None, False, progress, status, reference, ac_check, observe)
     out_dir = ensure_dir(out)
     if resume and not (out_dir / "config.json").is_file():
         raise ConfigError(f"{out_dir} holds no dispatch run to resume")
     with DirectoryLock(out_dir):
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(config, horizon, out_dir, resume, progress, status, reference, ac_check)
+        return _run(config, horizon, out_dir, resume, progress, status, reference, ac_check, observe)
 
 
 def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, progress, status,
-         reference: bool, ac_check: bool = False) -> DispatchResult:
+         reference: bool, ac_check: bool = False, observe=None) -> DispatchResult:
     say = status or (lambda msg: None)
     t_setup = time.perf_counter()
     net: Network = horizon.network
@@ -194,6 +195,9 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
             first = done + 1
             resumed_from = first
             log.info("resuming %s at period %d", out_dir, first)
+        elif record is not None and config.private:  # each zone journals its releases in its private folder, and the
+            backend.open_journals(folders)  # zones' states before period 0 are a checkpoint: every release can be replayed
+            _checkpoint(record, folders, backend, coordinator, -1, history, periods, evaluation)
         if record is not None:
             record.start(history)
         setup_s = time.perf_counter() - t_setup
@@ -202,7 +206,7 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
             for k in range(first, config.periods):
                 try:
                     row = _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record,
-                                  progress, reference, evaluation, run_cfg, part if ac_check else None)
+                                  progress, reference, evaluation, run_cfg, part if ac_check else None, observe)
                 except Interrupted:  # inside a period's rounds: the complete periods are kept
                     raise Interrupted(f"interrupted in period {k} of {config.periods}{_kept(out_dir, k)}", None) from None
                 except DispatchFailed as exc:
@@ -229,9 +233,10 @@ def _kept(out_dir: Path | None, k: int) -> str:
     """What a run stopped in (or before) period ``k`` leaves, for its one-line message."""
     if out_dir is None:
         return " (no output directory: nothing kept)"
-    if k == 0:
+    if k == 0 and not (out_dir / "checkpoint" / "state.json").is_file():
         return f"; no period complete in {out_dir} (start it again)"
-    return f"; periods 0-{k - 1} kept in {out_dir} (powerdp dispatch --resume {out_dir} continues at period {k})"
+    kept = f"periods 0-{k - 1} kept" if k > 0 else "no period complete"  # a private day checkpoints before period 0
+    return f"; {kept} in {out_dir} (powerdp dispatch --resume {out_dir} continues at period {k})"
 
 
 def _check_saved(record: RunRecord, config: DispatchConfig) -> None:
@@ -268,7 +273,7 @@ def _ramp_limits(config: DispatchConfig, horizon) -> np.ndarray | None:
 
 
 def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record, progress, reference,
-            evaluation, run_cfg, ac_part=None) -> dict[str, Any]:
+            evaluation, run_cfg, ac_part=None, observe=None) -> dict[str, Any]:
     """One period: its data to the zones, (re)start, the rounds until the residuals meet the tolerance.
 
     Its times: ``wall_s``/``cpu_s`` are the dispatch's own (the zones' data, their solves, the coordinator; CPU of
@@ -299,6 +304,8 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
         tz = time.perf_counter()
         updates = backend.step(messages)
         clock["zones"] += time.perf_counter() - tz
+        if observe is not None:
+            observe(updates)
         res = coordinator.receive(updates)
         primal_rel, dual_rel = relative_residuals(coordinator, res)
         te, ce = time.perf_counter(), time.process_time()

@@ -294,6 +294,8 @@ def _loop(config, prepared, central, coordinator, backend, record, resumed, prog
         if record is not None:
             _start_files(record, config, history)
             _record_inputs(record, config)
+            if config.private:  # each client journals its releases in its private folder (privacy/journal.py)
+                backend.call("journal", str(record.directory))
     start = coordinator.round + 1
     setup_s = time.perf_counter() - t_setup
     run_start = time.perf_counter()
@@ -328,7 +330,7 @@ def _loop(config, prepared, central, coordinator, backend, record, resumed, prog
         record.save_checkpoint(coordinator.state_dict(), rows, t, agents=lambda cd: backend.call("save", (str(record.directory), t)),
                                prune=lambda cd: backend.call("prune", (str(record.directory), t)))
 
-    rounds = Rounds(step=step, partial=partial, checkpoint=checkpoint,
+    rounds = Rounds(step=step, partial=partial, checkpoint=checkpoint, checkpoint_first=config.private,
                     converged=lambda row: converged["round"] == row["round"],
                     failed=lambda t, detail, result, exc: LearnFailed(f"run stopped in round {t}: {detail}", result))
     stopped = run_rounds(rounds, start, config.rounds, history, record, config.checkpoint_every, progress, resumed is not None)

@@ -38,7 +38,8 @@ from ...opf.local_solver import LocalSolver, solver_class
 from ...opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
 from ...opf.reduction import eliminate, sparse_elimination
 from ...privacy import PrivacyLedger, noise_rng
-from ...privacy.mechanisms import mechanism_from_dict, mechanism_to_dict
+from ...privacy.journal import ReleaseJournal
+from ...privacy.mechanisms import mechanism_from_dict
 from ...privacy.sampler import warm_up as warm_up_sampler
 from .config import RunConfig
 
@@ -222,6 +223,9 @@ class ZoneAgent:
             update=self.update,
             lipschitz=self.lipschitz,
         )
+        # what the zone has released, so that a resumed zone never releases a round again with fresh noise
+        # (privacy/journal.py); opened in its private checkpoint folder when the run keeps checkpoints
+        self.journal = ReleaseJournal(self.zone, self.rng, self.ledger) if config.private else None
         self.z_last: np.ndarray | None = None  # last local iterate (the next round starts here)
         self.z_released: np.ndarray | None = None  # z_p^{t+1}, the mean of the round's iterates
         self.lam = np.zeros(self.n_shared)
@@ -393,10 +397,10 @@ class ZoneAgent:
 
     # ----------------------------------------------------------- checkpoint
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume this agent (kept on the zone's side): arrays and JSON values only.
+        """Everything needed to resume this agent (kept on the zone's side, in its private folder): arrays and JSON values.
 
-        The noise generator's state only when the run is seeded (a seeded run resumes bit-identically); a
-        secret-noise run keeps no generator state anywhere: a resumed zone draws from fresh OS entropy, as good.
+        The noise stream's state too, secret or seeded (a secret stream's AES key, counter and position), so that the
+        resumed zone redraws the noise of the rounds it repeats and releases them bit for bit (privacy/journal.py).
         """
         state: dict[str, Any] = {
             "zone": self.zone,
@@ -406,12 +410,11 @@ class ZoneAgent:
             "z_released": self.z_released,
             "lam": self.lam,
             "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
-            "ledger_history": [[mechanism_to_dict(m), int(n)] for m, n in self.ledger.history] if self.ledger is not None else [],
+            "ledger": self.ledger.state_dict() if self.ledger is not None else None,
             "warm": self._warm,
             "private_inputs": self.private_inputs,  # the zone's own input files and their hashes (a deployment's loads)
+            "rng": self.rng.state,  # the noise stream (zone-private: with it the zone's noise can be replayed)
         }
-        if self.config.noise_source == "seeded":
-            state["rng"] = self.rng.state  # the seeded stream's state; a secret source keeps nothing
         state.update(self.perturbation.state_arrays())
         return state
 
@@ -426,6 +429,13 @@ class ZoneAgent:
             path = folders.checkpoint_stem(self.zone, round)
             raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path}.json/.npz is missing)")
         self.load_state_dict(folders.load_state(self.zone, round))
+        if self.journal is not None:  # what it released after that round: the replay (privacy/journal.py)
+            self.journal.open(folders.checkpoint_dir(self.zone), round)
+
+    def open_journal(self, folders: ZoneFolders) -> None:
+        """A new run: start the release journal in the zone's private checkpoint folder (on its own host)."""
+        if self.journal is not None:
+            self.journal.open(folders.checkpoint_dir(self.zone))
 
     def _check_private_inputs(self, saved: dict[str, dict]) -> None:
         """The zone checks its own input files against the hashes in its own checkpoint: a resumed run on an edited
@@ -439,8 +449,10 @@ class ZoneAgent:
                 )
 
     def prune_checkpoints(self, folders: ZoneFolders, keep_round: int) -> None:
-        """Delete this zone's checkpoint files of rounds other than ``keep_round``."""
+        """Delete this zone's checkpoint files of rounds other than ``keep_round``, and the journal's entries up to it."""
         folders.prune(self.zone, keep_round)
+        if self.journal is not None:
+            self.journal.prune(keep_round)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["zone"]) != self.zone:
@@ -450,9 +462,11 @@ class ZoneAgent:
         self.z_last = np.asarray(state["z_last"], dtype=float)
         self.z_released = np.asarray(state["z_released"], dtype=float)
         self.lam = np.asarray(state["lam"], dtype=float)
-        if "rng" in state and self.config.noise_source == "seeded":  # a secret run goes on with fresh entropy
+        if state.get("rng") is not None:  # the stream where it stood (a checkpoint of an older secret run has none)
             self.rng.state = state["rng"]
-        if self.ledger is not None:
+        if self.ledger is not None and state.get("ledger") is not None:
+            self.ledger.load_state_dict(state["ledger"])
+        elif self.ledger is not None:  # a checkpoint of an earlier version
             if self.ledger.steps == 0 and state.get("ledger_history"):
                 for mechanism, steps in state["ledger_history"]:
                     self.ledger.record(int(steps), mechanism=mechanism_from_dict(mechanism))

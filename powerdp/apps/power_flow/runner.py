@@ -190,6 +190,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
             if record is not None:
                 _start_files(record, config, part, history)
                 _record_inputs(record, config)
+                if config.private:  # each zone journals its releases in its private folder (privacy/journal.py)
+                    backend.open_journals(plan.folders)
         start_round = coordinator.round + 1
         setup_s = time.perf_counter() - t_setup - reference_s
         run_start = time.perf_counter()
@@ -233,7 +235,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
 
         tol = config.tol_primal > 0 or config.tol_dual > 0
         rounds = Rounds(
-            step=step, partial=partial, failed=failed, checkpoint=checkpoint,
+            step=step, partial=partial, failed=failed, checkpoint=checkpoint, checkpoint_first=config.private,
             converged=(lambda row: row["feasibility"] <= config.tol_primal and row["dual_residual"] <= config.tol_dual) if tol else None,
         )
         stopped = run_rounds(rounds, start_round, config.rounds, history, record, config.checkpoint_every, progress, plan.resume)

@@ -18,7 +18,7 @@ from ..consensus.messages import ConsensusMessage, ZoneUpdate
 from ..consensus.settings import ConsensusSettings
 
 __all__ = ["AgentSpec", "Backend", "HostedBackend", "WorkerError", "assign_zones", "build_agents", "private_view", "serve",
-           "restore_zone", "peak_rss_mb", "single_threaded_pools", "zone_failure", "ZONE_FAILED"]
+           "restore_zone", "peak_rss_mb", "single_threaded_pools", "zone_failure", "ZONE_FAILED", "released", "open_journal"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,23 @@ def private_view(net: Network, own_buses: np.ndarray) -> Network:
     keep = np.zeros(net.n_bus, dtype=bool)
     keep[own_buses] = True
     return net.with_loads(np.where(keep, net.pd, 0.0), np.where(keep, net.qd, 0.0))
+
+
+def released(agent, update):
+    """A zone's message on its way out of its host: journaled (and fsynced) first when the zone keeps a release
+    journal (:mod:`powerdp.privacy.journal`), so that a resumed zone never sends a counted release again with fresh
+    noise. Every host loop sends what this returns."""
+    journal = getattr(agent, "journal", None)
+    if journal is not None and journal.active:
+        journal.release(update.round, update.released)
+    return update
+
+
+def open_journal(agent, folders) -> None:
+    """A new run: the zone starts its release journal in its private checkpoint folder (agents without one: nothing)."""
+    start = getattr(agent, "open_journal", None)
+    if start is not None:
+        start(folders)
 
 
 def restore_zone(agent, folders, round: int) -> None:
@@ -152,7 +169,11 @@ class Backend:
         raise NotImplementedError
 
     def load_checkpoint(self, folders, round: int) -> None:
-        """Every zone restores the state it saved after ``round``."""
+        """Every zone restores the state it saved after ``round`` (and reopens its release journal)."""
+        raise NotImplementedError
+
+    def open_journals(self, folders) -> None:
+        """A new run with checkpoints: every zone starts its release journal in its private folder, on its own host."""
         raise NotImplementedError
 
     def prune_checkpoints(self, folders, round: int) -> None:
@@ -238,7 +259,7 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consens
                 out = []
                 for m in arg:
                     zone = m.zone
-                    out.append(agents[m.zone].step(m))
+                    out.append(released(agents[m.zone], agents[m.zone].step(m)))
             elif cmd == "diag":
                 out = [agents[z].diagnostics(arg) for z in sorted(agents)]
             elif cmd == "save":  # each zone writes its own file; nothing but an acknowledgement returns
@@ -250,6 +271,11 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consens
                         if isinstance(exc, _errors.OutputError):
                             raise
                         raise _errors.OutputError(f"cannot write {exc.filename or f'the checkpoint of zone {z}'}: {exc.strerror or exc}") from None
+                out = None
+            elif cmd == "journal":  # a new run: each zone starts its release journal in its own folder
+                for z in sorted(agents):
+                    zone = z
+                    open_journal(agents[z], arg)
                 out = None
             elif cmd == "restore":
                 folders, rnd = arg
@@ -367,6 +393,9 @@ class HostedBackend(Backend):
 
     def load_checkpoint(self, folders, round: int) -> None:
         self._call("restore", [(folders, int(round))] * self.n_hosts)
+
+    def open_journals(self, folders) -> None:
+        self._call_all("journal", [folders] * self.n_hosts)
 
     def prune_checkpoints(self, folders, round: int) -> None:
         self._call("prune", [(folders, int(round))] * self.n_hosts)
