@@ -230,6 +230,11 @@ class PrivacyLedger:
 
     # -- resume: the ledger in a zone's checkpoint and journal (docs/privacy.md, "Resume") ----------------
 
+    def releases(self) -> list[dict[str, Any]]:
+        """The privacy receipt's entries of this zone: each recorded run of steps as its mechanism describes itself
+        (``receipt()``, docs/contributing.md) with its ``count``."""
+        return [{**m.receipt(), "count": int(n)} for m, n in self._history]
+
     def history_state(self) -> list[list[Any]]:
         """The recorded steps as JSON values: [[mechanism as a dict, steps], ...] (:func:`mechanism_to_dict`)."""
         return [[mechanism_to_dict(m), int(n)] for m, n in self._history]
@@ -431,6 +436,8 @@ class PrivacyLedger:
             ],
             # steps charged twice: rounds a resumed zone released again with fresh noise after its replay diverged
             "recharged_steps": int(sum(n for _, n in self.recharged)),
+            # what each run of releases was, from the mechanism objects that released (the privacy receipt's entries)
+            "releases": self.releases(),
         }
         if self.kind == "gaussian" and self.homogeneous:
             thm_eps, thm_delta = self.theorem_4_9()

@@ -88,6 +88,7 @@ class DispatchResult:
     history: pd.DataFrame  # one row per round
     summary: dict[str, Any]  # the horizon: both views' keys
     dispatch: dict[str, pd.DataFrame] = field(default_factory=dict)  # res_gen / res_sgen / res_ext_grid: p_mw per period
+    privacy: dict[int, Any] = field(default_factory=dict)  # each zone's ledger report (public; the privacy receipt's)
 
     def views(self) -> dict[str, dict[str, Any]]:
         """The JSON of ``--json``: the coordinator's view and the simulation's evaluation, apart."""
@@ -215,6 +216,8 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
                 if record is not None:
                     _checkpoint(record, folders, backend, coordinator, k, history, periods, evaluation)
                     _write_periods(out_dir, periods)
+                    if config.private:  # what the zones released so far, for anyone to re-account
+                        _write_receipt(out_dir, config, {int(d.zone): d.privacy for d in backend.diagnostics()})
                 if progress is not None:
                     progress({"period_done": k, **row})
                 if stop_requested() is not None and k < config.periods - 1:
@@ -529,7 +532,23 @@ def _result(config, horizon, run_cfg, part, history, periods, evaluation, diags,
         "total_cost_with_curtailment": float(frame["cost_with_curtailment"].sum()) if "cost_with_curtailment" in frame else None,
     }
     dispatch = _tables(horizon, evaluation["dispatch"])
-    return DispatchResult(config=config, periods=frame, history=pd.DataFrame(history), summary=summary, dispatch=dispatch)
+    privacy = {int(d.zone): d.privacy for d in diags if d.privacy is not None}
+    return DispatchResult(config=config, periods=frame, history=pd.DataFrame(history), summary=summary, dispatch=dispatch,
+                          privacy=privacy)
+
+
+def _write_receipt(out_dir: Path, config: DispatchConfig, privacy: dict[int, Any]) -> None:
+    """``coordinator_view/privacy_receipt.json`` of a private day (docs/privacy.md, "The privacy receipt"): the ledger per
+    zone over the horizon, and the relation's claim (user: the horizon's total; event: one period's releases)."""
+    from ...runs.receipt import receipt_units, write_receipt
+
+    write_receipt(out_dir, "dispatch", run={
+        "algorithm": config.algorithm, "noise_source": "seeded" if config.seed is not None else "secret", "private": True,
+        "target_epsilon": config.target_epsilon, "target_delta": config.target_delta, "periods": config.periods,
+        "max_rounds": config.max_rounds,
+        "claim_scope": "the horizon (the ledger's total)" if config.relation == "user" else "one period's releases",
+    }, relation={"name": config.relation, "text": relation_text(config.relation, config.beta, config.periods), "beta": config.beta},
+        units=receipt_units("zone", privacy))
 
 
 def _tables(horizon, rows: list[list[float]]) -> dict[str, pd.DataFrame]:
@@ -552,6 +571,8 @@ def _tables(horizon, rows: list[list[float]]) -> dict[str, pd.DataFrame]:
 
 def _save(result: DispatchResult, out_dir: Path) -> None:
     save_summary_views(out_dir, result.summary, COORDINATOR_KEYS)
+    if result.config.private and result.privacy:
+        _write_receipt(out_dir, result.config, result.privacy)
     _write_periods(out_dir, result.periods.to_dict("records"))
     for table, frame in result.dispatch.items():
         d = out_dir / EVALUATION_VIEW / table

@@ -173,8 +173,15 @@ class ClientAgent:
             noise_magnitude=self.last_noise,
             max_violation=viol,
             epsilon_spent=(ledger.epsilon_spent() if privacy else float("nan")) if ledger is not None else 0.0,
-            privacy=ledger.report() if (ledger is not None and privacy) else None,
+            privacy=self._privacy_report() if (ledger is not None and privacy) else None,
         )
+
+    def _privacy_report(self) -> dict[str, Any]:
+        """The ledger's report (public), with what the client's journal replayed after a resume."""
+        report = self.ledger.report()
+        if self.journal is not None and self.journal.active:
+            report["resume"] = self.journal.report()
+        return report
 
     # ----------------------------------------------------------------- checkpoint
     # engine: a client's state is numpy arrays plus plain JSON values (no pickle)

@@ -113,6 +113,18 @@ class LearnResult:
         (out / COORDINATOR_VIEW).mkdir(parents=True, exist_ok=True)
         atomic_write(out / COORDINATOR_VIEW / "model.npz", lambda fh: np.savez(fh, w=self.model), binary=True)
         save_summary_views(out, self.summary, COORDINATOR_KEYS, privacy=self.privacy)  # the ledger: public
+        if self.config.private and self.privacy:  # what each client released under, for anyone to re-account
+            from ...runs.receipt import receipt_units, write_receipt
+
+            cfg = self.config
+            neighbours = {"replace-one": "one training sample of the client replaced by another (features and label)",
+                          "add-remove": "one training sample of the client added or removed"}.get(cfg.adjacency, cfg.adjacency)
+            write_receipt(out, "learning", run={
+                "algorithm": cfg.algorithm, "noise_source": cfg.noise_source, "private": cfg.sensitivity != "paper",
+                "target_epsilon": cfg.target_epsilon, "target_delta": cfg.target_delta, "rounds": cfg.rounds,
+                "local_updates": cfg.local_updates, "sensitivity_rule": cfg.sensitivity,
+            }, relation={"name": cfg.adjacency, "text": neighbours, "sensitivity": self.summary.get("sensitivity_note")},
+                units=receipt_units("client", self.privacy))
 
 
 @dataclass

@@ -368,10 +368,19 @@ class ZoneAgent:
             cost=generation_cost(self._net, z[self._gen_cols], self._gens) if evaluate else math.nan,
             shedding_mw=total_shedding_mw(self.problem.expressions["sp"](z), self._net.base_mva) if evaluate else math.nan,
             epsilon_spent=self.ledger.epsilon_spent() if self.ledger is not None else 0.0,
-            privacy=self.ledger.report() if self.ledger is not None else None,
+            privacy=self.privacy_report(),
             solution=solution,
             stats=self.last_stats if evaluate else None,
         )
+
+    def privacy_report(self) -> dict[str, Any] | None:
+        """The ledger's report (public: data-independent), with what the zone's journal replayed after a resume."""
+        if self.ledger is None:
+            return None
+        report = self.ledger.report()
+        if self.journal is not None and self.journal.active:
+            report["resume"] = self.journal.report()
+        return report
 
     def save_solution(self, folders: ZoneFolders) -> Path:
         """Write the zone's released solution z_p and its own per-round statistics into its private folder

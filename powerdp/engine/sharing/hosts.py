@@ -132,6 +132,8 @@ def handle(agents: dict, cmd: str, arg: Any):
         return {a: agents[a].diagnostics(**(arg or {})) for a in order}
     if cmd == "stats":  # the simulation's evaluation only: what each agent's local step cost
         return {a: agents[a].last_stats for a in order}
+    if cmd == "privacy":  # each private agent's ledger report (public: the privacy receipt's entries)
+        return {a: agents[a].privacy_report() for a in order if getattr(agents[a], "privacy_report", None) is not None}
     if cmd == "save":  # each agent's own state into its own private folder (arg: the run's directory)
         out, rnd = arg
         for a in order:
@@ -218,7 +220,7 @@ class _Hosted(HostedBackend):
             out = self._call(cmd, [arg] * self.n_hosts)
         if cmd in ("init", "step", "step_each"):
             return sorted((u for host in out for u in host), key=_sender)
-        if cmd in ("diag", "stats"):
+        if cmd in ("diag", "stats", "privacy"):
             merged: dict = {}
             for part in out:
                 merged.update(part)
