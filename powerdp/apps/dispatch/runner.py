@@ -16,7 +16,8 @@ D/simulation_evaluation/...          history.csv and periods.csv with the cost, 
                                      import, curtailment; res_gen/, res_sgen/, res_ext_grid/ (p_mw.csv per period);
                                      summary.json with max_relative_cost_gap and the periods
 D/zones.private/zone_P/              each zone's checkpoint (0700/0600)
-D/checkpoint/                        the coordinator's state after the last complete period
+D/checkpoint/                        the coordinator's state after the last complete period (state.*, periods.*: the
+                                     coordinator's columns) and the evaluation's (evaluation.*, periods_evaluation.*)
 ```
 
 Checkpoints are per period: a run stopped by Ctrl-C (or a failed round) keeps every complete period, and ``resume``
@@ -190,9 +191,7 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
             coordinator.load_state_dict(state)
             backend.load_checkpoint(folders, coordinator.round)
             history = list(saved or [])
-            ev = load_state(out_dir / "checkpoint" / "periods")
-            periods = [dict(r) for r in ev["periods"]]
-            evaluation = {"central_pg": ev.get("central_pg"), "dispatch": [list(map(float, r)) for r in ev["dispatch"]]}
+            periods, evaluation = _load_periods(out_dir / "checkpoint")
             first = done + 1
             resumed_from = first
             log.info("resuming %s at period %d", out_dir, first)
@@ -291,7 +290,7 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
     f0 = _failures(backend, own_buses)
     pmax = np.asarray(horizon.gen_pmax[k], dtype=float)
     backend.call("set_period", period_slices(own_buses, own_gens, horizon.pd[k], horizon.qd[k], pmax, k, ramp,
-                                             config.cold_start and k > 0, k > 0, _bus_rating(config, horizon)))
+                                             config.cold_start and k > 0, _bus_rating(config, horizon)))
     if config.cold_start or k == 0:  # the flat start projected, zero duals (period 0 always)
         r = coordinator.round
         coordinator.w = np.zeros_like(coordinator.w)
@@ -481,15 +480,34 @@ def _central(k, horizon, evaluation, ramp, run_cfg) -> float | None:
 
 
 def _checkpoint(record, folders, backend, coordinator, k, history, periods, evaluation) -> None:
-    """After period ``k``: the zones' own states (their folders), the evaluation, then the coordinator's state."""
+    """After period ``k``: the zones' own states (their folders), the periods (the coordinator's columns in
+    ``periods.*``, the simulation's evaluation in ``periods_evaluation.*``: the two views apart here too), then the
+    coordinator's state."""
     def evaluation_files(d: Path) -> None:
         backend.save_checkpoint(folders)
-        save_state(d / "periods", {"periods": jsonable(periods), "central_pg": evaluation["central_pg"],
-                                   "dispatch": evaluation["dispatch"]})
+        coord = [{c: r[c] for c in PERIOD_COORDINATOR_COLUMNS if c in r} for r in periods]
+        ev = [{c: v for c, v in r.items() if c == "period" or c not in PERIOD_COORDINATOR_COLUMNS} for r in periods]
+        save_state(d / "periods_evaluation", {"periods": jsonable(ev), "central_pg": evaluation["central_pg"],
+                                              "dispatch": evaluation["dispatch"]})
+        save_state(d / "periods", {"periods": jsonable(coord), "columns": list(periods[0]) if periods else []})
 
     record.save_checkpoint({**coordinator.state_dict(), "period": k}, history,
                            coordinator.round, agents=evaluation_files,
                            prune=lambda d: backend.prune_checkpoints(folders, coordinator.round))
+
+
+def _load_periods(d: Path) -> tuple[list[dict], dict[str, Any]]:
+    """The periods and the evaluation's state of a checkpoint, the two views joined (a checkpoint of an earlier version
+    kept them in one ``periods`` file)."""
+    coord = load_state(d / "periods")
+    ev = load_state(d / "periods_evaluation") if (d / "periods_evaluation.json").is_file() else coord
+    by_period = {int(r["period"]): dict(r) for r in ev["periods"]}
+    order = list(coord.get("columns") or [])
+    periods = []
+    for r in coord["periods"]:
+        row = {**by_period.get(int(r["period"]), {}), **dict(r)}
+        periods.append({**{c: row[c] for c in order if c in row}, **row})  # the columns in the order they were made
+    return periods, {"central_pg": ev.get("central_pg"), "dispatch": [list(map(float, r)) for r in ev.get("dispatch", [])]}
 
 
 def _write_periods(out_dir: Path, periods: list[dict]) -> None:

@@ -226,6 +226,9 @@ class ZoneAgent:
         # what the zone has released, so that a resumed zone never releases a round again with fresh noise
         # (privacy/journal.py); opened in its private checkpoint folder when the run keeps checkpoints
         self.journal = ReleaseJournal(self.zone, self.rng, self.ledger) if config.private else None
+        self._data_changed()
+        if self.perturbation.once:
+            self._draw_input()
         self.z_last: np.ndarray | None = None  # last local iterate (the next round starts here)
         self.z_released: np.ndarray | None = None  # z_p^{t+1}, the mean of the round's iterates
         self.lam = np.zeros(self.n_shared)
@@ -235,6 +238,30 @@ class ZoneAgent:
         self.stats_log: list[tuple[int, SolverStats]] = []
         # build_s: the compiled problem (Pyomo's build and compile, or opf.direct); compile_s: the collection after it
         self.setup_s = {"build_s": t1 - t0, "compile_s": t2 - t1, "solver_s": time.perf_counter() - t2}
+
+    # ------------------------------------------------------------ input perturbation
+    def _draw_input(self) -> None:
+        """Input perturbation: release the zone's data term on the noise support once (its loads' 2ωd) and compute with
+        that noisy term from now on (:meth:`use_input_term`)."""
+        self.use_input_term(self.perturbation.draw(self._f_lin_true.c[self.noise_cols]))
+
+    def _data_changed(self) -> None:
+        """The zone's objectives were (re)built on its true data: the linearized one and the exact step's are those."""
+        self._f_lin_true = self._f_lin
+        self._f_exact = self._f_r  # what an exact step solves with (input perturbation: its noisy term in place of d)
+
+    def use_input_term(self, term: np.ndarray) -> None:
+        """Put the released noisy term ``term`` where the zone's objective holds its data (the linear term on the noise
+        support): the linearized steps' gradient and an exact step's objective are then those of f_p with d̃, computed
+        from ``term`` alone (no rounding that involves d after the one draw); the true f_p stays for the evaluation."""
+        cols = self.noise_cols
+        data = self._f_lin_true.c
+        lin = data.copy()
+        lin[cols] = term
+        full = self._f.c.copy()
+        full[cols] = (self._f.c[cols] - data[cols]) + term  # the data-free rest (0 on the data's entries) + n
+        self._f_lin = dataclasses.replace(self._f_lin_true, c=lin)
+        self._f_exact = self.reduction.pull_objective(dataclasses.replace(self._f, c=full))
 
     # ------------------------------------------------------------ internals
     @property
@@ -284,7 +311,7 @@ class ZoneAgent:
     def _solve(self, c: np.ndarray, diag: np.ndarray, step: int | None, exact: bool = False):
         """Solve min_{z ∈ W_p} c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``, else + its data-free part if it is
         kept exact); returns (z, SolveResult)."""
-        objective = self.reduction.pull(c, diag, base=self._f_r if exact else self._free_r)
+        objective = self.reduction.pull(c, diag, base=self._f_exact if exact else self._free_r)
         if self._warm is not None:
             # primal-dual warm start from the previous local solve (benchmarks/warmstart.py)
             x_prev, mult_g, zl, zu = self._warm
@@ -483,6 +510,12 @@ class ZoneAgent:
             if missing > 0:  # checkpoints written before the ledger kept its history
                 self.ledger.record(missing)
         self.perturbation.load_state_arrays(state)
+        if self.perturbation.once and self.perturbation.term is not None:  # the zone computes with the term it drew
+            self.use_input_term(self.perturbation.term)
+        elif self.perturbation.once and state.get("input_noise") is not None:  # an earlier version kept ξ alone
+            gamma = self.perturbation.mechanism.grid
+            self.perturbation.term = np.round(self._f_lin_true.c[self.noise_cols] / gamma) * gamma + self.perturbation.xi
+            self.use_input_term(self.perturbation.term)
         warm = state.get("warm")
         self._set_warm(tuple(np.asarray(a, dtype=float) for a in warm) if warm is not None else None)
 

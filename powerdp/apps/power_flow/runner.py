@@ -172,7 +172,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
     last_diags: dict[int, Any] = {}  # each zone's latest report: its privacy spend survives a lost host
     zone_times: dict[int, list[float]] = {}  # zone → [solver s, round s] summed over the rounds (evaluation only)
     try:
-        setup_times = backend.setup_times()
+        # the zones' set-up times and memory: the simulation's evaluation only (a deployment's zones keep theirs)
+        setup_times = backend.setup_times() if config.evaluate else {}
         if plan.resume:
             state, saved = record.load_checkpoint()
             coordinator.load_state_dict(state)
@@ -411,7 +412,7 @@ def _result(
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     try:
         diags = backend.diagnostics(with_solution=True) if (history or complete) else []
-        host_mb = backend.host_memory()
+        host_mb = backend.host_memory() if config.evaluate else []
     except PowerDPError:
         if complete:
             raise

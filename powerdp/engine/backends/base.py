@@ -102,6 +102,12 @@ def zone_failure(config: ConsensusSettings, zones, exc: BaseException, detail: s
     return ZONE_FAILED, f"zone {names} failed"
 
 
+def _measures_cross(config: ConsensusSettings) -> bool:
+    """Whether a host may send its zones' set-up times and peak memory: only to a simulation's evaluation (one machine
+    holds every zone's data anyway); never in a deployment or a run without the evaluation."""
+    return getattr(config, "deployment", None) is None and bool(getattr(config, "evaluate", True))
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident set size in MB (0 where the platform does not report it)."""
     try:
@@ -299,6 +305,10 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consens
                 for z in sorted(by_zone):
                     zone = z
                     out[z] = getattr(agents[z], method)(by_zone[z])
+            elif cmd in ("setup", "memory") and not _measures_cross(config):
+                # a deployment's zone keeps its set-up times and memory: how long its model took to build and how much
+                # memory it holds are measured on its data's host, outside the message allow-list (issue 36)
+                out = {} if cmd == "setup" else float("nan")
             elif cmd == "setup":
                 out = {z: a.setup_s for z, a in agents.items()}
             elif cmd == "memory":
@@ -404,7 +414,7 @@ class HostedBackend(Backend):
         self._call("solutions", [folders] * self.n_hosts)
 
     def host_memory(self) -> list[float]:
-        return [float(m) for m in self._call("memory")]
+        return [float(m) for m in self._call("memory") if m == m]  # a deployment's hosts keep theirs (NaN)
 
     def call(self, method: str, by_zone: dict[int, Any]) -> dict[int, Any]:
         out: dict[int, Any] = {}
