@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
-__all__ = ["InjectedFaults", "SAMPLERS", "LEAKS", "RESUMES", "MARKET_RELEASES"]
+__all__ = ["InjectedFaults", "SAMPLERS", "LEAKS", "RESUMES", "MARKET_RELEASES", "replays"]
 
 #: "grid": the product's sampler (powerdp.privacy.sampler); "numpy": the old fl(v + numpy noise) sampler whose
 #: output set depends on v (the floating-point attack's target; benchmarks/fp_attack.py)
@@ -78,3 +78,8 @@ def check_faults(value, name: str = "faults") -> InjectedFaults | None:
     if value is None or isinstance(value, InjectedFaults):
         return value
     raise ConfigError(f"{name}: test-only (an InjectedFaults set in Python by the test suite); never a configuration key")
+
+
+def replays(faults: InjectedFaults | None) -> bool:
+    """Whether a resumed zone replays its journaled releases (the product), not the test-only old resume."""
+    return faults is None or faults.resume == "replay"

@@ -248,6 +248,8 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
             record.start(history, legacy=("history.csv", "summary.json"))  # an earlier version's mixed files
             if not resume and problem.inputs:
                 record.record_inputs(problem.inputs)
+            if not resume and settings.noise_multiplier is not None:  # each agent journals its releases (privacy/journal.py)
+                backend.call("journal", str(out))
         setup_s = time.perf_counter() - t_setup
         diags: dict = {}
 
@@ -297,6 +299,7 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
             converged=(lambda row: row["primal_residual"] <= settings.tol and row["dual_residual"] <= settings.tol)
             if settings.tol > 0 else None,
             failures=(PowerDPError, FloatingPointError, ValueError),  # a failed step, a lost host, a NaN release
+            checkpoint_first=settings.noise_multiplier is not None,
         )
         # a checkpoint every checkpoint_every rounds, and always after the last (0: only then)
         every = settings.checkpoint_every or settings.rounds

@@ -29,6 +29,7 @@ from ...engine.consensus.updates import UPDATES, LocalUpdate
 from ...opf.box import BoxProblem, IdentityReduction
 from ...opf.local_solver import BOX_SOLVERS, solver_class
 from ...privacy import PrivacyLedger, Sensitivity
+from ...privacy.faults import replays
 from ...privacy.journal import ReleaseJournal
 from .config import LearnConfig
 from .model import SoftmaxLoss, lipschitz_bound
@@ -99,7 +100,7 @@ class ClientAgent:
         )
         # what the client has released, so that a resumed client never releases a round again with fresh noise
         # (privacy/journal.py); its host opens it in the client's private checkpoint folder
-        self.journal = ReleaseJournal(self.zone, self.rng, self.ledger) if engine.private else None
+        self.journal = ReleaseJournal(self.zone, self.rng, self.ledger) if engine.private and replays(config.faults) else None
         self.z_last: np.ndarray | None = None
         self.z_released: np.ndarray | None = None
         self.lam = np.zeros(self.n)
@@ -192,7 +193,7 @@ class ClientAgent:
             "zone": self.zone,
             "round": self.round,
             # the noise stream, secret or seeded: a resumed client redraws the noise of the rounds it repeats
-            "rng": self.rng.state,
+            "rng": self.rng.state if (self.rng.seeded or replays(self.config.faults)) else None,
             "ledger_steps": ledger.steps if ledger is not None else 0,
             "ledger": ledger.state_dict() if ledger is not None else None,
         }

@@ -38,6 +38,7 @@ from ...opf.local_solver import LocalSolver, solver_class
 from ...opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
 from ...opf.reduction import eliminate, sparse_elimination
 from ...privacy import PrivacyLedger, noise_rng
+from ...privacy.faults import replays
 from ...privacy.journal import ReleaseJournal
 from ...privacy.mechanisms import mechanism_from_dict
 from ...privacy.sampler import warm_up as warm_up_sampler
@@ -225,7 +226,8 @@ class ZoneAgent:
         )
         # what the zone has released, so that a resumed zone never releases a round again with fresh noise
         # (privacy/journal.py); opened in its private checkpoint folder when the run keeps checkpoints
-        self.journal = ReleaseJournal(self.zone, self.rng, self.ledger) if config.private else None
+        replay = replays(config.faults)  # False only under the test-only old resume (privacy/faults.py)
+        self.journal = ReleaseJournal(self.zone, self.rng, self.ledger) if config.private and replay else None
         self._data_changed()
         if self.perturbation.once:
             self._draw_input()
@@ -449,7 +451,8 @@ class ZoneAgent:
             "ledger": self.ledger.state_dict() if self.ledger is not None else None,
             "warm": self._warm,
             "private_inputs": self.private_inputs,  # the zone's own input files and their hashes (a deployment's loads)
-            "rng": self.rng.state,  # the noise stream (zone-private: with it the zone's noise can be replayed)
+            # the noise stream (zone-private: with it the zone's noise can be replayed); the old resume kept a secret one's not
+            "rng": self.rng.state if (self.rng.seeded or replays(self.config.faults)) else None,
         }
         state.update(self.perturbation.state_arrays())
         return state
