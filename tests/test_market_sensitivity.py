@@ -18,6 +18,7 @@ from powerdp.privacy.calibration import gaussian_noise_multiplier
 from powerdp.privacy.faults import InjectedFaults
 from powerdp.runs.sharing_run import SharingSettings
 from powerdp.studies.market_audit import SENSITIVITY_SLACK, release_sensitivity
+
 from .shared_data import shared_case
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]

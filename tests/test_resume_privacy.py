@@ -133,9 +133,9 @@ def test_learning_interrupted_and_crashed_releases_no_round_twice(tmp_path):
 
 
 def _day(tmp_path, periods=4):
-    from .test_dispatch import day_profile
-
     from powerdp.grid.profiles import load_horizon
+
+    from .test_dispatch import day_profile
 
     return load_horizon("case14", periods=periods, profiles=day_profile(tmp_path / "day.csv", periods))
 
