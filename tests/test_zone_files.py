@@ -263,3 +263,30 @@ def test_only_the_packages_compiled_code_cache_is_not_counted():
     assert not compiled_code_cache("/tmp/out/__pycache__/zone_0.csv")
     assert not compiled_code_cache(str(pkg.parent / "__pycache__"))
     assert not compiled_code_cache(str(pkg / "privacy" / "__pycache__" / ".." / ".." / ".." / "out.csv"))  # resolved first
+
+
+def test_a_deployments_hosts_keep_their_setup_times_and_memory(tmp_path):
+    """Issue 36: a zone's set-up times and its host's peak memory cross only to a simulation's evaluation. A deployment's
+    hosts answer the coordinator's questions with nothing (and the runner does not ask), on the process backend as
+    under MPI (the same host loop)."""
+    from powerdp.engine.backends.base import _serve
+
+    dep, cfg = _split(tmp_path)
+    res = run_distributed(cfg.replace(rounds=1, backend="process"), out=tmp_path / "o", reference=False)
+    assert res.summary["setup_times"] == {} and res.summary["host_peak_rss_mb"] == []
+    sim = run_distributed(RunConfig(case="case14", zones=2, algorithm="objl", epsilon=1.0, rounds=1, backend="process"),
+                          reference=False)
+    assert set(sim.summary["setup_times"]) == {0, 1} and len(sim.summary["host_peak_rss_mb"]) >= 1  # a simulation's
+    answers = []
+    commands = iter([("setup", None), ("memory", None), ("close", None)])
+    from powerdp.apps.power_flow.plan import resolve_config, resolve_partition
+    from powerdp.engine.backends import AgentSpec
+    from powerdp.grid.loading import load_case
+
+    net = load_case("case14")
+    plain = resolve_config(RunConfig(case="case14", zones=2, algorithm="objl", epsilon=1.0), net)
+    part = resolve_partition(net, plain)
+    keys = part.shared_by_zone(plain.flows)
+    specs = [AgentSpec(zone=0, own_buses=part.own_buses(0), shared_keys=tuple(keys[0]))]
+    _serve(lambda: next(commands), answers.append, net, specs, plain.replace(evaluate=False))
+    assert answers[1:] == [("ok", {}), ("ok", answers[2][1])] and answers[2][1] != answers[2][1]  # {} and NaN
