@@ -34,7 +34,7 @@ def _channel(start, plan, out, tmp_path, claim):
     return resume_channel(records, load_receipt(out), claim), statuses
 
 
-def _power_flow(tmp_path, faults=None, algorithm="objl", rounds=10, **kw):
+def _power_flow(tmp_path, faults=None, algorithm="objl", rounds=20, **kw):
     out = tmp_path / "run"
     cfg = RunConfig(case="case14", zones=2, algorithm=algorithm, target_epsilon=0.5, rounds=rounds, checkpoint_every=rounds + 1,
                     faults=faults, **kw)
@@ -110,7 +110,7 @@ def test_learning_interrupted_and_crashed_releases_no_round_twice(tmp_path):
     from powerdp.apps.learning import LearnConfig, run_federated
 
     out = tmp_path / "run"
-    cfg = LearnConfig(dataset="digits", clients=3, algorithm="objl", target_epsilon=1.0, rounds=8, checkpoint_every=9)
+    cfg = LearnConfig(dataset="digits", clients=3, algorithm="objl", target_epsilon=1.0, rounds=16, checkpoint_every=17)
 
     def start(resume, observe):
         warnings.filterwarnings("ignore")
@@ -118,7 +118,7 @@ def test_learning_interrupted_and_crashed_releases_no_round_twice(tmp_path):
 
     res, statuses = _channel(start, stop_plan(4), out, tmp_path, 1.0)
     assert statuses[:4] == [130, -9, 130, -9] and not res["failed"], res
-    assert all(z["rounds"] == 8 and z["repeated"] == 0 for z in res["zones"].values())
+    assert all(z["rounds"] == 16 and z["repeated"] == 0 for z in res["zones"].values())
     fault = tmp_path / "fault"
     fault.mkdir()
     old = cfg.replace(faults=InjectedFaults(resume="fresh"))

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ReleaseJournal", "JOURNAL_FILE", "digest", "read_journal"]
+__all__ = ["ReleaseJournal", "JOURNAL_FILE", "digest", "read_journal", "privacy_report"]
 
 #: the journal's file name, in the zone's (agent's) private checkpoint folder
 JOURNAL_FILE = "releases.journal"
@@ -212,6 +212,17 @@ class ReleaseJournal:
         ledger = self.ledger
         return {"replayed": self.replayed, "diverged": self.diverged, "differing_messages": self.differing_messages,
                 "recharged_steps": int(sum(n for _, n in ledger.recharged)) if ledger is not None else 0}
+
+
+def privacy_report(ledger, journal: ReleaseJournal | None) -> dict[str, Any] | None:
+    """An agent's ledger report (public: data-independent), with what its journal replayed after a resume (``resume``);
+    None for an agent without a ledger (not private)."""
+    if ledger is None:
+        return None
+    report = ledger.report()
+    if journal is not None and journal.active:
+        report["resume"] = journal.report()
+    return report
 
 
 def _difference(now: list[list[Any]], before: list[list[Any]]) -> list[list[Any]]:

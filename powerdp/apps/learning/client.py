@@ -30,7 +30,7 @@ from ...opf.box import BoxProblem, IdentityReduction
 from ...opf.local_solver import BOX_SOLVERS, solver_class
 from ...privacy import PrivacyLedger, Sensitivity
 from ...privacy.faults import replays
-from ...privacy.journal import ReleaseJournal
+from ...privacy.journal import ReleaseJournal, privacy_report
 from .config import LearnConfig
 from .model import SoftmaxLoss, lipschitz_bound
 from .sensitivity import gradient_sensitivity, paper_sensitivity
@@ -174,15 +174,8 @@ class ClientAgent:
             noise_magnitude=self.last_noise,
             max_violation=viol,
             epsilon_spent=(ledger.epsilon_spent() if privacy else float("nan")) if ledger is not None else 0.0,
-            privacy=self._privacy_report() if (ledger is not None and privacy) else None,
+            privacy=privacy_report(ledger, self.journal) if privacy else None,
         )
-
-    def _privacy_report(self) -> dict[str, Any]:
-        """The ledger's report (public), with what the client's journal replayed after a resume."""
-        report = self.ledger.report()
-        if self.journal is not None and self.journal.active:
-            report["resume"] = self.journal.report()
-        return report
 
     # ----------------------------------------------------------------- checkpoint
     # engine: a client's state is numpy arrays plus plain JSON values (no pickle)

@@ -39,7 +39,7 @@ from ...opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
 from ...opf.reduction import eliminate, sparse_elimination
 from ...privacy import PrivacyLedger, noise_rng
 from ...privacy.faults import replays
-from ...privacy.journal import ReleaseJournal
+from ...privacy.journal import ReleaseJournal, privacy_report
 from ...privacy.mechanisms import mechanism_from_dict
 from ...privacy.sampler import warm_up as warm_up_sampler
 from .config import RunConfig
@@ -404,12 +404,7 @@ class ZoneAgent:
 
     def privacy_report(self) -> dict[str, Any] | None:
         """The ledger's report (public: data-independent), with what the zone's journal replayed after a resume."""
-        if self.ledger is None:
-            return None
-        report = self.ledger.report()
-        if self.journal is not None and self.journal.active:
-            report["resume"] = self.journal.report()
-        return report
+        return privacy_report(self.ledger, self.journal)
 
     def save_solution(self, folders: ZoneFolders) -> Path:
         """Write the zone's released solution z_p and its own per-round statistics into its private folder

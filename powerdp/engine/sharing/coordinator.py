@@ -336,12 +336,9 @@ class SharingAgent:
 
     def privacy_report(self) -> dict | None:
         """The agent's ledger report (public: data-independent), with what its journal replayed after a resume."""
-        if self.ledger is None:
-            return None
-        report = self.ledger.report()
-        if self.journal is not None and self.journal.active:
-            report["resume"] = self.journal.report()
-        return report
+        from ...privacy.journal import privacy_report
+
+        return privacy_report(self.ledger, self.journal)
 
     # --- to implement
     def initial_release(self) -> np.ndarray:
