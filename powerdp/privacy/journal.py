@@ -145,6 +145,14 @@ class ReleaseJournal:
         if getattr(self.source, "journal", None) is self:
             self.source.journal = None
 
+    def __del__(self) -> None:  # an agent dropped with its run (a long-lived process runs many): no descriptor left open
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     # ------------------------------------------------------------------ the sampler's side
     def check(self, released: np.ndarray, source) -> bool:
         """Called by the sampler with each release it draws: True to use it. A resumed zone's output that differs from
@@ -189,8 +197,9 @@ class ReleaseJournal:
                  "charge": _difference(now, self._last), "ledger": now}
         if int(round) in self._journaled and self.ledger is not None:  # released before, now again with other noise
             self.ledger.add_recharged(entry["charge"])
-        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
-        os.write(self._fd, line)
+        line = memoryview((json.dumps(entry, separators=(",", ":")) + "\n").encode())
+        while line:
+            line = line[os.write(self._fd, line):]
         os.fsync(self._fd)  # on disk before the release leaves the zone
         self._pending = []
         self._last = now
