@@ -172,12 +172,24 @@ def test_seeded_streams_replay_and_resume_exactly():
     assert not np.array_equal(gaussian_release(v, 0.5, 0.1, noise_rng(7, 3))[0], first)  # another zone, another stream
 
 
-def test_secret_sources_keep_nothing_and_are_not_numpy():
+def test_secret_sources_resume_from_their_state_and_are_not_numpy():
+    """A secret source's state (AES key, initial counter, words read: what the zone's private checkpoint keeps, issue
+    36) makes another source draw the same words from that position on, whatever the position's parity within the
+    cipher's 16-byte blocks; two fresh secret sources differ."""
     a, b = noise_rng(None, 0), noise_rng(None, 0)
-    assert not a.seeded and a.state is None
-    a.state = None  # resuming a secret run restores nothing
+    assert not a.seeded and a.state["stream"] == "aes-256-ctr" and a.state["position"] == 0
     assert not np.array_equal(a.raw(8), b.raw(8))
-    assert a._gen is None  # no numpy bit generator behind it (AES-CTR keyed by os.urandom, or os.urandom)
+    for skip in (3, 4):
+        a.raw(skip)
+        state = a.state
+        c = noise_rng(None, 0)
+        c.state = state
+        assert c.stream_id == a.stream_id and np.array_equal(c.raw(5), a.raw(5))
+    assert a._gen is None  # no numpy bit generator behind it (AES-CTR keyed by os.urandom)
+    with pytest.raises(ConfigError, match="noise stream"):
+        c.state = {"stream": "aes-256-ctr", "key": "00", "counter": "00", "position": 0}
+    with pytest.raises(ConfigError, match="seeded"):
+        c.state = noise_rng(3, 0).state
 
 
 def test_sources_and_arguments_are_checked():
