@@ -52,6 +52,19 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     A run whose claim rests on an unsound sensitivity rule (--sensitivity paper
     with output perturbation) is never called passed ("no guarantee").
 
+    The resume channel (--interrupts N, default 2) runs the configuration once
+    more with an output directory, stopped N times (Ctrl-C through the command
+    line's own handler, then a crash between checkpoints, alternately) and
+    resumed each time: the releases that crossed, composed with the ledger's
+    mechanism, must not exceed the ledger's total, nor that the claim.
+
+    --model dc audits the zonal DC market (run --model dc --algorithm outg,
+    with --target-epsilon and --target-delta): every load of every zone moved
+    by +beta and -beta, each zone's noise-free step from every round's public
+    message must move its release by at most the sensitivity its noise is
+    calibrated to (else the audit fails at once), then the attack on --zone's
+    releases.
+
     A lower bound above the claim is a privacy bug: the audit fails (exit
     status 3). A bound at or below the claim passes, which does not prove the
     claim: the attack is one simple test. A non-private algorithm claims
@@ -72,7 +85,9 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     exit status: 0 the audit passed (or the algorithm is not private); 1 a run
     failed; 2 bad input; 3 the audit failed: a lower bound exceeds the
     claimed epsilon, a message field outside the allow-list crossed, a zone
-    file is misplaced or readable by others (--deployment), or the claim rests
+    file is misplaced or readable by others (--deployment), what crossed over
+    the resumes exceeds the ledger (the resume channel), a market zone's
+    release moved more than its sensitivity (--model dc), or the claim rests
     on an unsound sensitivity rule; 130 interrupted.
     """
 )
