@@ -67,6 +67,33 @@ def test_the_adaptive_paths_are_bit_identical_across_backends_and_resume(tmp_pat
     pd.testing.assert_frame_equal(full[COMPARE], resumed[COMPARE], check_exact=True)
 
 
+def test_a_private_adaptive_run_crashed_before_its_first_periodic_checkpoint_resumes_bit_identically(tmp_path):
+    """Issue 36's checkpoint before round 1 holds the adaptive coordinator's state (ρ per kind, Anderson's memory) as it
+    stands after the initial projection; a crash in round 4 resumes from it, the zones replay their journaled releases
+    and the whole history is that of the uninterrupted run."""
+    kw = {"algorithm": "objl", "epsilon": 1.0, "rho_schedule": "balanced", "relaxation": 1.5, "acceleration": "anderson",
+          "checkpoint_every": 50}
+    full = _run(**kw).history
+
+    def crash_in_round_4(row):
+        if row["round"] == 4:
+            raise KeyboardInterrupt  # not the stop handler: only the checkpoint of round 0 exists
+
+    cfg = RunConfig(**{"case": "case14", "algorithm": "nonprivate", "objective": "cost+shedding", "rounds": 12,
+                       "local_solver": "clarabel", "seed": 0, "tolerance": 0.0, **kw})
+    with pytest.raises(KeyboardInterrupt):
+        run_distributed(cfg, reference=False, out=tmp_path / "r", progress=crash_in_round_4)
+    assert sorted(p.name for p in (tmp_path / "r" / "zones.private" / "zone_0" / "checkpoint").iterdir()) == [
+        "releases.journal", "round_0.json", "round_0.npz"]
+    resumed = _run(tmp_path / "r", resume=True, **kw)
+    assert resumed.summary["resumed_from"] == 0
+    # every value is the uninterrupted run's; epsilon_spent of the replayed rounds 1-3 is the ledger's (rounds 1-4
+    # were charged when first released, the journal's replay charges nothing again)
+    same = [c for c in COMPARE if c != "epsilon_spent"]
+    pd.testing.assert_frame_equal(full[same], resumed.history[same], check_exact=True)
+    assert (resumed.history["epsilon_spent"].iloc[3:].to_numpy() == full["epsilon_spent"].iloc[3:].to_numpy()).all()
+
+
 def test_the_stopping_rule_stops_at_the_tolerance_and_says_so():
     res = run_distributed(RunConfig(case="case14", algorithm="exact", objective="cost", rounds=200, tolerance=1e-4,
                                     local_solver="clarabel"), reference=False)

@@ -174,7 +174,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
     last_diags: dict[int, Any] = {}  # each zone's latest report: its privacy spend survives a lost host
     zone_times: dict[int, list[float]] = {}  # zone → [solver s, round s] summed over the rounds (evaluation only)
     try:
-        setup_times = backend.setup_times()
+        # the zones' set-up times and memory: the simulation's evaluation only (a deployment's zones keep theirs)
+        setup_times = backend.setup_times() if config.evaluate else {}
         if plan.resume:
             state, saved = record.load_checkpoint()
             coordinator.load_state_dict(state)
@@ -192,6 +193,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
             if record is not None:
                 _start_files(record, config, part, history)
                 _record_inputs(record, config)
+                if config.private and config.checkpoint_every:  # each zone journals its releases (privacy/journal.py)
+                    backend.open_journals(plan.folders)  # in its private folder: what a resume must not send again
         start_round = coordinator.round + 1
         setup_s = time.perf_counter() - t_setup - reference_s
         run_start = time.perf_counter()
@@ -235,7 +238,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
                                    agents=lambda d: backend.save_checkpoint(plan.folders),
                                    prune=lambda d: backend.prune_checkpoints(plan.folders, coordinator.round))
 
-        rounds = Rounds(step=step, partial=partial, failed=failed, checkpoint=checkpoint, converged=stopping_rule(config))
+        rounds = Rounds(step=step, partial=partial, failed=failed, checkpoint=checkpoint,
+                        checkpoint_first=config.private, converged=stopping_rule(config))
         stopped = run_rounds(rounds, start_round, config.rounds, history, record, config.checkpoint_every, progress, plan.resume)
         result = partial(history, stopped, complete=True)
         if stopped == "rounds" and config.tolerance > 0 and history and not config.private:  # a private run spends its T rounds
@@ -471,7 +475,7 @@ def _result(
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     try:
         diags = backend.diagnostics(with_solution=True) if (history or complete) else []
-        host_mb = backend.host_memory()
+        host_mb = backend.host_memory() if config.evaluate else []
     except PowerDPError:
         if complete:
             raise
