@@ -18,9 +18,13 @@ COMPARE = ["objective", "feasibility", "dual_residual", "primal_relative", "dual
 
 
 def test_auto_resolves_to_a_runs_defaults_private_or_not_and_to_the_fixed_path_elsewhere():
-    nonprivate = resolve_config(RunConfig(case="case14", algorithm="nonprivate"), run_defaults=True)
-    assert {k: getattr(nonprivate, k) for k in COORDINATION[False]} == {"rho_schedule": "balanced", "relaxation": 1.6,
-                                                                           "acceleration": "anderson"}
+    for objective in ("cost", "cost+shedding"):
+        nonprivate = resolve_config(RunConfig(case="case14", algorithm="nonprivate", objective=objective), run_defaults=True)
+        assert {k: getattr(nonprivate, k) for k in COORDINATION[False]} == {"rho_schedule": "balanced", "relaxation": 1.6,
+                                                                               "acceleration": "anderson"}
+    # the shedding objective has no prices (λ* = 0): its relative dual residual has no scale to balance
+    unpriced = resolve_config(RunConfig(case="case14", algorithm="nonprivate", objective="shedding"), run_defaults=True)
+    assert {k: getattr(unpriced, k) for k in FIXED_COORDINATION} == FIXED_COORDINATION
     private = resolve_config(RunConfig(case="case14", algorithm="objl"), run_defaults=True)
     assert {k: getattr(private, k) for k in FIXED_COORDINATION} == FIXED_COORDINATION
     # an application built on power flow (dispatch) that does not ask for a run's defaults keeps the fixed path

@@ -58,6 +58,10 @@ class ObjectiveUnit:
     #: besides the terms on y it has terms that hold no load (the generation cost), which the
     #: linearized updates may keep exact (RunConfig.linearize = "private")
     data_free_terms: bool = False
+    #: the optimum has prices: the consensus duals λ* are not zero (a generation cost). Without them (``shedding``:
+    #: a feasibility problem, λ* = 0) a relative dual residual ‖ρB(w − w_prev)‖/‖λ‖ has no scale, and residual
+    #: balancing on it drove ρ down without end (case14: the consensus residual grew from round 10 to round 300)
+    priced: bool = False
 
     @property
     def dp_eligible(self) -> bool:
@@ -278,6 +282,7 @@ OBJECTIVES: dict[str, ObjectiveUnit] = {
         private_data="constraints",
         add_terms=_cost_terms,
         check=_cost_check,
+        priced=True,
     ),
     "shedding": ObjectiveUnit(
         name="shedding",
@@ -297,6 +302,7 @@ OBJECTIVES: dict[str, ObjectiveUnit] = {
         check=_cost_check,
         weighted=True,
         data_free_terms=True,
+        priced=True,
     ),
 }
 

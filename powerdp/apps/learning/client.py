@@ -78,6 +78,7 @@ class ClientAgent:
         self.lipschitz = lipschitz_bound(self.samples, I, R2, self.loss.reg)  # data-independent (public I_p, I, R₂)
         self.shared_mask = np.ones(self.n)  # every entry is the global model's
         self.prox_mask = np.ones(self.n)
+        self.private_prox = None  # the proximal term covers all of z: nothing is kept exact
         u = config.box if config.box is not None else np.inf
         self.problem = BoxProblem(np.full(self.n, -u), np.full(self.n, u), name=f"client {client}")
         self.reduction = IdentityReduction(self.problem)

@@ -244,8 +244,11 @@ def resolve_config(config: RunConfig, net: Network | None = None, run_defaults: 
 
 
 def resolve_coordination(config: RunConfig, run_defaults: bool = True) -> RunConfig:
-    """The coordination settings left ``"auto"`` made explicit: a run's defaults (private or not) or the fixed path."""
-    chosen = COORDINATION[bool(config.private)] if run_defaults else FIXED_COORDINATION
+    """The coordination settings left ``"auto"`` made explicit: a run's defaults (private or not) or the fixed path.
+    A non-private run on an objective without prices (``shedding``: λ* = 0) takes the fixed path too: its relative
+    dual residual has no scale for the adaptive rules to balance (:attr:`~powerdp.opf.objectives.ObjectiveUnit.priced`)."""
+    fixed = bool(config.private) or not OBJECTIVES[config.objective].priced
+    chosen = COORDINATION[fixed] if run_defaults else FIXED_COORDINATION
     changes = {k: v for k, v in chosen.items() if getattr(config, k) == AUTO}
     return config.replace(**changes) if changes else config
 

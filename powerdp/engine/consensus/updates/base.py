@@ -39,6 +39,7 @@ class LocalProblem(Protocol):
     z_last: np.ndarray
     shared_mask: np.ndarray  # 1 on the zone's shared entries of z, else 0
     prox_mask: np.ndarray  # 1 on the entries the linearized part of f_p depends on (all of z, or y only)
+    private_prox: np.ndarray | None  # τ on the entries neither linearized nor shared (None: no such proximal term)
     perturbation: Perturbation
     reduction: Reduction
 
