@@ -35,7 +35,7 @@ ACCELERATIONS = ("none", "anderson")
 LOCAL_SOLVERS = (AUTO, *SOLVERS)
 #: what ``"auto"`` coordination settings resolve to in a power-flow run (docs/algorithm.md, "Coordination"): a
 #: non-private run balances one ρ per kind of shared variable, over-relaxes by 1.6 and accelerates (measured:
-#: docs/results/convergence.md); a private run keeps the paper's constant ρ, no relaxation, no acceleration (every
+#: docs/results/performance.md, "Time to an answer"); a private run keeps the paper's constant ρ, no relaxation, no acceleration (every
 #: one of them would be post-processing of its releases, and allowed, but none measured better under noise)
 COORDINATION = {
     False: {"rho_schedule": "balanced", "relaxation": 1.6, "acceleration": "anderson"},
