@@ -330,7 +330,7 @@ def test_local_solver_is_validated_and_ipopt_options_refused_with_clarabel(tmp_p
         RunConfig(local_solver="clarabel", ipopt_options={"print_level": 5})
     with pytest.raises(ConfigError, match="ipopt_profile = 'my.opt': an Ipopt profile needs local_solver 'ipopt'"):
         RunConfig(local_solver="clarabel", ipopt_profile="my.opt")
-    assert RunConfig().local_solver == "ipopt"
+    assert RunConfig().local_solver == "auto"  # issue 39: each zone the fastest certified solver that applies
     assert RunConfig.from_dict({**RunConfig().to_dict(), "local_solver": "clarabel"}).local_solver == "clarabel"
 
 
