@@ -17,12 +17,12 @@ arrays are released values, a private run's ρ is post-processing of its release
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .coordinator import Coordinator
+#: the coordinator a rule reads and whose ρ it may set (coordinator.Coordinator; not imported: it imports the rules)
+Coordinator = Any
 
 __all__ = ["PenaltyRule", "ConstantPenalty", "ResidualBalancing", "SpectralPenalty", "PENALTY_RULES"]
 
