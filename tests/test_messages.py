@@ -12,7 +12,8 @@ from powerdp.engine.consensus.messages import MESSAGE_FIELDS, ConsensusMessage, 
 #: what each field may carry, and why it is safe to cross (docs/privacy.md, "What crosses")
 ALLOW_LIST = {
     ConsensusMessage: {"round": "public counter", "zone": "public zone id", "w": "the coordinator's own broadcast",
-                       "rho": "public penalty"},
+                       "rho": "public penalty",
+                       "lam": "the coordinator's own duals for this zone, computed from w and the zone's releases"},
     ZoneUpdate: {"round": "public counter", "zone": "public zone id", "released": "the DP release B_p z_p"},
 }
 

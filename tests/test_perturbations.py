@@ -35,7 +35,10 @@ def perturbed_loads(net, part, by_zone, cfg):
 @pytest.mark.parametrize("update", ["exact", "linearized"])
 def test_input_perturbation_is_the_nonprivate_run_on_perturbed_loads(parts, update):
     net, part, by_zone = parts
-    cfg = RunConfig(case="case14", zones=3, algorithm=f"{update}/input/laplace", epsilon=0.5, rounds=6, seed=3, checkpoint_every=0)
+    # Ipopt: the two runs solve the same problems written differently (noise in the loads or in the linear term),
+    # which Ipopt's tight solves agree on to 1e-13 and Clarabel's interior point only to ~1e-6
+    cfg = RunConfig(case="case14", zones=3, algorithm=f"{update}/input/laplace", epsilon=0.5, rounds=6, seed=3, checkpoint_every=0,
+                    local_solver="ipopt")
     private = run_distributed(cfg, network=net, partition=part, reference=False)
     pd, qd = perturbed_loads(net, part, by_zone, cfg)
     moved = np.abs(np.concatenate([pd - net.pd, qd - net.qd]))
