@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..apps.power_flow.config import RunConfig
 from ..apps.power_flow.config_file import check_types
-from ..apps.power_flow.plan import RESUME_MAY_CHANGE, resolve_partition_choice
+from ..apps.power_flow.plan import RESUME_MAY_CHANGE, resolve_coordination, resolve_partition_choice
 from ..engine.backends.process import pool_worker_init, stop_pool
 from ..errors import ConfigError
 
@@ -289,7 +289,7 @@ def changed_runs(spec: SweepSpec, out: Path) -> dict[str, str]:
         except ConfigError as exc:
             changed[run] = str(exc)
             continue
-        a, b = _settings(old), _settings(cfg)
+        a, b = _settings(resolve_coordination(old)), _settings(resolve_coordination(cfg))  # "auto" as the run resolved it
         if old.rounds != cfg.rounds:
             a["rounds"], b["rounds"] = old.rounds, cfg.rounds
         diff = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
