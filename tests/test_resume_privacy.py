@@ -199,7 +199,8 @@ def test_the_old_resume_of_a_day_sends_fresh_copies(tmp_path):
 
 
 def test_powerdp_audit_has_a_resume_channel_that_the_old_resume_fails(capsys):
-    argv = ["audit", "case14", "--algorithm", "objl", "--target-epsilon", "1", "--runs", "20", "--interrupts", "2"]
+    # 30 rounds: with the active set a case14 round takes ~6 ms, and a 5-round run could end before its crash landed
+    argv = ["audit", "case14", "--algorithm", "objl", "--target-epsilon", "1", "--runs", "20", "--interrupts", "2", "--rounds", "30"]
     assert main(argv) == 0
     assert "channel       resume, zone 0" in capsys.readouterr().out
     assert main(argv, faults=InjectedFaults(resume="fresh")) == 3
