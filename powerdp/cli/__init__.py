@@ -65,6 +65,7 @@ EPILOG = textwrap.dedent(
       powerdp sweep examples/sweep_small.toml --out sweep_out && powerdp plot sweep_out
       powerdp audit case14 --algorithm objl --target-epsilon 1   empirical privacy audit
       powerdp privacy amplification --smooth 0.18 --strong 0.18 --strong-g 0.2 --penalty 0.5
+      powerdp certs make certs --zones 3 && powerdp zone serve --deployment DEP --zone 0 --certs certs
 
     exit status: 0 success; 1 a solve or run failed; 2 bad input (arguments, files,
     output paths, an existing output file without --force, a closed standard output);
@@ -101,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_dispatch_parser(sub)  # dispatch: multi-period private dispatch (cli/dispatch.py)
     add_learn_parser(sub, add_verbosity)  # learn: federated learning on the same engine (powerdp/cli/learn.py)
     add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
+    from .net import add_certs_parser, add_zone_parser
+
+    add_certs_parser(sub)  # certs make: a deployment's test CA and certificates (cli/net.py)
+    add_zone_parser(sub)  # zone serve: a zone's server in a deployment over the network
     register(sub)
     return parser
 

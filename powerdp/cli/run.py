@@ -18,6 +18,7 @@ from ..opf.objectives import OBJECTIVES
 from ..privacy import MECHANISMS
 from .args import integer, real
 from .common import _check_output_file, _status_printer, _weight, add_verbosity
+from .net import NET_RUN_FIELDS, add_net_run_flags, net_run_values
 from .output import write_json
 from .run_report import ROUND_LEGEND, STOPPED, _print_summary, _progress_printer  # noqa: F401 - ROUND_LEGEND, STOPPED: powerdp.cli's names
 
@@ -65,7 +66,12 @@ RUN_DESCRIPTION = textwrap.dedent(
     checkpoints. An existing run in DIR is not overwritten unless --overwrite is
     given; --resume DIR continues a run that stopped, and accepts only flags that
     cannot change its results (--rounds to extend it, --backend, --workers,
-    --rank-timeout, --checkpoint-every, -q/-v, --json, --no-reference).
+    --rank-timeout, --checkpoint-every, -q/-v, --json, --no-reference, and the
+    net backend's flags).
+
+    --backend net runs a split case (--deployment DIR) with every zone on a server
+    of its own (powerdp zone serve, on the zone's host), reached over gRPC with
+    mutual TLS (--certs DIR from powerdp certs make); docs/deployment.md.
 
     Ctrl-C or SIGTERM stops after the round in progress, with a checkpoint (a
     second Ctrl-C stops at once): --resume DIR continues.
@@ -178,7 +184,8 @@ def add_run_parser(sub) -> None:
         help="make a seeded, reproducible experiment: the noise follows from SEED, so the run is private only against "
         "observers who do not know it (marked noise_source seeded). Default: each zone draws secret noise from OS entropy",
     )
-    p.add_argument("--backend", choices=["serial", "process", "mpi"], default="serial", help="where the agents run (default: serial)")
+    p.add_argument("--backend", choices=["serial", "process", "mpi", "net"], default="serial",
+                   help="where the agents run (default: serial; net: zone servers on other hosts, with --deployment and --certs)")
     p.add_argument("--workers", type=integer(1), help="worker processes of the process backend (default: one per core, at most one per zone)")
     p.add_argument(
         "--rank-timeout",
@@ -249,6 +256,7 @@ def add_run_parser(sub) -> None:
         "and --json: ac_check)",
     )
     p.add_argument("--config", metavar="FILE", type=Path, help="read the run from a TOML file ([run] table of RunConfig keys); flags given explicitly override it")
+    add_net_run_flags(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -261,12 +269,13 @@ FLAG_TO_FIELD = {
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
     "update": "algorithm", "perturbation": "algorithm", "mechanism": "algorithm",
     "tol": ("tol_primal", "tol_dual"), "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
-    "local_solver": "local_solver", "deployment": "deployment",
+    "local_solver": "local_solver", "deployment": "deployment", **NET_RUN_FIELDS,
 }
 # flags that --resume accepts: they cannot change the results of the run
 RESUME_FLAGS = {
     "rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "resume", "json", "no_reference", "quiet", "verbose", "ac_check",
     "overwrite",  # with --resume it replaces only an existing --json file
+    *NET_RUN_FIELDS,  # where the zone servers are and how long to wait for them
 }
 
 
@@ -286,6 +295,8 @@ def _field_values(args: argparse.Namespace, dest: str) -> dict:
         return {"ipopt_options": _ipopt_options(args.ipopt_option)}
     if FLAG_TO_FIELD.get(dest) == "algorithm":
         return {"algorithm": _algorithm(args)}
+    if dest in NET_RUN_FIELDS:
+        return {NET_RUN_FIELDS[dest]: net_run_values(args, dest)}
     return {FLAG_TO_FIELD[dest]: getattr(args, dest)}
 
 
@@ -390,6 +401,7 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         checkpoint_every=args.checkpoint_every,
         local_solver=args.local_solver,
         ipopt_options=_ipopt_options(args.ipopt_option),
+        **{field: net_run_values(args, dest) for dest, field in NET_RUN_FIELDS.items()},
     )
 
 
@@ -418,10 +430,11 @@ def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
             parts.append(_flag(dest) + (f" (saved: {was})" if was else ""))
         raise ConfigError(
             f"--resume {args.resume}: {'; '.join(parts)} would change the saved run; a resumed run accepts only "
-            "--rounds (to extend it), --backend, --workers, --rank-timeout, --checkpoint-every, --json, --force, --no-reference, -q, -v"
+            "--rounds (to extend it), --backend, --workers, --rank-timeout, --checkpoint-every, --json, --force, --no-reference, -q, -v, "
+            "and the net backend's --certs, --zones-at, --cert, --key, --ca, --round-timeout, --zone-timeout"
         )
     changes = {}
-    for dest in ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every"):
+    for dest in ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every", *NET_RUN_FIELDS):
         if dest in explicit:
             changes.update(_field_values(args, dest))
     return cfg.replace(**changes) if changes else cfg

@@ -28,7 +28,7 @@ ALGORITHMS = tuple(ALIASES)  # the named combinations; any UPDATE/PERTURBATION/M
 ADJACENCIES = ("value", "bus")
 NOISE_SUPPORTS = ("data", "all")
 LINEARIZE = ("private", "all")
-BACKENDS = ("serial", "process", "mpi")
+BACKENDS = ("serial", "process", "mpi", "net")
 
 
 @dataclass
@@ -79,6 +79,16 @@ class RunConfig(AlgorithmChoices):
     backend: str = "serial"
     workers: int | None = None
     rank_timeout: float = 60.0  # mpi backend: a rank silent this long (no heartbeat) is reported lost
+    # net backend (docs/deployment.md): the coordinator's certificates (a folder of `powerdp certs make`: ca.crt,
+    # coordinator.crt/.key, zones.toml), each file may be given alone; how long a zone may take to answer one
+    # request (a round), and how long a zone server that is not reachable (not yet started, or dropped) is waited for
+    certs: str | None = None
+    zones_at: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_ca: str | None = None
+    round_timeout: float = 600.0
+    zone_timeout: float = 60.0
     flows: str = "variables"  # z includes branch flows (paper); Ipopt solves with them eliminated
     convention: str = "powermodels"
     tol_primal: float = 0.0  # stop when both residuals fall below (0: run all rounds)
@@ -189,6 +199,13 @@ class RunConfig(AlgorithmChoices):
             raise bad("workers", "must be at least 1")
         if not (isinstance(self.rank_timeout, (int, float)) and self.rank_timeout > 0):
             raise bad("rank_timeout", "must be a positive number of seconds")
+        for name in ("round_timeout", "zone_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+                raise bad(name, "must be a positive number of seconds")
+        if self.backend == "net" and self.deployment is None:
+            raise bad("backend", "the net backend runs a split case over the network: give deployment "
+                      "(--deployment DIR, written by powerdp partition --split)")
         if self.flows not in ("expressions", "variables"):
             raise bad("flows", "choose 'expressions' or 'variables'")
         if self.convention not in ("powermodels", "matpower"):

@@ -73,7 +73,7 @@ COORDINATOR_KEYS = (
     "case", "algorithm", "objective", "n_zones", "n_shared", "load_values", "rounds", "stopped", "shedding_weight",
     "final_feasibility", "final_dual_residual", "wall_s", "setup_s", "local_solver", "epsilon_total", "epsilon_per_step",
     "epsilon_basic", "target_epsilon", "target_delta", "private", "noise_source", "privacy_warnings", "backend", "hosts",
-    "resumed_from", "zone_run",
+    "resumed_from", "zone_run", "network",
 )
 
 HISTORY_COLUMNS = [

@@ -459,6 +459,8 @@ def _result(
         "hosts": getattr(backend, "n_hosts", 1),
         "setup_times": {int(z): v for z, v in setup_times.items()},
         "host_peak_rss_mb": [round(m, 1) for m in host_mb],  # per agent host (serial: this process)
+        # what crossed the network, per message kind (the net backend; public: the sizes follow the public structure)
+        "network": backend.network_traffic() if hasattr(backend, "network_traffic") else None,
         # zone-private statistics of the simulation's evaluation (empty without it): which zone holds the rounds up
         **zone_time_summary(zone_times or {}),
     }
