@@ -45,12 +45,12 @@ from ..consensus.messages import ConsensusMessage, ZoneUpdate, check_message
 from ..consensus.settings import ConsensusSettings
 from . import net_wire as wire
 from .base import AgentSpec, Backend, WorkerError
-from .net_tls import ZoneMap, file_stem, read_zone_map
+from .net_tls import ZoneMap, file_stem, parse_address, read_zone_map
 
 log = logging.getLogger(__name__)
 
 __all__ = ["NetBackend", "grpc_module", "public_digest", "SERVICE", "METHOD", "NetSettings", "net_settings", "read_file",
-           "tls_failure"]
+           "tls_failure", "probe_tls"]
 
 SERVICE = "powerdp.ZoneServer"
 METHOD = f"/{SERVICE}/Session"
@@ -59,8 +59,13 @@ REPLY_KINDS = frozenset(n for n in wire.SCHEMA if n >= 20)
 _ANSWER_SLACK = 4096
 
 
-def grpc_module():
-    """``grpc``, or a ConfigError naming the extra that installs it."""
+def grpc_module(quiet: bool = True):
+    """``grpc``, or a ConfigError naming the extra that installs it. ``quiet``: gRPC's own log holds errors only (the
+    coordinator reports every failure in its own words; a zone server keeps gRPC's line of a refused handshake)."""
+    import os
+
+    if quiet:
+        os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     try:
         import grpc
         import grpc.aio  # noqa: F401
@@ -115,6 +120,51 @@ class NetSettings:
     ca: bytes
     round_timeout: float
     zone_timeout: float
+    cert_path: str = ""
+    key_path: str = ""
+
+
+def probe_tls(host: str, port: int, name: str, settings: NetSettings, timeout: float = 5.0) -> str | None:
+    """Why a TLS connection to a zone server fails, in words, or None when it does not (or nobody listens).
+
+    gRPC reports a refused handshake as a closed socket; this one connection with Python's own TLS says which side
+    refused: the server's certificate (not signed by the CA, or for another name), this side's (the server sends an
+    alert), or a server that does not speak TLS."""
+    import socket
+    import ssl
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cadata=settings.ca.decode("ascii", "replace"))
+    ctx.load_cert_chain(settings.cert_path, settings.key_path)
+    try:
+        raw = socket.create_connection((host, port), timeout=timeout)
+    except OSError:
+        return None
+    try:
+        with ctx.wrap_socket(raw, server_hostname=name) as tls:
+            tls.settimeout(min(timeout, 1.0))
+            try:  # TLS 1.3: a server that refuses this side's certificate says so (or hangs up) after the handshake
+                first = tls.recv(1)
+            except (TimeoutError, socket.timeout):
+                return None
+            except ssl.SSLError as exc:
+                return f"it refused the coordinator's certificate ({exc.reason or exc})"
+            except OSError:
+                first = b""
+            if not first:
+                return "it hung up right after the TLS handshake: it refused the coordinator's certificate (not signed by its CA?)"
+            return None
+    except ssl.SSLCertVerificationError as exc:
+        if "match" in str(exc) or "hostname" in str(exc).lower():
+            return f"its certificate is not made out to {name!r} (the name in the zone map)"
+        return f"its certificate is not signed by the deployment's CA ({exc.verify_message})"
+    except ssl.SSLError as exc:
+        reason = exc.reason or str(exc)
+        if reason in ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING", "RECORD_LAYER_FAILURE", "HTTP_REQUEST"):
+            return f"it does not speak TLS ({reason})"
+        return f"it refused the TLS handshake ({reason})"
+    except (ConnectionError, TimeoutError, socket.timeout, OSError) as exc:
+        return f"it closed the connection during the TLS handshake ({type(exc).__name__}): it does not speak TLS, or refused the coordinator's certificate"
 
 
 def net_settings(config: ConsensusSettings) -> NetSettings:
@@ -131,13 +181,16 @@ def net_settings(config: ConsensusSettings) -> NetSettings:
 
     zone_map = read_zone_map(path(getattr(config, "zones_at", None), "zones.toml", "--zones-at"))
     stem = file_stem(zone_map.coordinator)
+    cert = path(getattr(config, "tls_cert", None), f"{stem}.crt", "--cert")
+    key = path(getattr(config, "tls_key", None), f"{stem}.key", "--key")
     return NetSettings(
         zone_map=zone_map,
-        cert=read_file(path(getattr(config, "tls_cert", None), f"{stem}.crt", "--cert"), "the coordinator's certificate"),
-        key=read_file(path(getattr(config, "tls_key", None), f"{stem}.key", "--key"), "the coordinator's key"),
+        cert=read_file(cert, "the coordinator's certificate"),
+        key=read_file(key, "the coordinator's key"),
         ca=read_file(path(getattr(config, "tls_ca", None), "ca.crt", "--ca"), "the CA certificate"),
         round_timeout=float(getattr(config, "round_timeout", 600.0)),
         zone_timeout=float(getattr(config, "zone_timeout", 60.0)),
+        cert_path=str(cert), key_path=str(key),
     )
 
 
@@ -315,7 +368,7 @@ class NetBackend(Backend):
             return ConfigError(f"{server.label} refused the coordinator: {details}")
         tls = tls_failure(details)
         if tls is not None:
-            return ConfigError(f"{server.label} refused: {tls}")
+            return ConfigError(f"the connection to {server.label} is refused: {tls}")
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.ABORTED, grpc.StatusCode.UNKNOWN,
                     grpc.StatusCode.INTERNAL):
             return _Lost(details)
@@ -333,6 +386,11 @@ class NetBackend(Backend):
                 self._check_ready(server, ready)
                 return
             except _Lost as exc:
+                if "Connection refused" not in str(exc) and str(exc) not in ("busy", "no session"):
+                    host, port = parse_address(server.address, "zone address")
+                    why = await asyncio.to_thread(probe_tls, host, port, server.name, self.settings)
+                    if why is not None:
+                        raise ConfigError(f"the connection to {server.label} is refused: {why}") from None
                 if time.monotonic() + delay > deadline:
                     raise WorkerError(f"{server.label} is not reachable (waited {self.settings.zone_timeout:g} s, "
                                       f"--zone-timeout): {exc}", context=f"round {self.round}") from None

@@ -240,7 +240,7 @@ class ZoneServer:
     def __init__(self, zones: list[int], host: str, port: int, cert: bytes, key: bytes, ca: bytes, coordinator: str,
                  deployment: str | Path, build: Callable[[dict, list[int]], tuple[dict, dict, str]],
                  once: bool = False, say: Callable[[str], None] | None = None):
-        self.grpc = grpc_module()
+        self.grpc = grpc_module(quiet=False)
         self.zones = sorted(int(z) for z in zones)
         self.host, self.port = host, int(port)
         self.coordinator = coordinator
