@@ -587,11 +587,20 @@ class NetBackend(Backend):
 
         try:
             self._run(shut())
+            self._run(_drain())  # gRPC's own tasks of the closed calls end before the loop does
+            self._run(self.loop.shutdown_asyncgens())
         finally:
             self.loop.close()
         t = self.traffic.summary()
         log.info("net backend: %d messages, %d bytes with %d zone server(s) (largest %d bytes)", t["messages"], t["bytes"],
                  self.n_hosts, t["largest_bytes"])
+
+
+async def _drain() -> None:
+    pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+    for t in pending:
+        t.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _raise_first(results: list) -> None:
