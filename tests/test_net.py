@@ -123,8 +123,8 @@ def _script(tmp_path, name: str, text: str) -> str:
     return str(path)
 
 
-def _coordinator_args(dep, certs, out, rounds=5, *extra):
-    return ["--quiet", "run", "--deployment", str(dep), "--no-evaluation", "--backend", "net", "--certs", str(certs),
+def _coordinator_args(dep, certs, out, rounds=5, *extra, quiet=True):
+    return ["--quiet" if quiet else "-v", "run", "--deployment", str(dep), "--no-evaluation", "--backend", "net", "--certs", str(certs),
             "--algorithm", "objl", "--epsilon", str(EPS), "--rounds", str(rounds), "--seed", str(SEED), "--out", str(out), *extra]
 
 
@@ -341,8 +341,8 @@ def test_a_zone_killed_mid_round_and_restarted_resumes_the_run(tmp_path, deploym
     first = processes.zone(dep, 1, certs, port + 1, "--allow-seeded", script=[dying], env={"DIE_ROUND": "4"})
     processes.zone(dep, 2, certs, port + 2, "--allow-seeded")
     out = tmp_path / "out"
-    coordinator = processes.start(_coordinator_args(dep, certs, out, 6, "--checkpoint-every", "2", "--zone-timeout", "120"),
-                                  "coordinator")
+    coordinator = processes.start(_coordinator_args(dep, certs, out, 6, "--checkpoint-every", "2", "--zone-timeout", "120",
+                                                    quiet=False), "coordinator")
     first.wait(timeout=240)
     assert first.returncode == 9
     time.sleep(1)

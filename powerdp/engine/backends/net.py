@@ -50,7 +50,7 @@ from .net_tls import ZoneMap, file_stem, parse_address, read_zone_map
 log = logging.getLogger(__name__)
 
 __all__ = ["NetBackend", "grpc_module", "public_digest", "SERVICE", "METHOD", "NetSettings", "net_settings", "read_file",
-           "tls_failure", "probe_tls"]
+           "probe_tls"]
 
 SERVICE = "powerdp.ZoneServer"
 METHOD = f"/{SERVICE}/Session"
@@ -93,21 +93,6 @@ def public_digest(deployment: str | Path) -> str:
     for p in files:
         h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()
-
-
-def tls_failure(details: str) -> str | None:
-    """What a failed connection's text says about TLS, in words (None: not a TLS failure, e.g. nobody listening)."""
-    text = details or ""
-    if "CERTIFICATE_VERIFY_FAILED" in text or "unable to get local issuer" in text:
-        return "its certificate is not signed by the deployment's CA"
-    if "ALERT_UNKNOWN_CA" in text or "ALERT_BAD_CERTIFICATE" in text or "ALERT_CERTIFICATE_REQUIRED" in text or "ALERT_HANDSHAKE_FAILURE" in text:
-        return "it refused this side's certificate (not signed by its CA)"
-    if "Peer name" in text or "not in peer certificate" in text:
-        return "its certificate carries another name than the zone map gives"
-    if "WRONG_VERSION_NUMBER" in text or "HTTP_REQUEST" in text or "PACKET_LENGTH_TOO_LONG" in text or "Ssl handshake failed" in text \
-            or "SSL_ERROR" in text or "handshake" in text.lower():
-        return "the TLS handshake failed (the peer does not speak TLS with this deployment's certificates)"
-    return None
 
 
 @dataclass(frozen=True)
@@ -366,9 +351,6 @@ class NetBackend(Backend):
             return self._invalid(server, f"larger than the {server.answer_bound()} bytes an answer of its zones can take")
         if code == grpc.StatusCode.PERMISSION_DENIED or code == grpc.StatusCode.UNAUTHENTICATED:
             return ConfigError(f"{server.label} refused the coordinator: {details}")
-        tls = tls_failure(details)
-        if tls is not None:
-            return ConfigError(f"the connection to {server.label} is refused: {tls}")
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.ABORTED, grpc.StatusCode.UNKNOWN,
                     grpc.StatusCode.INTERNAL):
             return _Lost(details)
