@@ -390,3 +390,30 @@ def test_a_coordinator_that_restarts_resumes_with_the_same_zone_servers(tmp_path
     assert done.returncode == 0, done.stderr[-3000:]
     _assert_same_as_simulation(out, _simulation(tmp_path, 6))
     assert all("restored from their own checkpoint of round 2" in processes.log(f"zone{z}") for z in range(3))
+
+
+def test_a_secret_noise_zone_that_cannot_replay_stops_the_run_without_releasing_again(tmp_path, deployment, processes):
+    """Secret noise: zone 1's server dies as round 4 starts, after the round-2 checkpoint; restarted, it restores round 2
+    and replays round 3 with fresh noise, which is not what it released then: it says so (a code, nothing of the
+    release) and the run stops resumably; the coordinator received round 3's release of zone 1 once."""
+    import time
+
+    dep, certs, port = deployment
+    dying = _script(tmp_path, "dying", DYING)
+    processes.zone(dep, 0, certs, port)
+    first = processes.zone(dep, 1, certs, port + 1, script=[dying], env={"DIE_ROUND": "4"})
+    processes.zone(dep, 2, certs, port + 2)
+    out = tmp_path / "out"
+    args = [a for a in _coordinator_args(dep, certs, out, 6, "--checkpoint-every", "2", "--zone-timeout", "120") if a not in ("--seed", str(SEED))]
+    coordinator = processes.start(args, "coordinator")
+    first.wait(timeout=240)
+    time.sleep(1)
+    processes.zone(dep, 1, certs, port + 1)
+    assert coordinator.wait(timeout=240) == 1
+    log = processes.log("coordinator")
+    assert "zone 1 could not resume identically" in log and "Traceback" not in log, log[-3000:]
+    net = json.loads((out / "coordinator_view" / "summary.json").read_text())["summary"]["network"]
+    assert net["sent"]["REPLAY"]["messages"] == 1  # tried once; the run's end asks nothing more of a failed zone
+    assert net["received"]["UPDATES"]["messages"] == 3 * 4 + 2  # init and rounds 1-3 of every zone, round 4 of zones 0 and 2
+    assert len(pd.read_csv(out / "coordinator_view" / "history.csv")) == 3
+    assert "replayed round 3 and released other values" in (dep / "zone_1.private" / "log.txt").read_text()

@@ -194,6 +194,7 @@ class _Server:
     sizes: dict[int, int]  # zone → number of shared values
     channel: Any = None
     call: Any = None
+    failed: bool = False  # it reported a failure (or could not be brought back): not asked again in this run
 
     @property
     def label(self) -> str:
@@ -321,7 +322,9 @@ class NetBackend(Backend):
             log.error("%s sent an invalid message in answer to %s: %s", server.label, what, exc)
             raise self._invalid(server, str(exc)) from None
         if got == "FAILED":
-            raise self._failed(server, out, what)
+            error = self._failed(server, out, what)
+            server.failed = not isinstance(error, _Lost)  # its session ended: no request goes there again
+            raise error
         return got, out
 
     def _invalid(self, server: _Server, why: str) -> WorkerError:
@@ -397,6 +400,8 @@ class NetBackend(Backend):
     # ------------------------------------------------------------------------------------------- requests
     async def _request(self, server: _Server, kind: str, fields: dict, what: str) -> tuple[str, dict]:
         """One request, with a dropped server waited for and brought back to where the run is (module docstring)."""
+        if server.failed:
+            raise WorkerError(f"{server.label} failed earlier in the run", context=f"round {self.round}")
         try:
             return await self._exchange(server, kind, fields, self.settings.round_timeout, what)
         except _Lost as exc:
@@ -404,7 +409,11 @@ class NetBackend(Backend):
                 raise WorkerError(f"{server.label} was lost during {what}: {exc}", context=f"round {self.round}") from None
             log.warning("%s was lost during %s (%s); waiting up to %g s for it (--zone-timeout)", server.label, what, exc,
                         self.settings.zone_timeout)
-        await self._recover(server, what)
+        try:
+            await self._recover(server, what)
+        except BaseException:
+            server.failed = True
+            raise
         try:
             return await self._exchange(server, kind, fields, self.settings.round_timeout, what)
         except _Lost as exc:

@@ -112,7 +112,7 @@ class _Session:
         srv = self.server
         zones = [zone] if zone is not None else srv.zones
         first_line = detail.splitlines()[0] if detail else code
-        srv.say(f"zone {', '.join(str(z) for z in zones)}: {first_line}; the coordinator is told {code!r}")
+        srv.say(f"{first_line}; the coordinator is told {code!r}")
         if log:
             append_zone_log(srv.deployment, zones, f"zone {', '.join(str(z) for z in zones)} ({code}){self._at()}: {detail}")
         return wire.encode("FAILED", zone=-1 if zone is None else int(zone), status=int(status), code=code,
