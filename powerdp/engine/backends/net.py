@@ -55,6 +55,8 @@ __all__ = ["NetBackend", "grpc_module", "public_digest", "SERVICE", "METHOD", "N
 SERVICE = "powerdp.ZoneServer"
 METHOD = f"/{SERVICE}/Session"
 REPLY_KINDS = frozenset(n for n in wire.SCHEMA if n >= 20)
+#: HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113 §3.4): a gRPC server answers with its own
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 #: bytes of an answer beyond its arrays: the header, counts, and one ledger report per zone
 _ANSWER_SLACK = 4096
 
@@ -127,10 +129,13 @@ def probe_tls(host: str, port: int, name: str, settings: NetSettings, timeout: f
         return None
     try:
         with ctx.wrap_socket(raw, server_hostname=name) as tls:
-            tls.settimeout(min(timeout, 1.0))
-            try:  # TLS 1.3: a server that refuses this side's certificate says so (or hangs up) after the handshake
+            tls.settimeout(timeout)
+            # TLS 1.3: a server that refuses this side's certificate says so (or hangs up) after the handshake; one
+            # that accepts it answers HTTP/2's connection preface with its settings
+            try:
+                tls.sendall(HTTP2_PREFACE)
                 first = tls.recv(1)
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 return None
             except ssl.SSLError as exc:
                 return f"it refused the coordinator's certificate ({exc.reason or exc})"
@@ -148,7 +153,7 @@ def probe_tls(host: str, port: int, name: str, settings: NetSettings, timeout: f
         if reason in ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING", "RECORD_LAYER_FAILURE", "HTTP_REQUEST"):
             return f"it does not speak TLS ({reason})"
         return f"it refused the TLS handshake ({reason})"
-    except (ConnectionError, TimeoutError, socket.timeout, OSError) as exc:
+    except (ConnectionError, TimeoutError, OSError) as exc:
         return f"it closed the connection during the TLS handshake ({type(exc).__name__}): it does not speak TLS, or refused the coordinator's certificate"
 
 
@@ -309,11 +314,11 @@ class NetBackend(Backend):
             raise WorkerError(f"{server.zone_words} did not answer {what} within {timeout:g} s (--round-timeout); "
                               f"its server is {server.address}", context=f"round {self.round}") from None
         except grpc.aio.AioRpcError as exc:
-            raise self._rpc_error(server, exc, what) from None
+            raise self._rpc_error(server, exc.code(), exc.details(), what) from None
         except (grpc.aio.UsageError, asyncio.InvalidStateError, ConnectionError) as exc:
-            raise _Lost(str(exc)) from None
+            raise await self._ended(server, what, str(exc)) from None
         if answer is grpc.aio.EOF:
-            raise _Lost("the zone server closed the stream")
+            raise await self._ended(server, what, "the zone server closed the stream")
         self.traffic.add(self.traffic.received, wire.SCHEMA[int.from_bytes(answer[6:8], "little")][0]
                          if len(answer) >= 8 and int.from_bytes(answer[6:8], "little") in wire.SCHEMA else "invalid", len(answer))
         try:
@@ -346,9 +351,20 @@ class NetBackend(Backend):
             return ConfigError(message)
         return WorkerError(message, context=f"round {self.round}")
 
-    def _rpc_error(self, server: _Server, exc, what: str) -> Exception:
+    async def _ended(self, server: _Server, what: str, why: str) -> Exception:
+        """The error of a stream that ended (a write refused, no answer): its final status says why, when it has one."""
+        try:
+            code = await asyncio.wait_for(server.call.code(), 5.0)
+            details = await asyncio.wait_for(server.call.details(), 5.0)
+        except Exception:  # noqa: BLE001 - no status to read: the connection is gone
+            return _Lost(why)
+        if code == self.grpc.StatusCode.OK:
+            return _Lost(why)
+        return self._rpc_error(server, code, details, what)
+
+    def _rpc_error(self, server: _Server, code, details: str | None, what: str) -> Exception:
         grpc = self.grpc
-        code, details = exc.code(), exc.details() or ""
+        details = details or ""
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
             log.error("%s sent an oversized message in answer to %s: %s", server.label, what, details)
             return self._invalid(server, f"larger than the {server.answer_bound()} bytes an answer of its zones can take")
