@@ -109,7 +109,8 @@ def main() -> None:
                 hist = pd.read_csv(out / "coordinator_view" / "history.csv")
                 summary = json.loads((out / "coordinator_view" / "summary.json").read_text())["summary"]
                 row = {"repeat": rep, "backend": backend, "rounds": len(hist), "round_mean_ms": 1e3 * float(hist["wall_s"].mean()),
-                       "round_median_ms": 1e3 * float(hist["wall_s"].median()), "setup_s": summary["setup_s"], "process_s": total,
+                       "round_median_ms": 1e3 * float(hist["wall_s"].median()),
+                       "round_p10_ms": 1e3 * float(hist["wall_s"].quantile(0.1)), "setup_s": summary["setup_s"], "process_s": total,
                        "load_before": before, "load_after": load()}
                 if backend == "net":
                     row["bytes_per_round"] = summary["network"]["bytes"] / max(1, len(hist))
@@ -119,14 +120,17 @@ def main() -> None:
         frame = pd.DataFrame(rows)
         per = frame.pivot(index="repeat", columns="backend", values="round_mean_ms")
         med = frame.pivot(index="repeat", columns="backend", values="round_median_ms")
+        p10 = frame.pivot(index="repeat", columns="backend", values="round_p10_ms")
         print(f"\n{args.case}, {args.zones} zones over {len(groups)} server(s) / worker(s), {args.rounds} rounds, {args.local_solver}:")
         for rep in per.index:
             print(f"  repeat {rep}: process {per.loc[rep, 'process']:.2f} ms, net {per.loc[rep, 'net']:.2f} ms a round (mean); "
                   f"overhead {per.loc[rep, 'net'] - per.loc[rep, 'process']:+.2f} ms ({per.loc[rep, 'net'] / per.loc[rep, 'process'] - 1:+.1%}); "
-                  f"medians {med.loc[rep, 'process']:.2f} / {med.loc[rep, 'net']:.2f} ms")
+                  f"medians {med.loc[rep, 'process']:.2f} / {med.loc[rep, 'net']:.2f} ms; "
+                  f"10th percentiles {p10.loc[rep, 'process']:.2f} / {p10.loc[rep, 'net']:.2f} ms")
         diff = (per["net"] - per["process"]).to_numpy()
         print(f"  overhead a round: mean {np.mean(diff):+.2f} ms, range {np.min(diff):+.2f} .. {np.max(diff):+.2f} ms; "
-              f"net / process: {np.mean(per['net'] / per['process']):.3f}")
+              f"net / process: {np.mean(per['net'] / per['process']):.3f}; on the medians {np.mean(med['net'] - med['process']):+.2f} ms, "
+              f"on the 10th percentiles {np.mean(p10['net'] - p10['process']):+.2f} ms")
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1))
     finally:

@@ -57,6 +57,8 @@ METHOD = f"/{SERVICE}/Session"
 REPLY_KINDS = frozenset(n for n in wire.SCHEMA if n >= 20)
 #: HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113 §3.4): a gRPC server answers with its own
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+#: seconds between keepalive pings on an idle connection (both sides; a zone server admits them this often)
+KEEPALIVE_S = 30
 #: bytes of an answer beyond its arrays: the header, counts, and one ledger report per zone
 _ANSWER_SLACK = 4096
 
@@ -289,6 +291,12 @@ class NetBackend(Backend):
             ("grpc.max_receive_message_length", server.answer_bound()),
             ("grpc.max_send_message_length", -1),
             ("grpc.enable_retries", 0),
+            # a zone host that vanishes without closing its connection (powered off, cut off) is noticed within
+            # ~KEEPALIVE_S + 10 s even in the middle of a long round, and then waited for as a dropped server
+            ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
+            ("grpc.keepalive_timeout_ms", 10_000),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.max_pings_without_data", 0),
         ]
         server.channel = self.grpc.aio.secure_channel(server.address, self._credentials(), options=options)
         server.call = server.channel.stream_stream(METHOD)()
@@ -452,19 +460,19 @@ class NetBackend(Backend):
             else:
                 await self._exchange(server, "RESTORE", {"round": base, "run": self.run_id}, self.settings.round_timeout,
                                      f"its checkpoint of round {base}")
-            replayed = [t for t in sorted(self.sent) if t > base]
-            for t in replayed:
+            replayed = 0
+            for t in [t for t in sorted(self.sent) if t > base]:
                 messages = [self.sent[t][z] for z in server.zones]
                 released = [{"zone": z, "values": self.released[t][z]} for z in server.zones if z in self.released.get(t, {})]
                 if len(released) != len(messages):  # the round the server dropped in: sent again by the caller
                     break
                 await self._exchange(server, "REPLAY", {"messages": messages, "released": released}, self.settings.round_timeout,
                                      f"round {t} (replay)")
+                replayed += 1
         except _Lost as exc:
             raise WorkerError(f"{server.label} was lost again while it resumed: {exc}", context=f"round {self.round}") from None
-        log.warning("%s is back: restored from round %s and replayed %d round(s); the run goes on",
-                    server.label, "its initial projection" if self.checkpoint_round is None else self.checkpoint_round,
-                    len([t for t in self.sent if t > (self.checkpoint_round or 0) and t < self.round]))
+        log.warning("%s is back: restored from %s and replayed %d round(s); the run goes on", server.label,
+                    "its initial projection" if self.checkpoint_round is None else f"round {self.checkpoint_round}", replayed)
 
     def _all(self, kind: str, fields_of, what: str) -> list[tuple[str, dict]]:
         """``kind`` to every server at once (``fields_of(server)``); every answer awaited, then the first error raised."""

@@ -37,7 +37,7 @@ from ...files.zone_folders import deployment_folders
 from ..consensus.messages import check_message
 from . import net_wire as wire
 from .base import HostCommands, append_zone_log, single_threaded_pools
-from .net import SERVICE, grpc_module, public_digest
+from .net import KEEPALIVE_S, SERVICE, grpc_module, public_digest
 
 __all__ = ["ZoneServer", "ZoneRefusal", "MAX_REQUEST_BYTES"]
 
@@ -253,8 +253,12 @@ class ZoneServer:
         grpc = self.grpc
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="powerdp-zone"),
-            options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
-                     ("grpc.max_send_message_length", -1)],
+            options=[("grpc.so_reuseport", 0),  # a second server on this port fails to start instead of sharing it
+                     ("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.max_send_message_length", -1),
+                     # a coordinator that vanishes without closing its connection frees the server within ~40 s
+                     ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000), ("grpc.keepalive_timeout_ms", 10_000),
+                     ("grpc.http2.max_pings_without_data", 0), ("grpc.keepalive_permit_without_calls", 1),
+                     ("grpc.http2.min_recv_ping_interval_without_data_ms", KEEPALIVE_S * 1000 // 2)],
         )
         handler = grpc.stream_stream_rpc_method_handler(self._session)
         self.server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(SERVICE, {"Session": handler})])
