@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,31 +28,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.net_jobs import ONE_THREAD, free_ports, wait_listening  # noqa: E402  (the network tests' own helpers)
 
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def free_port_block(n: int) -> int:
-    import random
-
-    for _ in range(200):
-        base = random.randrange(20000, 60000 - n)
-        socks = []
-        try:
-            for p in range(base, base + n):
-                s = socket.socket()
-                s.bind(("127.0.0.1", p))
-                socks.append(s)
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free ports")
 
 
 def powerdp(*args: str) -> list[str]:
@@ -83,7 +63,7 @@ def main() -> None:
         if args.method != "auto":
             split += ["--method", args.method]
         subprocess.run(powerdp("-q", *split), check=True, env=env)
-        port = free_port_block(servers)
+        port = free_ports(servers)
         subprocess.run(powerdp("-q", "certs", "make", str(certs), "--zones", str(args.zones), "--servers", str(servers),
                                "--port", str(port)), check=True, env=env)
         groups = _regroup(dep, certs, servers, port, args.zones)
@@ -92,7 +72,7 @@ def main() -> None:
             procs.append(subprocess.Popen(powerdp("zone", "serve", "--deployment", str(dep), "--zone", ",".join(map(str, g)),
                                                   "--certs", str(certs), "--allow-seeded"), stdout=log, stderr=subprocess.STDOUT, env=env))
         for s in range(len(groups)):
-            _wait_port(port + s, procs[s])
+            wait_listening(port + s, timeout=300, proc=procs[s])
         common = ["-q", "run", "--deployment", str(dep), "--no-evaluation", "--algorithm", args.algorithm, "--epsilon", "0.1",
                   "--rounds", str(args.rounds), "--seed", "1", "--local-solver", args.local_solver, "--checkpoint-every", "0"]
         for rep in range(args.repeats):
@@ -160,19 +140,6 @@ def _regroup(dep: Path, certs: Path, servers: int, port: int, zones: int) -> lis
             lines += ["", f"[zones.{z}]", f'address = "127.0.0.1:{port + s}"', f'name = "{names[s]}"']
     (certs / "zones.toml").write_text("\n".join(lines) + "\n")
     return groups
-
-
-def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 300) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise SystemExit(f"a zone server ended with status {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise SystemExit(f"no zone server at 127.0.0.1:{port}")
 
 
 if __name__ == "__main__":

@@ -144,3 +144,22 @@ def test_a_bad_zone_map_is_one_line_naming_the_field(tmp_path, text, words):
     path.write_text(text)
     with pytest.raises(ConfigError, match=words):
         read_zone_map(path).check_zones(2 if "zones.1" in text else 1)
+
+
+def test_without_grpcio_the_error_names_the_extra(monkeypatch):
+    import sys
+
+    from powerdp.engine.backends.net import grpc_module
+
+    monkeypatch.setitem(sys.modules, "grpc", None)  # as if the net extra were not installed
+    with pytest.raises(ConfigError, match=r'pip install "powerdp\[net\]"'):
+        grpc_module()
+
+
+def test_the_net_backend_needs_a_deployment():
+    from powerdp.apps.power_flow.config import RunConfig
+
+    with pytest.raises(ConfigError, match="give deployment"):
+        RunConfig(case="case14", backend="net")
+    with pytest.raises(ConfigError, match="round_timeout"):
+        RunConfig(case="case14", round_timeout=0)

@@ -319,6 +319,7 @@ class NetBackend(Backend):
             await server.call.write(data)
             answer = await asyncio.wait_for(server.call.read(), timeout)
         except asyncio.TimeoutError:
+            server.failed = True  # its answer may still come: this stream is not read again in the run
             raise WorkerError(f"{server.zone_words} did not answer {what} within {timeout:g} s (--round-timeout); "
                               f"its server is {server.address}", context=f"round {self.round}") from None
         except grpc.aio.AioRpcError as exc:
