@@ -128,9 +128,8 @@ def add_zone_parser(sub) -> None:
 
 def cmd_zone(args: argparse.Namespace) -> int:
     from ..apps.power_flow.zone_host import zone_builder
-    from ..engine.backends.net import read_file
     from ..engine.backends.net_server import ZoneServer
-    from ..engine.backends.net_tls import file_stem, parse_address, read_zone_map
+    from ..engine.backends.net_tls import file_stem, parse_address, read_file, read_zone_map
 
     zones = sorted({z for group in args.zone for z in group})
     d = args.certs

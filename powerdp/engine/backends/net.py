@@ -45,18 +45,15 @@ from ..consensus.messages import ConsensusMessage, ZoneUpdate, check_message
 from ..consensus.settings import ConsensusSettings
 from . import net_wire as wire
 from .base import AgentSpec, Backend, WorkerError
-from .net_tls import ZoneMap, file_stem, parse_address, read_zone_map
+from .net_tls import net_settings, parse_address, probe_tls
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NetBackend", "grpc_module", "public_digest", "SERVICE", "METHOD", "NetSettings", "net_settings", "read_file",
-           "probe_tls"]
+__all__ = ["NetBackend", "grpc_module", "public_digest", "SERVICE", "METHOD"]
 
 SERVICE = "powerdp.ZoneServer"
 METHOD = f"/{SERVICE}/Session"
 REPLY_KINDS = frozenset(n for n in wire.SCHEMA if n >= 20)
-#: HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113 §3.4): a gRPC server answers with its own
-HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 #: seconds between keepalive pings on an idle connection (both sides; a zone server admits them this often)
 KEEPALIVE_S = 30
 #: bytes of an answer beyond its arrays: the header, counts, and one ledger report per zone
@@ -78,15 +75,6 @@ def grpc_module(quiet: bool = True):
     return grpc
 
 
-def read_file(path: str | Path, what: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {path} is missing") from None
-    except OSError as exc:
-        raise ConfigError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
-
-
 def public_digest(deployment: str | Path) -> str:
     """SHA-256 over every file of the deployment's public folder (names and contents): both sides must hold the same."""
     pub = Path(deployment) / "public"
@@ -97,93 +85,6 @@ def public_digest(deployment: str | Path) -> str:
     for p in files:
         h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()
-
-
-@dataclass(frozen=True)
-class NetSettings:
-    """Where the coordinator's side finds its certificate, key, CA and the zone map, and its two timeouts."""
-
-    zone_map: ZoneMap
-    cert: bytes
-    key: bytes
-    ca: bytes
-    round_timeout: float
-    zone_timeout: float
-    cert_path: str = ""
-    key_path: str = ""
-
-
-def probe_tls(host: str, port: int, name: str, settings: NetSettings, timeout: float = 5.0) -> str | None:
-    """Why a TLS connection to a zone server fails, in words, or None when it does not (or nobody listens).
-
-    gRPC reports a refused handshake as a closed socket; this one connection with Python's own TLS says which side
-    refused: the server's certificate (not signed by the CA, or for another name), this side's (the server sends an
-    alert), or a server that does not speak TLS."""
-    import socket
-    import ssl
-
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.load_verify_locations(cadata=settings.ca.decode("ascii", "replace"))
-    ctx.load_cert_chain(settings.cert_path, settings.key_path)
-    try:
-        raw = socket.create_connection((host, port), timeout=timeout)
-    except OSError:
-        return None
-    try:
-        with ctx.wrap_socket(raw, server_hostname=name) as tls:
-            tls.settimeout(timeout)
-            # TLS 1.3: a server that refuses this side's certificate says so (or hangs up) after the handshake; one
-            # that accepts it answers HTTP/2's connection preface with its settings
-            try:
-                tls.sendall(HTTP2_PREFACE)
-                first = tls.recv(1)
-            except TimeoutError:
-                return None
-            except ssl.SSLError as exc:
-                return f"it refused the coordinator's certificate ({exc.reason or exc})"
-            except OSError:
-                first = b""
-            if not first:
-                return "it hung up right after the TLS handshake: it refused the coordinator's certificate (not signed by its CA?)"
-            return None
-    except ssl.SSLCertVerificationError as exc:
-        if "match" in str(exc) or "hostname" in str(exc).lower():
-            return f"its certificate is not made out to {name!r} (the name in the zone map)"
-        return f"its certificate is not signed by the deployment's CA ({exc.verify_message})"
-    except ssl.SSLError as exc:
-        reason = exc.reason or str(exc)
-        if reason in ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING", "RECORD_LAYER_FAILURE", "HTTP_REQUEST"):
-            return f"it does not speak TLS ({reason})"
-        return f"it refused the TLS handshake ({reason})"
-    except (ConnectionError, TimeoutError, OSError) as exc:
-        return f"it closed the connection during the TLS handshake ({type(exc).__name__}): it does not speak TLS, or refused the coordinator's certificate"
-
-
-def net_settings(config: ConsensusSettings) -> NetSettings:
-    """The network settings of a run (``certs``: a folder of ``powerdp certs make``; each file may be given alone)."""
-    certs = getattr(config, "certs", None)
-    d = Path(certs) if certs else None
-
-    def path(override: str | None, name: str, flag: str) -> Path:
-        if override:
-            return Path(override)
-        if d is None:
-            raise ConfigError(f"the net backend needs --certs DIR (or {flag} FILE)")
-        return d / name
-
-    zone_map = read_zone_map(path(getattr(config, "zones_at", None), "zones.toml", "--zones-at"))
-    stem = file_stem(zone_map.coordinator)
-    cert = path(getattr(config, "tls_cert", None), f"{stem}.crt", "--cert")
-    key = path(getattr(config, "tls_key", None), f"{stem}.key", "--key")
-    return NetSettings(
-        zone_map=zone_map,
-        cert=read_file(cert, "the coordinator's certificate"),
-        key=read_file(key, "the coordinator's key"),
-        ca=read_file(path(getattr(config, "tls_ca", None), "ca.crt", "--ca"), "the CA certificate"),
-        round_timeout=float(getattr(config, "round_timeout", 600.0)),
-        zone_timeout=float(getattr(config, "zone_timeout", 60.0)),
-        cert_path=str(cert), key_path=str(key),
-    )
 
 
 class _Lost(Exception):

@@ -24,6 +24,9 @@ The zone map, ``zones.toml``::
 
 Certificates are ECDSA P-256 with SHA-256, a subject alternative name for the peer's name (the coordinator
 checks the zone's, a zone the coordinator's), valid from an hour ago for ``days`` days.
+
+The coordinator's side reads its files into :class:`NetSettings` (:func:`net_settings`), and :func:`probe_tls` says in
+words which side refused a TLS connection that gRPC reports only as closed.
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ConfigError
+from ..consensus.settings import ConsensusSettings
 
 __all__ = ["ZoneAddress", "ZoneMap", "make_certs", "read_zone_map", "file_stem", "parse_address", "COORDINATOR_NAME",
-           "DEFAULT_PORT"]
+           "DEFAULT_PORT", "NetSettings", "net_settings", "probe_tls", "read_file"]
 
 COORDINATOR_NAME = "coordinator"
 DEFAULT_PORT = 50100
@@ -291,3 +295,103 @@ def make_certs(directory: str | Path, zones: int, host: str = "127.0.0.1", port:
     text = _zone_map_text(addresses, COORDINATOR_NAME)
     written.append(write_private(d / "zones.toml", lambda fh: fh.write(text)))
     return written
+
+
+#: HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113 §3.4): a gRPC server answers with its own
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def read_file(path: str | Path, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path} is missing") from None
+    except OSError as exc:
+        raise ConfigError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+
+
+@dataclass(frozen=True)
+class NetSettings:
+    """Where the coordinator's side finds its certificate, key, CA and the zone map, and its two timeouts."""
+
+    zone_map: ZoneMap
+    cert: bytes
+    key: bytes
+    ca: bytes
+    round_timeout: float
+    zone_timeout: float
+    cert_path: str = ""
+    key_path: str = ""
+
+
+def probe_tls(host: str, port: int, name: str, settings: NetSettings, timeout: float = 5.0) -> str | None:
+    """Why a TLS connection to a zone server fails, in words, or None when it does not (or nobody listens).
+
+    gRPC reports a refused handshake as a closed socket; this one connection with Python's own TLS says which side
+    refused: the server's certificate (not signed by the CA, or for another name), this side's (the server sends an
+    alert), or a server that does not speak TLS."""
+    import socket
+    import ssl
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cadata=settings.ca.decode("ascii", "replace"))
+    ctx.load_cert_chain(settings.cert_path, settings.key_path)
+    try:
+        raw = socket.create_connection((host, port), timeout=timeout)
+    except OSError:
+        return None
+    try:
+        with ctx.wrap_socket(raw, server_hostname=name) as tls:
+            tls.settimeout(timeout)
+            # TLS 1.3: a server that refuses this side's certificate says so (or hangs up) after the handshake; one
+            # that accepts it answers HTTP/2's connection preface with its settings
+            try:
+                tls.sendall(HTTP2_PREFACE)
+                first = tls.recv(1)
+            except TimeoutError:
+                return None
+            except ssl.SSLError as exc:
+                return f"it refused the coordinator's certificate ({exc.reason or exc})"
+            except OSError:
+                first = b""
+            if not first:
+                return "it hung up right after the TLS handshake: it refused the coordinator's certificate (not signed by its CA?)"
+            return None
+    except ssl.SSLCertVerificationError as exc:
+        if "match" in str(exc) or "hostname" in str(exc).lower():
+            return f"its certificate is not made out to {name!r} (the name in the zone map)"
+        return f"its certificate is not signed by the deployment's CA ({exc.verify_message})"
+    except ssl.SSLError as exc:
+        reason = exc.reason or str(exc)
+        if reason in ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING", "RECORD_LAYER_FAILURE", "HTTP_REQUEST"):
+            return f"it does not speak TLS ({reason})"
+        return f"it refused the TLS handshake ({reason})"
+    except (ConnectionError, TimeoutError, OSError) as exc:
+        return f"it closed the connection during the TLS handshake ({type(exc).__name__}): it does not speak TLS, or refused the coordinator's certificate"
+
+
+def net_settings(config: ConsensusSettings) -> NetSettings:
+    """The network settings of a run (``certs``: a folder of ``powerdp certs make``; each file may be given alone)."""
+    certs = getattr(config, "certs", None)
+    d = Path(certs) if certs else None
+
+    def path(override: str | None, name: str, flag: str) -> Path:
+        if override:
+            return Path(override)
+        if d is None:
+            raise ConfigError(f"the net backend needs --certs DIR (or {flag} FILE)")
+        return d / name
+
+    zone_map = read_zone_map(path(getattr(config, "zones_at", None), "zones.toml", "--zones-at"))
+    stem = file_stem(zone_map.coordinator)
+    cert = path(getattr(config, "tls_cert", None), f"{stem}.crt", "--cert")
+    key = path(getattr(config, "tls_key", None), f"{stem}.key", "--key")
+    return NetSettings(
+        zone_map=zone_map,
+        cert=read_file(cert, "the coordinator's certificate"),
+        key=read_file(key, "the coordinator's key"),
+        ca=read_file(path(getattr(config, "tls_ca", None), "ca.crt", "--ca"), "the CA certificate"),
+        round_timeout=float(getattr(config, "round_timeout", 600.0)),
+        zone_timeout=float(getattr(config, "zone_timeout", 60.0)),
+        cert_path=str(cert), key_path=str(key),
+    )
