@@ -10,8 +10,8 @@ What a zone refuses, whatever the coordinator says:
 
 * a seeded run, unless its operator allows one (``--allow-seeded``): whoever chose the seed can replay the noise;
 * a run that evaluates (``evaluate``: the zone's objective and violations would be asked for);
-* Ipopt options that read or write files on the zone's host (an option file, an output file, a profile given as
-  a path instead of a bundled name).
+* an Ipopt profile given as a path instead of a bundled name (it would read a file of the zone's host; options
+  that write or read files are refused by the settings' own checks, on every host).
 """
 
 from __future__ import annotations
@@ -23,10 +23,7 @@ from ...engine.backends.net_server import ZoneRefusal, describe
 from ...errors import ConfigError
 from .config import RunConfig
 
-__all__ = ["zone_builder", "FILE_OPTIONS"]
-
-#: Ipopt options naming a file on the host that runs the solve: never taken from the coordinator
-FILE_OPTIONS = ("output_file", "option_file_name", "print_options_documentation")
+__all__ = ["zone_builder"]
 
 
 def _checked_config(settings: dict[str, Any], deployment: str, allow_seeded: bool) -> RunConfig:
@@ -48,9 +45,6 @@ def _checked_config(settings: dict[str, Any], deployment: str, allow_seeded: boo
         value = str(getattr(config, name))
         if "/" in value or "\\" in value or value.endswith(".opt"):
             raise ZoneRefusal("refused-settings", f"{name} {value!r} names a file; a zone takes bundled profiles only")
-    bad = sorted(set(config.ipopt_options) & set(FILE_OPTIONS))
-    if bad:
-        raise ZoneRefusal("refused-settings", f"Ipopt option {bad[0]!r} names a file on this host; refused")
     if config.rho is None:
         raise ZoneRefusal("refused-settings", "the settings are not resolved (rho unset)")
     return config
