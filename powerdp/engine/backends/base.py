@@ -18,7 +18,8 @@ from ..consensus.messages import ConsensusMessage, ZoneUpdate
 from ..consensus.settings import ConsensusSettings
 
 __all__ = ["AgentSpec", "Backend", "HostedBackend", "WorkerError", "assign_zones", "build_agents", "private_view", "serve",
-           "restore_zone", "peak_rss_mb", "single_threaded_pools", "zone_failure", "ZONE_FAILED", "HostCommands", "append_zone_log"]
+           "restore_zone", "peak_rss_mb", "single_threaded_pools", "zone_failure", "ZONE_FAILED", "HostCommands", "append_zone_log",
+           "released", "open_journal"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,23 @@ def private_view(net: Network, own_buses: np.ndarray) -> Network:
     keep = np.zeros(net.n_bus, dtype=bool)
     keep[own_buses] = True
     return net.with_loads(np.where(keep, net.pd, 0.0), np.where(keep, net.qd, 0.0))
+
+
+def released(agent, update):
+    """A zone's message on its way out of its host: journaled (and fsynced) first when the zone keeps a release
+    journal (:mod:`powerdp.privacy.journal`), so that a resumed zone never sends a counted release again with fresh
+    noise. Every host loop sends what this returns."""
+    journal = getattr(agent, "journal", None)
+    if journal is not None and journal.active:
+        journal.release(update.round, update.released)
+    return update
+
+
+def open_journal(agent, folders) -> None:
+    """A new run: the zone starts its release journal in its private checkpoint folder (agents without one: nothing)."""
+    start = getattr(agent, "open_journal", None)
+    if start is not None:
+        start(folders)
 
 
 def restore_zone(agent, folders, round: int) -> None:
@@ -89,6 +107,12 @@ def append_zone_log(deployment, zones, text: str) -> None:
                 fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text.rstrip()}\n")
         except OSError:
             pass
+
+
+def _measures_cross(config: ConsensusSettings) -> bool:
+    """Whether a host may send its zones' set-up times and peak memory: only to a simulation's evaluation (one machine
+    holds every zone's data anyway); never in a deployment or a run without the evaluation."""
+    return getattr(config, "deployment", None) is None and bool(getattr(config, "evaluate", True))
 
 
 def peak_rss_mb() -> float:
@@ -158,7 +182,11 @@ class Backend:
         raise NotImplementedError
 
     def load_checkpoint(self, folders, round: int) -> None:
-        """Every zone restores the state it saved after ``round``."""
+        """Every zone restores the state it saved after ``round`` (and reopens its release journal)."""
+        raise NotImplementedError
+
+    def open_journals(self, folders) -> None:
+        """A new run with checkpoints: every zone starts its release journal in its private folder, on its own host."""
         raise NotImplementedError
 
     def prune_checkpoints(self, folders, round: int) -> None:
@@ -229,10 +257,13 @@ def serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consensu
 class HostCommands:
     """What a host does with one command of the coordinator's side, on its agents: the loop of :func:`serve` (worker
     processes, MPI ranks) and the network backend's zone server share it. ``zone`` names the zone at work while a
-    command runs (the one a failure is reported for; None outside a zone's own work)."""
+    command runs (the one a failure is reported for; None outside a zone's own work). Every release leaves through
+    :func:`released` (journaled and fsynced first). ``measures_cross``: whether the host answers ``setup`` and ``memory``
+    with its zones' figures (a simulation's evaluation only; a deployment's zone keeps them)."""
 
-    def __init__(self, agents: dict):
+    def __init__(self, agents: dict, measures_cross: bool = False):
         self.agents = agents
+        self.measures_cross = measures_cross
         self.zone: int | None = None
 
     def run(self, cmd: str, arg):
@@ -246,7 +277,7 @@ class HostCommands:
             out = []
             for m in arg:
                 self.zone = m.zone
-                out.append(agents[m.zone].step(m))
+                out.append(released(agents[m.zone], agents[m.zone].step(m)))
         elif cmd == "diag":
             out = [agents[z].diagnostics(arg) for z in sorted(agents)]
         elif cmd == "save":  # each zone writes its own file; nothing but an acknowledgement returns
@@ -258,6 +289,11 @@ class HostCommands:
                     if isinstance(exc, _errors.OutputError):
                         raise
                     raise _errors.OutputError(f"cannot write {exc.filename or f'the checkpoint of zone {z}'}: {exc.strerror or exc}") from None
+            out = None
+        elif cmd == "journal":  # a new run: each zone starts its release journal in its own folder
+            for z in sorted(agents):
+                self.zone = z
+                open_journal(agents[z], arg)
             out = None
         elif cmd == "restore":
             folders, rnd = arg
@@ -281,6 +317,10 @@ class HostCommands:
             for z in sorted(by_zone):
                 self.zone = z
                 out[z] = getattr(agents[z], method)(by_zone[z])
+        elif cmd in ("setup", "memory") and not self.measures_cross:
+            # a deployment's zone keeps its set-up times and memory: how long its model took to build and how much
+            # memory it holds are measured on its data's host, outside the message allow-list (issue 36)
+            out = {} if cmd == "setup" else float("nan")
         elif cmd == "setup":
             out = {z: a.setup_s for z, a in agents.items()}
         elif cmd == "memory":
@@ -294,7 +334,7 @@ class HostCommands:
 def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: ConsensusSettings) -> None:
     host = None
     try:
-        host = HostCommands(build_agents(net, specs, config))
+        host = HostCommands(build_agents(net, specs, config), measures_cross=_measures_cross(config))
         send(("ok", None))
         while True:
             cmd, arg = recv()
@@ -389,6 +429,9 @@ class HostedBackend(Backend):
     def load_checkpoint(self, folders, round: int) -> None:
         self._call("restore", [(folders, int(round))] * self.n_hosts)
 
+    def open_journals(self, folders) -> None:
+        self._call_all("journal", [folders] * self.n_hosts)
+
     def prune_checkpoints(self, folders, round: int) -> None:
         self._call("prune", [(folders, int(round))] * self.n_hosts)
 
@@ -396,7 +439,7 @@ class HostedBackend(Backend):
         self._call("solutions", [folders] * self.n_hosts)
 
     def host_memory(self) -> list[float]:
-        return [float(m) for m in self._call("memory")]
+        return [float(m) for m in self._call("memory") if m == m]  # a deployment's hosts keep theirs (NaN)
 
     def call(self, method: str, by_zone: dict[int, Any]) -> dict[int, Any]:
         out: dict[int, Any] = {}
