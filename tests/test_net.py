@@ -27,7 +27,7 @@ SEED, EPS = 4, 0.3
 #: every file the coordinator writes under its --out in a deployment; nothing else may be there
 COORDINATOR_FILES = {
     "config.json", "inputs.json", "partition.csv", "coordinator_view/history.csv", "coordinator_view/consensus.csv",
-    "coordinator_view/summary.json", "simulation_evaluation/history.csv", "simulation_evaluation/summary.json",
+    "coordinator_view/summary.json", "coordinator_view/privacy_receipt.json", "simulation_evaluation/history.csv", "simulation_evaluation/summary.json",
     "checkpoint/state.json", "checkpoint/state.npz", "checkpoint/evaluation.json", "checkpoint/evaluation.npz",
 }
 
@@ -55,6 +55,45 @@ def step(self, msg):
     return real(self, msg)
 
 agent.ZoneAgent.step = step
+sys.exit(main(sys.argv[1:]))
+"""
+
+# a zone server whose zone dies (os._exit) after its round DIE_ROUND release was journaled and fsynced, before it is sent
+JOURNALED_THEN_DYING = """
+import os, sys
+from powerdp.engine.backends import base
+from powerdp.cli import main
+
+real, die = base.released, int(os.environ["DIE_ROUND"])
+
+def released(agent, update):
+    out = real(agent, update)
+    if update.round == die:
+        os._exit(9)
+    return out
+
+base.released = released
+sys.exit(main(sys.argv[1:]))
+"""
+
+# a coordinator that appends every update it receives to RECORDS as "zone round digest" (studies/resume_audit.py)
+RECORDING = """
+import hashlib, os, sys
+import numpy as np
+from powerdp.engine.backends import net_wire
+from powerdp.cli import main
+
+real = net_wire.updates_of
+
+def updates_of(records):
+    updates = real(records)
+    with open(os.environ["RECORDS"], "a") as fh:
+        for u in updates:
+            digest = hashlib.blake2b(np.ascontiguousarray(np.asarray(u.released, dtype=float)).tobytes(), digest_size=16)
+            fh.write(f"{int(u.zone)} {int(u.round)} {digest.hexdigest()}\\n")
+    return updates
+
+net_wire.updates_of = updates_of
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -180,6 +219,7 @@ def test_three_zone_servers_and_the_coordinator_equal_the_serial_simulation(tmp_
     assert summary["backend"] == "net" and summary["noise_source"] == "seeded"
     net = summary["network"]
     assert net["sent"]["STEP"]["messages"] == 15 and net["received"]["UPDATES"]["messages"] == 18  # init + 5 rounds, 3 servers
+    assert main(["-q", "privacy", "verify", str(out)]) == 0  # the receipt, written like every backend's, re-accounts
     evaluation = json.loads((out / "simulation_evaluation" / "summary.json").read_text())["summary"]
     assert evaluation["setup_times"] == {} and evaluation["host_peak_rss_mb"] == []  # a zone's own figures stay with it
     # listing: under --out only the coordinator's files
@@ -392,28 +432,56 @@ def test_a_coordinator_that_restarts_resumes_with_the_same_zone_servers(tmp_path
     assert all("restored from their own checkpoint of round 2" in processes.log(f"zone{z}") for z in range(3))
 
 
-def test_a_secret_noise_zone_that_cannot_replay_stops_the_run_without_releasing_again(tmp_path, deployment, processes):
-    """Secret noise: zone 1's server dies as round 4 starts, after the round-2 checkpoint; restarted, it restores round 2
-    and replays round 3 with fresh noise, which is not what it released then: it says so (a code, nothing of the
-    release) and the run stops resumably; the coordinator received round 3's release of zone 1 once."""
+def test_a_secret_noise_zone_killed_after_journaling_resumes_from_its_checkpoint(tmp_path, deployment, processes):
+    """Secret noise (issue 36's resume rule over the network): zone 1's server dies in round 4 after its release was
+    journaled and fsynced but before it was sent; checkpoints every 2 rounds. Restarted, the zone restores its round-2
+    checkpoint (its secret stream with it), replays round 3 and answers round 4 again bit for bit as it journaled them:
+    nothing new is charged, the run completes, every round of every zone crossed once (composed ≤ the ledger ≤ the
+    claim), the coordinator's privacy receipt re-accounts with powerdp privacy verify, and its --out holds nothing of a
+    zone (no journal, no stream)."""
     import time
 
+    from powerdp.privacy.journal import JOURNAL_FILE, read_journal
+    from powerdp.privacy.verify import load_receipt
+    from powerdp.studies.resume_audit import resume_channel
+
     dep, certs, port = deployment
-    dying = _script(tmp_path, "dying", DYING)
+    dying = _script(tmp_path, "journaled_then_dying", JOURNALED_THEN_DYING)
+    recording = _script(tmp_path, "recording", RECORDING)
+    records = tmp_path / "records.txt"
     processes.zone(dep, 0, certs, port)
     first = processes.zone(dep, 1, certs, port + 1, script=[dying], env={"DIE_ROUND": "4"})
     processes.zone(dep, 2, certs, port + 2)
     out = tmp_path / "out"
-    args = [a for a in _coordinator_args(dep, certs, out, 6, "--checkpoint-every", "2", "--zone-timeout", "120") if a not in ("--seed", str(SEED))]
-    coordinator = processes.start(args, "coordinator")
+    claim = 0.6
+    args = ["-v", "run", "--deployment", str(dep), "--no-evaluation", "--backend", "net", "--certs", str(certs), "--algorithm", "objl",
+            "--target-epsilon", str(claim), "--rounds", "6", "--checkpoint-every", "2", "--zone-timeout", "120", "--out", str(out)]
+    coordinator = processes.start(args, "coordinator", script=[recording], env={"RECORDS": str(records)})
     first.wait(timeout=240)
+    assert first.returncode == 9
+    [journal] = (dep / "zone_1.private" / "runs").rglob(JOURNAL_FILE)
+    assert journal.parent.name == "checkpoint" and [e["round"] for e in read_journal(journal)] == [3, 4]  # round 4 journaled before it would have left
     time.sleep(1)
     processes.zone(dep, 1, certs, port + 1)
-    assert coordinator.wait(timeout=240) == 1
+    assert coordinator.wait(timeout=240) == 0, processes.log("coordinator")[-3000:]
     log = processes.log("coordinator")
-    assert "zone 1 could not resume identically" in log and "Traceback" not in log, log[-3000:]
-    net = json.loads((out / "coordinator_view" / "summary.json").read_text())["summary"]["network"]
-    assert net["sent"]["REPLAY"]["messages"] == 1  # tried once; the run's end asks nothing more of a failed zone
-    assert net["received"]["UPDATES"]["messages"] == 3 * 4 + 2  # init and rounds 1-3 of every zone, round 4 of zones 0 and 2
-    assert len(pd.read_csv(out / "coordinator_view" / "history.csv")) == 3
-    assert "replayed round 3 and released other values" in (dep / "zone_1.private" / "log.txt").read_text()
+    assert "was lost during round 4" in log and "is back" in log and "Traceback" not in log
+    assert "restored from their own checkpoint of round 2" in processes.log("zone1")
+    summary = json.loads((out / "coordinator_view" / "summary.json").read_text())["summary"]
+    assert summary["noise_source"] == "secret" and summary["network"]["sent"]["REPLAY"]["messages"] == 1
+    # what crossed, composed with the ledger's mechanism, against the ledger and the claim
+    receipt = load_receipt(out)
+    channel = resume_channel(records, receipt, claim)
+    assert not channel["failed"], channel
+    for z, unit in enumerate(receipt["units"]):
+        assert unit["id"] == z and unit["ledger"]["steps"] == 6 and unit["recharged_steps"] == 0
+        crossed = channel["zones"][z]
+        assert crossed["rounds"] == 6 and crossed["releases_crossed"] == 6
+        assert crossed["epsilon_crossed"] <= crossed["epsilon_ledger"] * (1 + 1e-9) <= claim * (1 + 1e-9)
+        assert crossed["epsilon_ledger"] == pytest.approx(claim)
+    assert receipt["units"][1]["resume"] == {"replayed": 2, "diverged": 0, "differing_messages": 0, "recharged_steps": 0}
+    assert main(["-q", "privacy", "verify", str(out)]) == 0
+    # the coordinator's --out: its own files only; the journals stay in the zones' folders
+    files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    assert files <= COORDINATOR_FILES, files - COORDINATOR_FILES
+    assert sorted(p.relative_to(dep).parts[0] for p in dep.rglob(JOURNAL_FILE)) == [f"zone_{z}.private" for z in range(3)]

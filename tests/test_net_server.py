@@ -92,3 +92,87 @@ def test_setup_checks_the_zones_and_the_public_files(split):
     session, _ = _session(split)
     kind, out, _ = _answer(session, wire.encode("STEP", messages=[]))
     assert (kind, out["code"]) == ("FAILED", "no-session")
+
+
+RUN = "abcdef12"
+
+
+def _rounds(session, n, rounds):
+    """INIT and ``rounds`` rounds with the same broadcast each time; the released values of each round."""
+    out = {}
+    for t in range(1, rounds + 1):
+        kind, got, _ = _answer(session, wire.encode("STEP", messages=[ConsensusMessage(round=t, zone=0, w=np.zeros(n), rho=100.0)]))
+        assert kind == "UPDATES"
+        out[t] = got["updates"][0]["released"]
+    return out
+
+
+def _replay(session, n, t, released):
+    return _answer(session, wire.encode("REPLAY", messages=[ConsensusMessage(round=t, zone=0, w=np.zeros(n), rho=100.0)],
+                                        released=[{"zone": 0, "values": released}]))
+
+
+def _ledger(session):
+    return _answer(session, wire.encode("REPORT"))[1]["reports"][0]["ledger"]
+
+
+@pytest.fixture
+def journaled(tmp_path):
+    """A secret-noise zone that journaled rounds 1 and 2 after its round-0 checkpoint, then lost its session (its
+    server restarted): the split, the shared size, the releases it sent."""
+    dep = tmp_path / "dep"
+    assert main(["-q", "partition", "case14", "--zones", "2", "--split", str(dep)]) == 0
+    session, _ = _session(dep)
+    n = int(_answer(session, _setup(dep))[1]["shared"][0])
+    _answer(session, wire.encode("INIT"))
+    assert _answer(session, wire.encode("JOURNAL", run=RUN))[0] == "ACK"
+    assert _answer(session, wire.encode("SAVE", round=0, run=RUN))[0] == "ACK"
+    sent = _rounds(session, n, 2)
+    session.close()
+    return dep, n, sent
+
+
+def test_a_restarted_secret_zone_replays_bit_for_bit_and_charges_nothing(journaled):
+    """Resume rule over the network (issue 36): restored from its round-0 checkpoint (its secret stream with it), the
+    zone repeats rounds 1 and 2 exactly as it journaled them; its ledger is the journal's, nothing is charged again."""
+    dep, n, sent = journaled
+    session, _ = _session(dep)
+    _answer(session, _setup(dep))
+    assert _answer(session, wire.encode("RESTORE", round=0, run=RUN))[0] == "ACK"
+    for t in (1, 2):
+        assert _replay(session, n, t, sent[t])[0] == "ACK"
+    ledger = _ledger(session)
+    assert ledger["steps"] == 2 and ledger["resume"] == {"replayed": 2, "diverged": 0, "differing_messages": 0, "recharged_steps": 0}
+    kind, out, _ = _answer(session, wire.encode("STEP", messages=[ConsensusMessage(round=3, zone=0, w=np.zeros(n), rho=100.0)]))
+    assert kind == "UPDATES" and _ledger(session)["steps"] == 3  # a new round: charged
+
+
+def test_a_restarted_zone_whose_replay_diverges_is_charged_again_and_goes_on(journaled):
+    """Its checkpoint lost the stream: the repeats draw other noise. Nothing of them crosses (an acknowledgement); the
+    journal covers both rounds, so the zone goes on with them charged again (recharged_steps 2) and says so on its own
+    side. A zone without a journal (a run without checkpoints) refuses to go on instead."""
+    import json
+
+    dep, n, sent = journaled
+    [stem] = (dep / "zone_0.private").rglob("round_0.json")
+    state = json.loads(stem.read_text())
+    state["rng"] = None
+    stem.write_text(json.dumps(state))
+    session, said = _session(dep)
+    _answer(session, _setup(dep))
+    _answer(session, wire.encode("RESTORE", round=0, run=RUN))
+    for t in (1, 2):
+        kind, out, end = _replay(session, n, t, sent[t])
+        assert (kind, out, end) == ("ACK", {}, False)
+    ledger = _ledger(session)
+    assert ledger["steps"] == 4 and ledger["resume"]["recharged_steps"] == 2
+    assert ledger["headline"]["epsilon"] == pytest.approx(0.4)  # 4 steps of 0.1: above 2 rounds, and it says so
+    assert "replayed round 2 with other values" in said[-1] and "charged the round again" in said[-1]
+    assert "replayed round 1 with other values" in (dep / "zone_0.private" / "log.txt").read_text()
+
+    session, said = _session(dep)  # no journal: the difference would be charged nowhere
+    _answer(session, _setup(dep))
+    _answer(session, wire.encode("INIT"))
+    kind, out, end = _replay(session, n, 1, sent[1])
+    assert (kind, out["code"], out["status"], end) == ("FAILED", "replay-differs", 1, True)
+    assert "no release journal covers that round" in said[-1]

@@ -12,9 +12,10 @@ Faults (docs/deployment.md):
 * a zone that does not answer a request within ``round_timeout`` seconds stops the run (resumable: the runner keeps
   the history and the last checkpoint) with a line naming the zone;
 * a zone server that drops (its connection fails) is waited for up to ``zone_timeout`` seconds; when it is back it
-  restores its zones from their own checkpoint of the last checkpointed round and replays the rounds since from the
-  coordinator's broadcasts, answering each with an acknowledgement only (the zone checks on its side that it releases
-  exactly what it released before; nothing crosses twice), and the run goes on. Not back in time: the run stops,
+  restores its zones from their own checkpoint of the last checkpointed round (their noise stream and release
+  journal with it) and replays the rounds since from the coordinator's broadcasts, answering each with an
+  acknowledgement only (nothing crosses twice; the zone checks that it repeats what it released, or that its journal
+  charged the difference: docs/privacy.md, "Resume"), and the run goes on. Not back in time: the run stops,
   resumable;
 * an answer the schema does not describe, or larger than the answers of that server's zones can be, stops the run
   with "zone P sent an invalid message";
@@ -163,6 +164,7 @@ class NetBackend(Backend):
         self.round = 0
         self.run_id = ""
         self.checkpoint_round: int | None = None  # the round every zone last saved (None: replay from the start)
+        self.journaled = False  # every zone keeps a release journal in this run (a private run with checkpoints)
         self.sent: dict[int, dict[int, ConsensusMessage]] = {}  # round → zone → the broadcast (kept for a replay)
         self.released: dict[int, dict[int, np.ndarray]] = {}  # round → zone → what it released then
         self.spent: dict[int, float] = {}
@@ -359,6 +361,8 @@ class NetBackend(Backend):
                     if not np.array_equal(u.released, self.released.get(0, {}).get(u.zone, u.released)):
                         raise WorkerError(f"zone {u.zone}'s initial projection differs from the one it sent: it cannot resume "
                                           "identically", context=f"round {self.round}")
+                if self.journaled:  # lost before the first checkpoint: its journal starts again (nothing released since)
+                    await self._exchange(server, "JOURNAL", {"run": self.run_id}, self.settings.round_timeout, "its release journal")
             else:
                 await self._exchange(server, "RESTORE", {"round": base, "run": self.run_id}, self.settings.round_timeout,
                                      f"its checkpoint of round {base}")
@@ -471,6 +475,11 @@ class NetBackend(Backend):
         self.round = int(round)
         self._acks("RESTORE", lambda s: {"round": int(round), "run": folders.run}, f"the checkpoint of round {round}")
         self._checkpointed(int(round))
+
+    def open_journals(self, folders) -> None:
+        self.run_id = folders.run
+        self._acks("JOURNAL", lambda s: {"run": folders.run}, "the release journals")
+        self.journaled = True
 
     def prune_checkpoints(self, folders, round: int) -> None:
         self._acks("PRUNE", lambda s: {"round": int(round), "run": folders.run}, "the checkpoint pruning")

@@ -14,9 +14,13 @@ a run id that is a run id) before an agent sees it; every answer holds only what
 update passes the message allow-list (:func:`~powerdp.engine.consensus.messages.check_message`) first. A failure
 crosses as a code; the detail goes to the zone's own log and to this server's standard error (its operator's).
 
-A restarted server holds no run: the coordinator sets it up again, it restores its zones from their own checkpoint,
-and replays the rounds since from the coordinator's broadcasts, checking that each replayed release is bit for bit
-the one it sent then; only an acknowledgement crosses (:mod:`powerdp.engine.backends.net`).
+Each release leaves through the hosts' journal hook (:func:`~powerdp.engine.backends.base.released`): in a private
+run with checkpoints, the zone's release journal is written and fsynced in its private checkpoint folder before the
+answer is sent (docs/privacy.md, "Resume"). A restarted server holds no run: the coordinator sets it up again, it
+restores its zones from their own checkpoint (their noise stream with it, and their journal), and replays the rounds
+since from the coordinator's broadcasts; only an acknowledgement crosses (:mod:`powerdp.engine.backends.net`). A replay
+is bit for bit what the zone sent then, or, when its journal covers the round, charged again by the journal
+(:meth:`_Session._replayed`).
 """
 
 from __future__ import annotations
@@ -163,6 +167,26 @@ class _Session:
         spent = [{"zone": int(d.zone), "epsilon": float(d.epsilon_spent)} for d in diags]
         return wire.encode("UPDATES", updates=updates, spent=spent)
 
+    def _replayed(self, updates, before: dict[int, np.ndarray]) -> None:
+        """A restarted zone's repeat of a round the coordinator holds (REPLAY): nothing of it crosses. Released bit for
+        bit as then, the usual case (its noise stream came back with its checkpoint; its journal charges nothing). Other
+        values are allowed only when the zone's release journal covers the round: the journal has then re-keyed the
+        stream and charged the repeat (privacy/journal.py), the zone goes on from it and its ledger says so; without a
+        journal (a run without checkpoints) the difference is charged nowhere and the zone refuses to go on."""
+        for u in updates:
+            if u.zone not in before:
+                raise _BadRequest(f"REPLAY.released has no values of zone {u.zone}")
+            if np.array_equal(np.asarray(u.released), before[u.zone]):
+                continue
+            journal = getattr(self.host.agents[u.zone], "journal", None)
+            if journal is None or not journal.covers(u.round):
+                raise ZoneRefusal("replay-differs", f"zone {u.zone} replayed round {u.round} and released other values "
+                                                    "than it sent then, and no release journal covers that round", status=1)
+            line = (f"zone {u.zone} replayed round {u.round} with other values than it sent then (its journal re-keyed "
+                    "the noise and charged the round again; the new values stay here)")
+            self.server.say(line)
+            append_zone_log(self.server.deployment, [u.zone], line)
+
     def _folders(self, run: str):
         _check_run_id(run)
         return deployment_folders(self.server.deployment, run)
@@ -181,13 +205,7 @@ class _Session:
             self.round = msgs[0].round
             if kind == "STEP":
                 return self._updates(updates), False
-            before = {int(r["zone"]): r["values"] for r in f["released"]}
-            for u in updates:
-                if u.zone not in before:
-                    raise _BadRequest(f"REPLAY.released has no values of zone {u.zone}")
-                if not np.array_equal(np.asarray(u.released), before[u.zone]):
-                    raise ZoneRefusal("replay-differs", f"zone {u.zone} replayed round {u.round} and released other values "
-                                                        "than it sent then (its noise is not replayable from its checkpoint)", status=1)
+            self._replayed(updates, {int(r["zone"]): r["values"] for r in f["released"]})
             return wire.encode("ACK"), False
         if kind == "REPORT":
             reports = [{"zone": int(d.zone), "epsilon": float(d.epsilon_spent), "ledger": d.privacy} for d in host.run("diag", False)]
@@ -196,6 +214,9 @@ class _Session:
             if int(f["round"]) != self.round:
                 raise _BadRequest(f"SAVE of round {int(f['round'])}; the zones are at round {self.round}")
             host.run("save", self._folders(f["run"]))
+            return wire.encode("ACK"), False
+        if kind == "JOURNAL":  # a new run with checkpoints: each zone starts its release journal in its own folder
+            host.run("journal", self._folders(f["run"]))
             return wire.encode("ACK"), False
         if kind == "RESTORE":
             rnd = int(f["round"])

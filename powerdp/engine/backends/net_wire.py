@@ -10,7 +10,7 @@ Every message is a header and the fields its kind declares, in order::
     f64[]    u32 count | count × f64             (raw little-endian float64: the values cross bit for bit)
     list     u32 count | count records, each the record's fields in order
 
-:data:`SCHEMA` declares every kind: what the coordinator sends (SETUP … CLOSE) and what a zone server answers (READY …
+:data:`SCHEMA` declares every kind: what the coordinator sends (SETUP … JOURNAL) and what a zone server answers (READY …
 FAILED). It is the network's allow-list: a zone's answer to a round is the zones' :class:`ZoneUpdate` (round, zone,
 the released values B_p z_p) and each zone's ε spent so far (its ledger's public figure); its final report adds the
 ledger's report (a JSON object). Nothing else a zone computes has a field to cross in, and a failure crosses as a
@@ -73,6 +73,7 @@ SCHEMA: dict[int, tuple[str, tuple]] = {
     8: ("PRUNE", (("round", "i64"), ("run", "str"))),
     9: ("SOLUTIONS", (("run", "str"),)),
     10: ("CLOSE", ()),
+    11: ("JOURNAL", (("run", "str"),)),
     # a zone server's answers
     20: ("READY", (("zones", "i64[]"), ("shared", "i64[]"))),
     21: ("UPDATES", (("updates", UPDATE_RECORD), ("spent", _list(("zone", "i64"), ("epsilon", "f64"))))),
@@ -93,8 +94,8 @@ FAILURE_CODES = {
     "refused-settings": "refused the run's settings (its own log says why)",
     "refused-seeded": "refuses a seeded run (its noise would be known to whoever knows the seed; the zone's operator "
                       "allows one with --allow-seeded)",
-    "replay-differs": "could not resume identically: its replayed release differs from the one it sent (its noise "
-                      "is not replayable from its checkpoint)",
+    "replay-differs": "could not resume identically: its replayed release differs from the one it sent, and it keeps no "
+                      "release journal that charges the difference (a run without checkpoints cannot be resumed)",
     "invalid-request": "received a request the protocol does not allow (its own log says which)",
     "busy": "is busy with another run",
     "no-session": "has no run set up (it was restarted)",
