@@ -143,6 +143,12 @@ def test_a_restarted_secret_zone_replays_bit_for_bit_and_charges_nothing(journal
         assert _replay(session, n, t, sent[t])[0] == "ACK"
     ledger = _ledger(session)
     assert ledger["steps"] == 2 and ledger["resume"] == {"replayed": 2, "diverged": 0, "differing_messages": 0, "recharged_steps": 0}
+    # a coordinator asking for a new journal of that run (which would drop what the zone released and was charged for)
+    other, said = _session(dep)
+    _answer(other, _setup(dep))
+    _answer(other, wire.encode("INIT"))
+    kind, out, end = _answer(other, wire.encode("JOURNAL", run=RUN))
+    assert (kind, out["code"], end) == ("FAILED", "invalid-request", True) and "journaled releases already" in said[-1]
     kind, out, _ = _answer(session, wire.encode("STEP", messages=[ConsensusMessage(round=3, zone=0, w=np.zeros(n), rho=100.0)]))
     assert kind == "UPDATES" and _ledger(session)["steps"] == 3  # a new round: charged
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from ...errors import PowerDPError
 from ...files.zone_folders import deployment_folders
+from ...privacy.journal import JOURNAL_FILE, read_journal
 from ..consensus.messages import check_message
 from . import net_wire as wire
 from .base import HostCommands, append_zone_log, single_threaded_pools
@@ -216,7 +217,11 @@ class _Session:
             host.run("save", self._folders(f["run"]))
             return wire.encode("ACK"), False
         if kind == "JOURNAL":  # a new run with checkpoints: each zone starts its release journal in its own folder
-            host.run("journal", self._folders(f["run"]))
+            folders = self._folders(f["run"])
+            for z in self.server.zones:  # a new journal never replaces releases already journaled (and charged)
+                if read_journal(folders.checkpoint_dir(z) / JOURNAL_FILE):
+                    raise _BadRequest(f"a new journal for run {f['run']}, whose zone {z} journaled releases already")
+            host.run("journal", folders)
             return wire.encode("ACK"), False
         if kind == "RESTORE":
             rnd = int(f["round"])
