@@ -156,6 +156,8 @@ class DispatchConfig:
         if self.private and self.gaussian:
             extra = {"target_epsilon": float(self.target_epsilon), "target_delta": float(self.target_delta),
                      "budget_periods": self.budget_periods}
+        if resolve(self.algorithm).perturbation == "output":  # its sensitivity needs the proximal term on all of z
+            extra["linearize"] = "all"
         return HorizonRunConfig(
             case=case, zones=self.zones, objective=self.objective, algorithm=self.algorithm, beta=self.beta,
             rounds=self.max_rounds, rho=self.rho, seed=self.seed, backend=self.backend, workers=self.workers,
