@@ -119,3 +119,23 @@ def test_help_and_readme_agree_on_json_to_standard_output():
 def test_readme_lists_every_notebook():
     listed = set(re.findall(r"^- `(\w+\.ipynb)`", README, flags=re.M))
     assert listed == {p.name for p in (ROOT / "examples").glob("*.ipynb")}
+
+
+# ---------------------------------------------------------------- issue 38, bug 9: a closed standard error
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "case14", "--rounds", "2", "--no-reference", "--out", "D"],
+    ["learn", "digits", "--rounds", "2", "--clients", "2", "--no-reference", "--out", "D"],
+], ids=["run", "learn"])
+def test_a_closed_standard_error_runs_as_with_dev_null(tmp_path, argv):
+    """``2>&-`` gave ``sys.stderr = None``, on which the progress printer called ``isatty()``: exit 1, nothing written.
+    Now the run goes on (its messages go nowhere, as with 2>/dev/null) and its directory is written."""
+    import os
+    import subprocess
+
+    argv = [str(tmp_path / "D") if a == "D" else a for a in argv]
+    proc = subprocess.run([sys.executable, "-m", "powerdp_entry", *argv], stdout=subprocess.PIPE, text=True, timeout=300,
+                          preexec_fn=lambda: os.close(2), cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert (tmp_path / "D" / "coordinator_view" / "summary.json").is_file()

@@ -27,7 +27,7 @@ from .common import EXIT_AUDIT_FAILED, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRU
 from .output import STDOUT_NAME, NamedStdout, json_on_stdout, route_python_warnings
 from .run import FLAG_TO_FIELD, RESUME_FLAGS, ROUND_LEGEND, RUN_DESCRIPTION, STOPPED, add_run_parser, cmd_run
 from .solve import add_solve_parsers, cmd_cases, cmd_export, cmd_partition, cmd_solve, log
-from .streams import protect_streams
+from .streams import open_closed_stderr, protect_streams
 from .study import add_study_parsers, cmd_plot, cmd_sweep
 
 __all__ = [  # the names powerdp.cli had before it became a package, and the parser builders
@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
     status 3). No flag, file or environment variable can set it."""
     from ..runs.stopping import stop_signals
 
+    open_closed_stderr()  # `2>&-`: messages go nowhere, as with 2>/dev/null, and the run goes on
     protect_streams()  # a character the terminal cannot encode is spelled in ASCII, never a traceback
     argv = list(sys.argv[1:] if argv is None else argv)
     from .learn import audit_as_learn

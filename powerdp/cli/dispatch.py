@@ -9,6 +9,7 @@ from pathlib import Path
 from ..apps.dispatch.config import TOLERANCE
 from .args import integer, real
 from .common import _check_output_file, _status_printer, add_verbosity
+from .streams import is_terminal
 
 __all__ = ["add_dispatch_parser", "cmd_dispatch", "DISPATCH_DESCRIPTION"]
 
@@ -150,7 +151,7 @@ def _config(args):
 
 def _progress(config, quiet: bool):
     """A bar over periods with the current period's rounds (stderr, only on a terminal)."""
-    if quiet or not sys.stderr.isatty():
+    if quiet or not is_terminal(sys.stderr):
         return None, None
     from tqdm import tqdm
 

@@ -27,6 +27,7 @@ from ..errors import ConfigError
 from ..runs.kinds import run_kind
 from .args import integer, real
 from .output import refuse_existing_output
+from .streams import is_terminal
 
 __all__ = ["add_learn_parser", "add_learn_arguments", "config_from_args", "cmd_learn"]
 
@@ -242,16 +243,33 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
     return saved.replace(**changes) if changes else saved
 
 
+def _legend(cfg: LearnConfig) -> str:
+    """What the columns of the per-round lines mean: printed once, when the first round is done (after every input
+    was read and checked, so an error never follows it)."""
+    return (f"columns: objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} "
+            "rounds); test error = fraction misclassified; feasibility = consensus residual ‖w − z‖₂"
+            + ("; eps = total ε per client so far" if cfg.private else ""))
+
+
 def _printer(args, cfg: LearnConfig):
-    """A progress bar on a terminal (as powerdp run), else one line per evaluated round; None with -q."""
+    """A progress bar on a terminal (as powerdp run), else one line per evaluated round; None with -q. The legend
+    of the columns comes first, with the first round."""
     if getattr(args, "quiet", False):
         return None
-    if sys.stderr.isatty() and not getattr(args, "verbose", False):
+    shown = []
+
+    def legend() -> None:
+        if not shown:
+            print(_legend(cfg), flush=True)
+            shown.append(True)
+
+    if is_terminal(sys.stderr) and not getattr(args, "verbose", False):
         from tqdm import tqdm
 
         bar = tqdm(total=cfg.rounds, desc=f"{cfg.algorithm} {cfg.dataset}", unit="round", file=sys.stderr)
 
         def update(row):
+            legend()
             bar.update(1)
             if row["objective"] == row["objective"]:  # an evaluated round
                 bar.set_postfix(obj=f"{row['objective']:.4g}", err=f"{row['test_error']:.3f}", eps=f"{row['epsilon_spent']:.3g}")
@@ -264,6 +282,7 @@ def _printer(args, cfg: LearnConfig):
 
     def line(row):
         t = row["round"]
+        legend()
         if t == 1 or t % every == 0 or t == cfg.rounds:
             eps = f"  eps {row['epsilon_spent']:.4g}" if cfg.private else ""
             print(
@@ -317,9 +336,6 @@ def cmd_learn(args: argparse.Namespace) -> int:
         if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)
             cfg = cfg.replace(faults=args._faults)
         return _audit(args, cfg, quiet)
-    if not quiet:
-        print(f"columns: objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} rounds); "
-              "test error = fraction misclassified; feasibility = consensus residual ‖w − z‖₂" + ("; eps = total ε per client so far" if cfg.private else ""))
     result = run_federated(
         cfg, out=out, resume=args.resume is not None, overwrite=args.overwrite and args.resume is None, progress=_printer(args, cfg), status=status,
         reference=not args.no_reference,

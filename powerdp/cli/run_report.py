@@ -6,6 +6,7 @@ import sys
 
 from ..apps.power_flow.config import RunConfig
 from ..opf.local_solver import SOLVERS
+from .streams import is_terminal
 
 ROUND_LEGEND = {
     "shedding": "objective Σ_p f_p = shedding Σ(p.u.²)",
@@ -48,7 +49,7 @@ def _progress_printer(args, cfg: RunConfig):
         from tqdm import tqdm
     except ImportError:  # pragma: no cover
         tqdm = None
-    if tqdm is not None and not args.verbose and sys.stderr.isatty():
+    if tqdm is not None and not args.verbose and is_terminal(sys.stderr):
         bar = tqdm(total=cfg.rounds, desc=f"{cfg.algorithm} {cfg.case}", unit="round", file=sys.stderr)
 
         def update(row):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .args import integer
 from .common import add_verbosity
+from .streams import is_terminal
 
 
 def add_study_parsers(sub) -> None:
@@ -71,7 +72,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         try:
             from tqdm import tqdm
 
-            bar = tqdm(total=n, desc="sweep", unit="run", file=sys.stderr, disable=not sys.stderr.isatty())
+            bar = tqdm(total=n, desc="sweep", unit="run", file=sys.stderr, disable=not is_terminal(sys.stderr))
         except ImportError:  # pragma: no cover
             bar = None
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CaseDataError
+from ..files.text import NotUTF8, read_csv_utf8
 from . import simbench_source as sbs
 from .loading import load_case
 from .network import Network
@@ -187,7 +188,7 @@ def read_profile_table(path: str | Path) -> tuple[_Profiles, np.ndarray | None, 
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv" or p.name.lower().endswith(".csv.gz"):
-            df = pd.read_csv(p)
+            df = read_csv_utf8(p)
         elif suffix in (".parquet", ".pq"):
             try:
                 df = pd.read_parquet(p)
@@ -197,6 +198,8 @@ def read_profile_table(path: str | Path) -> tuple[_Profiles, np.ndarray | None, 
             raise CaseDataError(f"profile table {p}: give a .csv or .parquet file")
     except CaseDataError:
         raise
+    except NotUTF8 as exc:
+        raise CaseDataError(f"profile table {p}: {exc}") from None
     except Exception as exc:  # pandas raises many types on a malformed file
         raise CaseDataError(f"profile table {p}: cannot read it ({type(exc).__name__}: {exc})") from None
     labels = None

@@ -65,18 +65,28 @@ def _mnist5k() -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_bounds(path: str | Path, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-column public bounds from a CSV ``column,low,high`` (one row per feature column, by name or index)."""
-    import pandas as pd
+    """Per-column public bounds from a CSV ``column,low,high`` (one row per feature column, by name or index).
 
+    Every low and high must be a finite number (a bad one is named by its line and column); a column listed twice
+    with other bounds is refused (which row would hold?), twice with the same bounds is accepted."""
     path = Path(path)
-    try:
-        tab = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable bounds file ({exc}); give a CSV with columns column,low,high") from None
+    tab = _read_user_csv(path, "bounds file", "a CSV with columns column,low,high", dtype=str, keep_default_na=False)
     missing = [c for c in ("column", "low", "high") if c not in tab.columns]
     if missing:
         raise ConfigError(f"{path}: no column {missing[0]!r}; a bounds file has the header column,low,high")
-    given = {str(c): (float(lo), float(hi)) for c, lo, hi in zip(tab["column"], tab["low"], tab["high"], strict=True)}
+    given: dict[str, tuple[float, float]] = {}
+    for line, (col, lo_text, hi_text) in enumerate(zip(tab["column"], tab["low"], tab["high"], strict=True), start=2):
+        name = str(col).strip()
+        values = []
+        for which, text in (("low", lo_text), ("high", hi_text)):
+            try:
+                values.append(float(str(text).strip()))
+            except ValueError:
+                raise ConfigError(f"{path}, line {line}: column {name!r}: {which} {str(text).strip()!r} is not a number") from None
+        if name in given and given[name] != tuple(values):
+            raise ConfigError(f"{path}, line {line}: column {name!r} is listed again with other bounds "
+                              f"({values[0]:g}, {values[1]:g} against {given[name][0]:g}, {given[name][1]:g}); keep one row")
+        given[name] = (values[0], values[1])
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise ConfigError(f"{path}: column {unknown[0]!r} is not a feature of the data (features: {', '.join(names[:8])}...)")
@@ -89,6 +99,18 @@ def read_bounds(path: str | Path, names: list[str]) -> tuple[np.ndarray, np.ndar
     if bad:
         raise ConfigError(f"{path}: column {bad[0]!r}: give finite bounds with high > low")
     return lo, hi
+
+
+def _read_user_csv(path: Path, what: str, expected: str, **options):
+    """A user's CSV through the one UTF-8 reader (files/text.py): its errors one line naming the file."""
+    from ...files.text import NotUTF8, read_csv_utf8
+
+    try:
+        return read_csv_utf8(path, **options)
+    except NotUTF8 as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
+        raise ConfigError(f"{path}: not a readable {what} ({' '.join(str(exc).split())}); give {expected}") from None
 
 
 #: a column is far outside its declared range when more than this fraction of its values lie outside it, or any
@@ -106,12 +128,7 @@ def columns_outside(X: np.ndarray, lo, hi, names: list[str]) -> list[str]:
 
 
 def _read_csv(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    import pandas as pd
-
-    try:
-        frame = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable CSV ({exc})") from None
+    frame = _read_user_csv(path, "CSV", "a header row, a label column and numeric features")
     if label not in frame.columns:
         raise ConfigError(f"{path}: no label column {label!r} (columns: {', '.join(map(str, frame.columns[:8]))}...); name it with --label")
     features = frame.drop(columns=[label])
@@ -122,7 +139,12 @@ def _read_csv(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list[str]
     if not np.all(np.isfinite(X)):
         row = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0])
         raise ConfigError(f"{path}: row {row + 1} has a missing or non-finite feature")
-    return X, frame[label].to_numpy(), [str(c) for c in features.columns]
+    labels = frame[label]
+    empty = labels.isna().to_numpy() | labels.astype(str).str.strip().eq("").to_numpy()
+    if empty.any():  # an empty label would otherwise become a class of its own
+        raise ConfigError(f"{path}: row {int(np.flatnonzero(empty)[0]) + 1} (line {int(np.flatnonzero(empty)[0]) + 2}) has no "
+                          f"label in column {label!r}; every row needs one")
+    return X, labels.to_numpy(), [str(c) for c in features.columns]
 
 
 def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
