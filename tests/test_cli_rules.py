@@ -139,3 +139,51 @@ def test_a_closed_standard_error_runs_as_with_dev_null(tmp_path, argv):
                           preexec_fn=lambda: os.close(2), cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert (tmp_path / "D" / "coordinator_view" / "summary.json").is_file()
+
+
+# ---------------------------------------------------------------- issue 38, bug 4: solve's output directories
+
+
+def _no_solve(monkeypatch):
+    """Make the solve itself fail the test: every check must come before it."""
+    import powerdp.opf.centralized as centralized
+
+    def refuse(*a, **k):
+        raise AssertionError("the solve ran before the output directory was checked")
+
+    monkeypatch.setattr(centralized, "solve_opf", refuse)
+
+
+@pytest.mark.parametrize("flag, name", [("--solution", "generators.csv"), ("--out", "buses.csv"), ("--out", "inputs.json")])
+def test_solve_keeps_a_users_files_in_its_output_directory(capsys, tmp_path, monkeypatch, flag, name):
+    """``solve --solution DIR`` replaced a user's generators.csv, ``solve --out DIR`` a buses.csv when DIR held no
+    result.json, without --force; now refused before the solve, the file untouched, and replaced with --force."""
+    d = tmp_path / "tables"
+    d.mkdir()
+    (d / name).write_text("the user's own file\n")
+    with monkeypatch.context() as m:
+        _no_solve(m)
+        status, err = _status(capsys, ["-q", "solve", "case14", flag, str(d)])
+    assert status == 2 and err == [f"powerdp: error: {flag} {d} already holds {name}; give --force to replace them, "
+                                   f"or another {flag}"], err
+    assert (d / name).read_text() == "the user's own file\n"
+    assert _status(capsys, ["-q", "solve", "case14", flag, str(d), "--force"])[0] == 0
+    assert (d / name).read_text() != "the user's own file\n"
+
+
+@pytest.mark.parametrize("flag", ["--solution", "--out"])
+def test_solve_checks_its_output_directory_before_solving(capsys, tmp_path, monkeypatch, flag):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    _no_solve(monkeypatch)
+    status, err = _status(capsys, ["-q", "solve", "case14", flag, str(blocker / "sub")])
+    assert status == 2 and len(err) == 1 and str(blocker / "sub") in err[0], err
+
+
+def test_solve_dc_keeps_a_users_tables(capsys, tmp_path):
+    d = tmp_path / "dc"
+    d.mkdir()
+    (d / "lines.csv").write_text("mine\n")
+    status, err = _status(capsys, ["-q", "solve", "case14", "--model", "dc", "--solution", str(d)])
+    assert status == 2 and "already holds lines.csv" in err[0], err
+    assert (d / "lines.csv").read_text() == "mine\n"

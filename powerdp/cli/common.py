@@ -54,6 +54,20 @@ def _check_output_file(path: Path | None, flag: str, force: bool) -> None:
         raise ConfigError(f"{flag} {path} is not writable")
 
 
+def check_output_dir(path: Path | None, flag: str, files, force: bool) -> None:
+    """An output directory, before any work: created (or refused, naming it, when it cannot be), and the files
+    ``files`` the command would write into it refused when they exist, unless ``force`` (the overwrite rule)."""
+    if path is None:
+        return
+    from ..errors import ConfigError
+    from ..runs.directory import ensure_dir
+
+    d = ensure_dir(path, f"{flag} directory")
+    existing = [name for name in files if (d / name).exists()]
+    if existing and not force:
+        raise ConfigError(f"{flag} {path} already holds {', '.join(existing)}; give --force to replace them, or another {flag}")
+
+
 def _status_printer(args):
     """Setup stages (loading, partition, reference solve, agents) on stderr, unless -q."""
     if args.quiet:

@@ -31,6 +31,7 @@ DC_HELP = (
     "perturbation of the releases: --epsilon per round or --target-epsilon for the run, --delta, --beta)"
 )
 DC_DEFAULT_ROUNDS = 5000
+DC_TABLE_FILES = ("buses.csv", "generators.csv", "lines.csv")  # what solve --model dc writes (opf/dc.py: dc_tables)
 DC_RHO_FACTOR = 0.03  # ρ = 0.03 × the median marginal cost ($/h per p.u.), measured on case118, PGLib case118 and case300
 
 
@@ -150,7 +151,13 @@ def cmd_solve_dc(args) -> int:
     from ..grid.loading import load_case
     from ..opf.dc import dc_model, dc_tables, solve_dc_opf
 
+    from .common import check_output_dir
+
     refuse_existing_output(args.json, "--json", args.overwrite)
+    dirs = [(flag, path) for flag, path in (("--out", getattr(args, "out", None)), ("--solution", getattr(args, "solution", None)))
+            if path is not None]
+    for flag, path in dirs:  # before the solve: an existing table is refused without --force, as the SOC solve's
+        check_output_dir(path, flag, DC_TABLE_FILES, args.overwrite)
     net = load_case(args.case, convention=args.convention)
     model = dc_model(net)
     res = solve_dc_opf(model)
@@ -159,13 +166,11 @@ def cmd_solve_dc(args) -> int:
         print(f"{net.name}: DC-OPF {res.status}, objective {res.objective:.6f} $/h, energy price "
               f"{summary['energy_price_per_mwh']:.4f} $/MWh, LMP {res.lmp.min():.4f} … {res.lmp.max():.4f} $/MWh, "
               f"{summary['congested_lines']} congested line(s), {res.solve_s * 1e3:.1f} ms")
-    out = getattr(args, "out", None) or getattr(args, "solution", None)
-    if out is not None:
-        from ..runs.directory import ensure_dir
+    for _, out in dirs:
+        from ..files.atomic import atomic_to_csv
 
-        ensure_dir(out)
         for name, df in dc_tables(model, res.pg, res.lmp).items():
-            df.to_csv(Path(out) / f"{name}.csv", index=False)
+            atomic_to_csv(df, Path(out) / f"{name}.csv", index=False)
     if args.json is not None:
         doc = {**summary, "lmp_per_mwh": res.lmp, "pg_mw": res.pg * model.base_mva}
         _write_json(args.json, doc)

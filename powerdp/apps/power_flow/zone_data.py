@@ -28,7 +28,8 @@ from ...files.private import write_private_csv
 from ...files.text import NotUTF8, read_csv_utf8
 from ...grid.network import DCLines, Network
 
-__all__ = ["split_case", "load_public_network", "zone_network", "zone_loads_path", "public_dir", "public_partition_path"]
+__all__ = ["split_case", "load_public_network", "zone_network", "zone_loads_path", "public_dir", "public_partition_path",
+           "deployment_parts", "remove_deployment"]
 
 _DCLINE = "dcline."
 
@@ -43,6 +44,27 @@ def public_partition_path(directory: str | Path) -> Path:
 
 def zone_loads_path(directory: str | Path, zone: int) -> Path:
     return Path(directory) / f"zone_{int(zone)}.private" / "loads.csv"
+
+
+def deployment_parts(directory: str | Path) -> list[Path]:
+    """The folders of a deployment already in ``directory``: its ``public/`` and every ``zone_P.private/``."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    zones = sorted(p for p in d.glob("zone_*.private") if p.is_dir() or p.is_symlink())
+    return ([public_dir(d)] if public_dir(d).exists() or public_dir(d).is_symlink() else []) + zones
+
+
+def remove_deployment(directory: str | Path) -> None:
+    """Remove the deployment in ``directory`` (:func:`deployment_parts`), zones' run files included: a new split
+    must not leave an old zone's loads or runs beside the new zones. A symbolic link is removed, never followed."""
+    import shutil
+
+    for p in deployment_parts(directory):
+        if p.is_symlink() or not p.is_dir():
+            p.unlink()
+        else:
+            shutil.rmtree(p)
 
 
 def split_case(net: Network, part, directory: str | Path) -> list[Path]:
