@@ -187,3 +187,29 @@ def test_solve_dc_keeps_a_users_tables(capsys, tmp_path):
     status, err = _status(capsys, ["-q", "solve", "case14", "--model", "dc", "--solution", str(d)])
     assert status == 2 and "already holds lines.csv" in err[0], err
     assert (d / "lines.csv").read_text() == "mine\n"
+
+
+# ---------------------------------------------------------------- issue 38, bug 10: flags of another backend
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["run", "case14", "--workers", "2"], "--workers"),
+    (["run", "case14", "--rank-timeout", "5"], "--rank-timeout"),
+    (["run", "case14", "--backend", "process", "--rank-timeout", "5"], "--rank-timeout"),
+    (["dispatch", "case14", "--periods", "2", "--workers", "2"], "--workers"),
+    (["learn", "digits", "--workers", "2"], "--workers"),
+    (["run", "case14", "--model", "dc", "--workers", "2"], "--workers"),
+    (["learn", "breast_cancer", "--vertical", "--workers", "2"], "--workers"),
+], ids=["run-workers", "run-rank-timeout", "run-process-rank-timeout", "dispatch-workers", "learn-workers", "dc-workers",
+        "vertical-workers"])
+def test_a_flag_of_another_backend_is_refused(capsys, tmp_path, argv, flag):
+    """--workers with the serial backend and --rank-timeout without MPI were accepted and did nothing."""
+    if argv[0] == "dispatch":
+        import numpy as np
+        import pandas as pd
+
+        prof = tmp_path / "day.csv"
+        pd.DataFrame({"load.2.p_mw": np.array([20.0, 21.0])}).to_csv(prof, index=False)
+        argv = [*argv, "--profiles", str(prof)]
+    status, err = _status(capsys, ["-q", *argv])
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"powerdp: error: {flag}: not used:"), err

@@ -54,3 +54,21 @@ def test_run_dc_stops_at_tol(tmp_path):
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["stopped"] == "converged" and doc["rounds"] < 200
     assert doc["max_price_error"] < 1e-6 and doc["imbalance_mw"] < 1e-5
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["run", "case14", "--model", "dc", "--epsilon", "1"], "--epsilon"),
+    (["run", "case14", "--model", "dc", "--target-epsilon", "1"], "--target-epsilon"),
+    (["run", "case14", "--model", "dc", "--private-costs", "5"], "--private-costs"),
+    (["learn", "breast_cancer", "--vertical", "--epsilon", "1"], "--epsilon"),
+    (["learn", "breast_cancer", "--vertical", "--neighbours", "row", "--clip", "5"], "--clip, --neighbours"),
+    (["learn", "breast_cancer", "--vertical", "--algorithm", "gaussian", "--neighbours", "row", "--clip", "5"], "--clip"),
+    (["learn", "digits", "--epsilon", "1", "--clients", "2"], "--epsilon"),
+], ids=["dc-epsilon", "dc-target", "dc-costs", "vertical-epsilon", "vertical-row-clip", "vertical-gaussian-row-clip",
+        "learn-epsilon"])
+def test_privacy_flags_of_a_non_private_run_are_refused(capsys, argv, named):
+    """Issue 38, bug 8: a privacy flag with the default non-private algorithm ran "not private", exit 0, as if the
+    flag had been read; the power-flow run refused the same. Now one line naming the flags, exit 2, no run."""
+    status = main(["-q", *argv, "--rounds", "2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"powerdp: error: {named}: not used:"), err

@@ -21,7 +21,7 @@ import textwrap
 from .._version import __version__
 from ..errors import Interrupted, PowerDPError
 from ..runs.inputs import forget_noted
-from .args import Parser
+from .args import Parser, flag_message
 from .audit import AUDIT_DESCRIPTION, MIN_RUNS, add_audit_parser, cmd_audit
 from .common import EXIT_AUDIT_FAILED, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, add_verbosity
 from .output import STDOUT_NAME, NamedStdout, json_on_stdout, route_python_warnings
@@ -118,9 +118,10 @@ def explicit_options(argv: list[str]) -> set[str]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
-                for a in sub._actions:
-                    if a.dest != "help":
-                        a.default = argparse.SUPPRESS
+                for parser_ in (sub, getattr(sub, "vertical_parser", None)):  # learn --vertical has a parser of its own
+                    for a in getattr(parser_, "_actions", ()):
+                        if a.dest != "help":
+                            a.default = argparse.SUPPRESS
     return set(vars(parser.parse_args(argv))) - {"command"}
 
 
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
         print("powerdp: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except PowerDPError as exc:
-        print(f"powerdp: error: {exc}", file=sys.stderr)
+        print(f"powerdp: error: {flag_message(exc, parser.command_parser(args)) or exc}", file=sys.stderr)
         return exc.exit_status
     except BrokenPipeError:
         return _broken_pipe()

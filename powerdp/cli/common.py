@@ -68,6 +68,26 @@ def check_output_dir(path: Path | None, flag: str, files, force: bool) -> None:
         raise ConfigError(f"{flag} {path} already holds {', '.join(existing)}; give --force to replace them, or another {flag}")
 
 
+def refuse_unused_flags(args, dests, why: str) -> None:
+    """The flags among ``dests`` given on the command line, refused in one line saying ``why`` they would do nothing
+    (a privacy flag of a non-private run: silently ignored, it would let a user believe the run private)."""
+    from ..errors import ConfigError
+    from .args import flag_of
+
+    given = sorted(d for d in dests if d in getattr(args, "_explicit", set()))
+    if given:
+        raise ConfigError(f"{', '.join(flag_of(d) for d in given)}: not used: {why}")
+
+
+def refuse_backend_flags(args, backend: str) -> None:
+    """--workers acts on the process backend only, --rank-timeout on MPI only: given with another backend they would
+    do nothing, so they are refused (one line, before any work)."""
+    if backend != "process":
+        refuse_unused_flags(args, ("workers",), f"it sets the worker processes of --backend process; the backend is {backend}")
+    if backend != "mpi":
+        refuse_unused_flags(args, ("rank_timeout",), f"it bounds the silence of an MPI rank (--backend mpi); the backend is {backend}")
+
+
 def _status_printer(args):
     """Setup stages (loading, partition, reference solve, agents) on stderr, unless -q."""
     if args.quiet:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..apps.dispatch.config import TOLERANCE
 from .args import integer, real
-from .common import _check_output_file, _status_printer, add_verbosity
+from .common import _check_output_file, _status_printer, add_verbosity, refuse_backend_flags
 from .streams import is_terminal
 
 __all__ = ["add_dispatch_parser", "cmd_dispatch", "DISPATCH_DESCRIPTION"]
@@ -177,6 +177,7 @@ def cmd_dispatch(args) -> int:
 
         raise ConfigError("--resume DIR continues the run in DIR; leave --out out")
     config = _config(args)
+    refuse_backend_flags(args, config.backend)
     _check_output_file(args.json, "--json", args.force)
     say = _status_printer(args)
     if say is not None:

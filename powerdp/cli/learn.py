@@ -26,11 +26,14 @@ from ..apps.learning.data import BUNDLED
 from ..errors import ConfigError
 from ..runs.kinds import run_kind
 from .args import integer, real
+from .common import refuse_backend_flags, refuse_unused_flags
 from .output import refuse_existing_output
 from .streams import is_terminal
 
 __all__ = ["add_learn_parser", "add_learn_arguments", "config_from_args", "cmd_learn"]
 
+#: the flags of a private run, refused with a non-private algorithm (which would ignore them)
+LEARN_NOISE_FLAGS = ("epsilon", "delta", "target_epsilon", "target_delta", "sensitivity", "adjacency")
 #: the command of each algorithm with its own runner (learning's config.RUNNERS), as "module:function" of this package
 RUNNER_COMMANDS = {"noisy-admm": "noisy_admm:cmd_noisy_admm"}
 
@@ -330,6 +333,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
     else:
         cfg = config_from_args(args)
         out = args.out
+        if not cfg.private:
+            refuse_unused_flags(args, LEARN_NOISE_FLAGS, f"--algorithm {cfg.algorithm}"
+                                f"{'' if 'algorithm' in getattr(args, '_explicit', set()) else ' (the default)'} adds no noise")
+    refuse_backend_flags(args, cfg.backend)
     quiet = getattr(args, "quiet", False)
     status = None if quiet else (lambda msg: print(f"powerdp: {msg}...", file=sys.stderr, flush=True))
     if args.audit is not None:

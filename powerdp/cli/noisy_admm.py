@@ -54,7 +54,10 @@ def refuse_foreign_flags(args: argparse.Namespace, noisy: bool) -> None:
 
 def cmd_noisy_admm(args: argparse.Namespace) -> int:
     """``powerdp learn DATASET --algorithm noisy-admm ...``."""
+    from .common import refuse_backend_flags
+
     refuse_foreign_flags(args, noisy=True)
+    refuse_backend_flags(args, args.backend)
     refuse_existing_output(args.json, "--json", args.overwrite)
     cfg = NoisyADMMConfig(
         dataset=args.dataset or SYNTHETIC, label=args.label, test_fraction=args.test_fraction, split_seed=args.split_seed,

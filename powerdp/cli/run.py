@@ -17,7 +17,7 @@ from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
 from ..privacy import MECHANISMS
 from .args import integer, real
-from .common import _check_output_file, _status_printer, _weight, add_verbosity
+from .common import _check_output_file, _status_printer, _weight, add_verbosity, refuse_backend_flags
 from .output import write_json
 from .run_report import ROUND_LEGEND, STOPPED, _print_summary, _progress_printer  # noqa: F401 - ROUND_LEGEND, STOPPED: powerdp.cli's names
 
@@ -450,6 +450,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..apps.power_flow.runner import run_distributed
 
     cfg = _config(args)
+    refuse_backend_flags(args, cfg.backend)
     if cfg.backend == "mpi":
         from ..engine.backends.mpi import rank
 

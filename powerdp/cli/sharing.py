@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..runs.kinds import run_kind
 from .args import Parser, integer, real
+from .common import refuse_backend_flags, refuse_unused_flags
 from .output import refuse_existing_output
 
 __all__ = ["register", "add_vertical_arguments", "run_vertical", "cmd_solve_dc", "cmd_run_dc"]
@@ -31,6 +32,10 @@ DC_HELP = (
     "perturbation of the releases: --epsilon per round or --target-epsilon for the run, --delta, --beta)"
 )
 DC_DEFAULT_ROUNDS = 5000
+#: the flags of a private DC market (--algorithm outg); refused with a non-private one, which would ignore them
+DC_NOISE_FLAGS = ("epsilon", "delta", "target_epsilon", "target_delta", "beta", "private_costs")
+#: the flags of private vertical learning (--algorithm gaussian), refused with the non-private one
+VERTICAL_NOISE_FLAGS = ("epsilon", "delta", "target_epsilon", "neighbours", "clip", "margin_clip")
 DC_TABLE_FILES = ("buses.csv", "generators.csv", "lines.csv")  # what solve --model dc writes (opf/dc.py: dc_tables)
 DC_RHO_FACTOR = 0.03  # ρ = 0.03 × the median marginal cost ($/h per p.u.), measured on case118, PGLib case118 and case300
 
@@ -150,7 +155,6 @@ def _host_vertical(learn: argparse.ArgumentParser) -> None:
 def cmd_solve_dc(args) -> int:
     from ..grid.loading import load_case
     from ..opf.dc import dc_model, dc_tables, solve_dc_opf
-
     from .common import check_output_dir
 
     refuse_existing_output(args.json, "--json", args.overwrite)
@@ -237,6 +241,9 @@ def cmd_run_dc(args) -> int:
     rounds = args.rounds if "rounds" in explicit else DC_DEFAULT_ROUNDS
     if "algorithm" not in explicit:  # the consensus run's default (objl) has no DC counterpart
         args.algorithm = "nonprivate"
+    if args.algorithm in ("nonprivate", "exact"):
+        refuse_unused_flags(args, DC_NOISE_FLAGS, f"--model dc --algorithm {args.algorithm}"
+                            f"{'' if 'algorithm' in explicit else ' (its default)'} adds no noise; --algorithm outg makes the market private")
     if args.resume is not None and args.target_epsilon is not None and args.algorithm == "outg":
         try:
             saved = json.loads((Path(args.resume) / "config.json").read_text())["settings"]["rounds"]
@@ -256,6 +263,7 @@ def cmd_run_dc(args) -> int:
                                checkpoint_every=args.checkpoint_every, rank_timeout=args.rank_timeout,
                                rho_schedule=args.rho_schedule, noise_multiplier=_noise_multiplier(args, rounds),
                                delta=float(args.target_delta or args.delta), tol=float(args.tol or 0.0))
+    refuse_backend_flags(args, settings.backend)
     seed = args.seed if "seed" in explicit or settings.noise_multiplier is None else None
     return _run_dc(args, net, part.zone_of_bus, part.source, settings, seed, rho, args.algorithm, args.beta, args.line_scale,
                    args.private_costs)
@@ -271,6 +279,7 @@ def _resume_dc(args) -> int:
     refuse_existing_output(args.json, "--json", args.overwrite)
     net = load_case(case_source(records, config["case"]), convention=config.get("convention", "powermodels"))
     settings = _resumed_settings(args, saved)
+    refuse_backend_flags(args, settings.backend)
     if settings.noise_multiplier is not None and settings.rounds != saved.get("rounds") and "rounds" in getattr(args, "_explicit", set()):
         raise ConfigError(f"{args.resume}: the run's noise was calibrated over {saved.get('rounds')} rounds; a private DC "
                           "run cannot change --rounds")
@@ -347,7 +356,8 @@ sample's features of a party); ε per party composes over the rounds in the ledg
 
 
 def add_vertical_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--parties", type=integer(1), default=2, metavar="M", help="number of parties (default 2)")
+    p.add_argument("--parties", type=integer(2), default=2, metavar="M", help="number of parties, at least 2 (default 2): "
+                   "one party alone is not vertical learning")
     p.add_argument("--blocks", metavar="N1,N2,...", help="feature block sizes (default: as equal as possible, contiguous)")
     p.add_argument("--algorithm", choices=["nonprivate", "gaussian"], default="nonprivate",
                    help="nonprivate (default) or gaussian (noisy releases, sound sensitivity)")
@@ -378,6 +388,12 @@ def run_vertical(args) -> int:
 
     if not getattr(args, "vertical", True):
         raise ConfigError("learn: give --vertical (features split over parties)")
+    if args.algorithm == "nonprivate":
+        refuse_unused_flags(args, VERTICAL_NOISE_FLAGS, "--vertical --algorithm nonprivate (the default) adds no noise; "
+                            "--algorithm gaussian makes the releases private")
+    elif args.neighbours == "row":
+        refuse_unused_flags(args, ("clip",), "--neighbours row bounds each sample's features of a party to norm 1; "
+                            "--clip bounds the feature columns of --neighbours column")
     refuse_existing_output(args.json, "--json", args.overwrite)
     if args.epsilon is not None and args.target_epsilon is not None:
         raise ConfigError("--epsilon (per round) and --target-epsilon (for the run) exclude each other; give one")
@@ -400,6 +416,7 @@ def run_vertical(args) -> int:
               else float(np.sqrt(2.0 * np.log(1.25 / args.delta)) / epsilon))
     settings = SharingSettings(rounds=args.rounds, rho=rho, tau=args.tau, backend=args.backend, workers=args.workers,
                                checkpoint_every=args.checkpoint_every, noise_multiplier=nm, delta=args.delta)
+    refuse_backend_flags(args, settings.backend)
     seed = args.seed if args.seed is not None else (0 if nm is None else None)
     return _run_vertical(args, data, lam, settings, nm, seed, rho, args.neighbours, args.clip, args.margin_clip, args.algorithm)
 
@@ -412,6 +429,7 @@ def resume_vertical(args) -> int:
     refuse_existing_output(args.json, "--json", args.overwrite)
     data = load_dataset(config["dataset"], int(config["parties"]), list(config["blocks"]), seed=config.get("seed") or 0)
     settings = _resumed_settings(args, saved)
+    refuse_backend_flags(args, settings.backend)
     nm = settings.noise_multiplier
     if nm is not None and "rounds" in getattr(args, "_explicit", set()) and settings.rounds != saved.get("rounds"):
         raise ConfigError(f"{args.resume}: the run's noise was calibrated over {saved.get('rounds')} rounds; a private "

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..files.atomic import atomic_to_csv, atomic_write_text
 from ..grid.loading import load_case
 from ..grid.network import Network
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
 from .local_solver import SUCCESS_OUTCOMES, solver_class
 from .objectives import generation_cost, total_shedding_mw
-from ..files.atomic import atomic_to_csv, atomic_write_text
 from .tables import DC_KINDS, TABLE_NAMES, Dispatch, ResultTables, dispatch_from_solution, physical_tables
 
 #: the files ``OPFResult.save_tables`` writes (dclines.csv only for a case with HVDC lines), and ``save`` besides them
@@ -163,7 +163,7 @@ def solve_opf(
     if solver != "ipopt" and str(profile) != "default":
         from ..errors import ConfigError
 
-        raise ConfigError(f"profile = {profile!r}: an Ipopt option profile needs solver 'ipopt' (it is {solver!r})")
+        raise ConfigError.for_setting("profile", profile, f"an Ipopt option profile needs solver 'ipopt' (it is {solver!r})")
     net = load_case(case, convention=convention)
     if objective == "cost" and not net.has_costs:
         from ..errors import ModelError

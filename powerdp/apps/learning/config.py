@@ -159,7 +159,7 @@ class LearnConfig(AlgorithmChoices):
     # ------------------------------------------------------------------ checks
     def validate(self) -> LearnConfig:
         def bad(name: str, msg: str) -> ConfigError:
-            return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
+            return ConfigError.for_setting(name, getattr(self, name), msg)
 
         if self.algorithm in RUNNERS:
             cls = runner_part(self.algorithm, 0)
@@ -315,7 +315,7 @@ class LearnConfig(AlgorithmChoices):
                 return {"noise_multiplier": gaussian_noise_multiplier(float(self.target_epsilon), float(self.target_delta), self.private_steps)}
             return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps)}
         except ConfigError as exc:
-            raise ConfigError(f"target_epsilon = {self.target_epsilon!r}: {exc}") from None
+            raise ConfigError.for_setting("target_epsilon", self.target_epsilon, f"{exc}") from None
 
     @property
     def noise_source(self) -> str:

@@ -198,7 +198,7 @@ def load_dataset(
     if len(classes) < 2:
         raise ConfigError(f"data set {source!r}: one class only; classification needs two or more")
     if not 0 < test_fraction < 1:
-        raise ConfigError(f"test_fraction = {test_fraction!r}: must lie in (0, 1)")
+        raise ConfigError.for_setting("test_fraction", test_fraction, "must lie in (0, 1)")
     try:
         X_tr, X_te, y_tr, y_te = train_test_split(X, y_idx, test_size=test_fraction, random_state=split_seed, stratify=y_idx)
     except ValueError as exc:
@@ -233,7 +233,7 @@ def preprocess(data: Dataset, clip: float = 1.0, clip_l1: float | None = None) -
     """Public, data-independent preprocessing: scale features with the public bounds to [0, 1] (if any),
     then clip every row to ‖x‖₂ ≤ ``clip`` (and ‖x‖₁ ≤ ``clip_l1``). The same map applies to the test set."""
     if not clip > 0:
-        raise ConfigError(f"clip = {clip!r}: the row-norm bound R must be positive")
+        raise ConfigError.for_setting("clip", clip, "the row-norm bound R must be positive")
     if clip_l1 is not None and not clip_l1 > 0:
         raise ConfigError(f"clip_l1 = {clip_l1!r}: the row ℓ1 bound must be positive")
 
@@ -298,9 +298,9 @@ def parse_split(split: str) -> tuple[str, float | None]:
         except ValueError:
             alpha = float("nan")
         if not alpha > 0:
-            raise ConfigError(f"split = {split!r}: the Dirichlet concentration α must be a positive number (dirichlet:0.5)")
+            raise ConfigError.for_setting("split", split, "the Dirichlet concentration α must be a positive number (dirichlet:0.5)")
         return "dirichlet", alpha
-    raise ConfigError(f"split = {split!r}: choose one of {', '.join(SPLITS)}")
+    raise ConfigError.for_setting("split", split, f"choose one of {', '.join(SPLITS)}")
 
 
 def split_clients(y: np.ndarray, clients: int, split: str = "iid", seed: int = 0, shards_per_client: int = 2) -> list[np.ndarray]:
@@ -314,7 +314,7 @@ def split_clients(y: np.ndarray, clients: int, split: str = "iid", seed: int = 0
     kind, alpha = parse_split(split)
     n = len(y)
     if not 2 <= clients <= n:
-        raise ConfigError(f"clients = {clients!r}: need at least 2 clients and at most one per training sample ({n})")
+        raise ConfigError.for_setting("clients", clients, f"need at least 2 clients and at most one per training sample ({n})")
     rng = np.random.default_rng(seed)
     if kind == "iid":
         return [np.sort(p) for p in np.array_split(rng.permutation(n), clients)]
@@ -334,4 +334,4 @@ def split_clients(y: np.ndarray, clients: int, split: str = "iid", seed: int = 0
         out = [np.sort(np.concatenate(p)) for p in parts]
         if min(len(p) for p in out) > 0:
             return out
-    raise ConfigError(f"split = {split!r}: 100 Dirichlet draws left a client without samples; use a larger α or fewer clients")
+    raise ConfigError.for_setting("split", split, "100 Dirichlet draws left a client without samples; use a larger α or fewer clients")

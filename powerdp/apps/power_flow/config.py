@@ -108,7 +108,7 @@ class RunConfig(AlgorithmChoices):
     # ------------------------------------------------------------------ checks
     def validate(self) -> RunConfig:
         def bad(name: str, msg: str) -> ConfigError:
-            return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
+            return ConfigError.for_setting(name, getattr(self, name), msg)
 
         try:
             spec = resolve(self.algorithm)
@@ -275,7 +275,7 @@ class RunConfig(AlgorithmChoices):
             coordinates = self._laplace_coordinates() if delta > 0 else None
             return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps, delta, coordinates)}
         except ConfigError as exc:
-            raise ConfigError(f"target_epsilon = {self.target_epsilon!r}: {exc}") from None
+            raise ConfigError.for_setting("target_epsilon", self.target_epsilon, f"{exc}") from None
 
     def _laplace_coordinates(self) -> int | None:
         """The gradient entries one neighbouring change moves (objective and input perturbation), or None."""
