@@ -198,7 +198,7 @@ def test_a_bounds_row_that_is_not_a_number_is_one_line(tmp_path, capsys):
     bounds = tmp_path / "b.csv"
     bounds.write_text("column,low,high\nx1,0,abc\nx2,0,1\n")
     err = _one_line(capsys, ["-q", "learn", str(data), "--bounds", str(bounds), "--clients", "2", "--rounds", "1"])
-    assert f"{bounds}, line 2: column 'x1': high 'abc' is not a number" in err, err
+    assert f"{bounds}, line 2: column 'x1': high is not a number" in err and "abc" not in err, err
 
 
 def test_conflicting_bounds_rows_are_refused_and_equal_ones_accepted(tmp_path):

@@ -143,7 +143,9 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     budget.add_argument("--epsilon", type=real(0, lo_open=True), default=0.1, metavar="E", help="epsilon per local step (default: 0.1)")
     budget.add_argument("--target-epsilon", type=real(0, lo_open=True), metavar="E", help="total epsilon per client for the whole run; the per-step noise is calibrated to it")
     p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-6, metavar="D", help="delta per local step, Gaussian (default: 1e-6)")
-    p.add_argument("--target-delta", type=real(0, 1, hi_open=True), metavar="D", help="total delta with --target-epsilon (Gaussian: required)")
+    p.add_argument("--target-delta", type=real(0, 1, hi_open=True), metavar="D",
+                   help="total delta with --target-epsilon (Gaussian: required); noisy-admm: the delta of its total (epsilon, "
+                   "delta) (default: 1e-6). --delta is always per step, --target-delta always the total")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound (default) or paper: the papers' data-dependent value, NOT private")
     p.add_argument("--adjacency", choices=["replace-one", "add-remove"], default="replace-one", help="neighbouring data sets (default: replace-one)")
     p.add_argument("--rounds", type=integer(1), metavar="T", help=f"ADMM rounds (default: {DEFAULT_ROUNDS} for a private run; a "
@@ -167,7 +169,9 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
                    help="where the clients run: serial (default), process (worker processes), mpi (under mpiexec -n K: "
                    "rank 0 coordinates, ranks 1..K-1 host the clients); a seeded run is bit-identical on all three")
     p.add_argument("--workers", type=integer(1), metavar="N", help="process backend: worker processes (default: one per core)")
-    p.add_argument("--checkpoint-every", type=integer(0), default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
+    p.add_argument("--checkpoint-every", type=integer(0), default=None, metavar="K",
+                   help="checkpoint every K rounds into --out (0: never; default: by time, after the first round that ends 30 s "
+                   "after the last checkpoint, and after the last round or when stopped)")
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, model and checkpoints to DIR (refused if DIR holds a run)")
     p.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
                    help="replace the run already in --out DIR and an existing --json file (refused without; with --resume: the --json file only)")
@@ -249,8 +253,9 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
 def _legend(cfg: LearnConfig) -> str:
     """What the columns of the per-round lines mean: printed once, when the first round is done (after every input
     was read and checked, so an error never follows it)."""
-    return (f"columns: objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} "
-            "rounds); test error = fraction misclassified; feasibility = consensus residual ‖w − z‖₂"
+    model = (f"objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} rounds); "
+             "test error = fraction misclassified; " if cfg.evaluate else "")
+    return (f"columns: {model}feasibility = consensus residual ‖w − z‖₂"
             + ("; eps = total ε per client so far" if cfg.private else ""))
 
 
@@ -288,9 +293,10 @@ def _printer(args, cfg: LearnConfig):
         legend()
         if t == 1 or t % every == 0 or t == cfg.rounds:
             eps = f"  eps {row['epsilon_spent']:.4g}" if cfg.private else ""
+            model = (f"  objective {row['objective']:.6g}  test error {row['test_error']:.4f}"
+                     if row["objective"] == row["objective"] else "")  # --no-evaluation: not evaluated
             print(
-                f"round {t:6d}  objective {row['objective']:.6g}  test error {row['test_error']:.4f}  "
-                f"feasibility {row['feasibility']:.3e}{eps}  {row['wall_s'] * 1000:.1f} ms",
+                f"round {t:6d}{model}  feasibility {row['feasibility']:.3e}{eps}  {row['wall_s'] * 1000:.1f} ms",
                 flush=True,
             )
 
@@ -423,8 +429,11 @@ def _print_summary(s: dict, cfg: LearnConfig, out) -> None:
         label = " (papers' data-dependent sensitivity: NOT private)" if cfg.sensitivity == "paper" else ""
         print(f"privacy       total ε per client {eps:.4g} (ε̄ {s['epsilon_per_step_setting']:.4g} per step, {cfg.adjacency}){label}")
     print("── the simulation's evaluation (needs every client's data; a deployment cannot compute it) ──")
-    print(f"objective     {s['final_objective']:.6g} (training objective at the global model)")
-    print(f"test error    {s['final_test_error']:.4f}")
+    if s["final_objective"] == s["final_objective"]:
+        print(f"objective     {s['final_objective']:.6g} (training objective at the global model)")
+        print(f"test error    {s['final_test_error']:.4f}")
+    else:
+        print("objective     not evaluated (--no-evaluation)")
     if s.get("centralized_objective") is not None:
         print(f"centralized   objective {s['centralized_objective']:.6g} (relative gap {s['relative_gap_to_centralized']:+.2e}), "
               f"test error {s['centralized_test_error']:.4f}")

@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags only noisy-admm reads (``powerdp learn --algorithm noisy-admm``)."""
     g = p.add_argument_group("noisy-admm (001's Algorithm 1: one user per iteration, only the final (x, λ) released)")
     d = NoisyADMMConfig.__dataclass_fields__
-    g.add_argument("--beta", type=real(0, lo_open=True), default=d["beta"].default, metavar="B", help="ADMM penalty β (default: 0.9)")
+    g.add_argument("--penalty", type=real(0, lo_open=True), default=d["beta"].default, metavar="BETA",
+                   help="ADMM penalty β (default: 0.9; as powerdp privacy amplification --penalty)")
     g.add_argument("--sigma", type=real(0), default=d["sigma"].default, metavar="S", help="noise N(0, S²I) on x each iteration (default: 0.1)")
     g.add_argument("--l1", type=real(0), default=d["l1"].default, metavar="C1", help="elastic net's c₁ (default: 0.01)")
     g.add_argument("--l2", type=real(0), default=d["l2"].default, metavar="C2", help="elastic net's c₂ (default: 0.1)")
@@ -35,11 +36,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="neighbours: one user's target moves by at most D (default: 1)")
 
 
-#: flags of the consensus runs that noisy-admm does not read (refused when given)
-_NOT_READ = ("split", "clip_l1", "box", "reg", "epsilon", "target_epsilon", "target_delta", "sensitivity",
+#: flags of the consensus runs that noisy-admm does not read (refused when given); its δ is the total's, --target-delta
+_NOT_READ = ("split", "clip_l1", "box", "reg", "epsilon", "target_epsilon", "delta", "sensitivity",
              "adjacency", "local_updates", "rho_schedule", "rho", "eta_scale", "trust_radius", "trust_schedule",
              "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client", "tol", "bounds")
-_ONLY_HERE = ("beta", "sigma", "l1", "l2", "ridge_in_f", "mu", "users", "dim", "runs", "order", "target_shift")
+_ONLY_HERE = ("penalty", "sigma", "l1", "l2", "ridge_in_f", "mu", "users", "dim", "runs", "order", "target_shift")
 
 
 def refuse_foreign_flags(args: argparse.Namespace, noisy: bool) -> None:
@@ -58,13 +59,16 @@ def cmd_noisy_admm(args: argparse.Namespace) -> int:
 
     refuse_foreign_flags(args, noisy=True)
     refuse_backend_flags(args, args.backend)
+    if args.target_delta is not None and not 0 < args.target_delta < 1:
+        raise ConfigError(f"--target-delta {args.target_delta:g}: the delta of the total (epsilon, delta) must lie in (0, 1)")
     refuse_existing_output(args.json, "--json", args.overwrite)
     cfg = NoisyADMMConfig(
         dataset=args.dataset or SYNTHETIC, label=args.label, test_fraction=args.test_fraction, split_seed=args.split_seed,
         feature_range=args.feature_range, clip=args.clip, mu=args.mu, users=args.users, dim=args.dim, l1=args.l1, l2=args.l2,
-        ridge_in_f=args.ridge_in_f, beta=args.beta, sigma=args.sigma, eta=args.eta,
+        ridge_in_f=args.ridge_in_f, beta=args.penalty, sigma=args.sigma, eta=args.eta,
         rounds=args.rounds if args.rounds is not None else NoisyADMMConfig.rounds, runs=args.runs,
-        order=args.order, target_shift=args.target_shift, delta=args.delta, seed=args.seed,
+        order=args.order, target_shift=args.target_shift,
+        delta=args.target_delta if args.target_delta is not None else NoisyADMMConfig.delta, seed=args.seed,
         clients=args.clients, backend=args.backend, workers=args.workers,
     )
     run = run_noisy_admm(cfg, out=args.out, overwrite=args.overwrite)

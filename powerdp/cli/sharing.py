@@ -35,7 +35,7 @@ DC_DEFAULT_ROUNDS = 5000
 #: the flags of a private DC market (--algorithm outg); refused with a non-private one, which would ignore them
 DC_NOISE_FLAGS = ("epsilon", "delta", "target_epsilon", "target_delta", "beta", "private_costs")
 #: the flags of private vertical learning (--algorithm gaussian), refused with the non-private one
-VERTICAL_NOISE_FLAGS = ("epsilon", "delta", "target_epsilon", "neighbours", "clip", "margin_clip")
+VERTICAL_NOISE_FLAGS = ("epsilon", "delta", "target_epsilon", "target_delta", "neighbours", "clip", "margin_clip")
 DC_TABLE_FILES = ("buses.csv", "generators.csv", "lines.csv")  # what solve --model dc writes (opf/dc.py: dc_tables)
 DC_RHO_FACTOR = 0.03  # ρ = 0.03 × the median marginal cost ($/h per p.u.), measured on case118, PGLib case118 and case300
 
@@ -241,6 +241,8 @@ def cmd_run_dc(args) -> int:
     rounds = args.rounds if "rounds" in explicit else DC_DEFAULT_ROUNDS
     if "algorithm" not in explicit:  # the consensus run's default (objl) has no DC counterpart
         args.algorithm = "nonprivate"
+    if args.target_epsilon is not None:
+        refuse_unused_flags(args, ("delta",), "--delta is the δ per round of --epsilon; the run's total is --target-delta")
     if args.algorithm in ("nonprivate", "exact"):
         refuse_unused_flags(args, DC_NOISE_FLAGS, f"--model dc --algorithm {args.algorithm}"
                             f"{'' if 'algorithm' in explicit else ' (its default)'} adds no noise; --algorithm outg makes the market private")
@@ -366,7 +368,10 @@ def add_vertical_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rho", type=real(0, lo_open=True), default=None, help="penalty ρ (default 0.5/N, N training samples: ρ must be on the scale of 1/N)")
     p.add_argument("--tau", type=real(0), default=None, help="proximal weight τ (default (M−1)ρ; 0 is 002's plain Jacobi step)")
     p.add_argument("--epsilon", type=real(0, lo_open=True), default=None, help="gaussian: ε per round (default 1)")
-    p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-5, help="gaussian: δ of the run (default 1e-5)")
+    p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-5,
+                   help="gaussian: δ per round, with --epsilon (default 1e-5)")
+    p.add_argument("--target-delta", type=real(0, 1, lo_open=True, hi_open=True), default=None, metavar="D",
+                   help="gaussian: total δ of the run, with --target-epsilon (default 1e-5)")
     p.add_argument("--target-epsilon", type=real(0, lo_open=True), default=None, metavar="E", help="gaussian: total ε per party for the run (calibrated by the accountant)")
     p.add_argument("--neighbours", choices=["column", "row"], default="column", help="gaussian: neighbouring data sets differ in one feature column of a party (default) or one sample's features of a party")
     p.add_argument("--clip", type=real(0, lo_open=True), default=1.0, help="gaussian, column neighbours: feature columns clipped to this ℓ2 norm C (default 1)")
@@ -378,7 +383,8 @@ def add_vertical_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", type=Path, default=None, help="continue the run in DIR")
     p.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
                    help="replace the run in --out and an existing --json file (refused without)")
-    p.add_argument("--checkpoint-every", type=integer(0), default=0, help="checkpoint every K rounds (default: at the end)")
+    p.add_argument("--checkpoint-every", type=integer(0), default=None, metavar="K",
+                   help="checkpoint every K rounds (0: at the end only; default: by time, every 30 s of rounds, and at the end)")
     p.add_argument("--json", type=Path, default=None, help="write the summary as JSON (final_test_logloss, centralized_test_logloss, ...)")
 
 
@@ -397,6 +403,10 @@ def run_vertical(args) -> int:
     refuse_existing_output(args.json, "--json", args.overwrite)
     if args.epsilon is not None and args.target_epsilon is not None:
         raise ConfigError("--epsilon (per round) and --target-epsilon (for the run) exclude each other; give one")
+    if args.target_epsilon is not None:
+        refuse_unused_flags(args, ("delta",), "--delta is the δ per round of --epsilon; the run's total is --target-delta")
+    else:
+        refuse_unused_flags(args, ("target_delta",), "--target-delta is the total δ of --target-epsilon; per round it is --delta")
     epsilon = 1.0 if args.epsilon is None else args.epsilon
     sizes = None
     if args.blocks:
@@ -408,14 +418,15 @@ def run_vertical(args) -> int:
     lam = args.lam if args.lam is not None else DEFAULT_LAMBDA[data.name]
     n = len(data.y_train)
     rho = args.rho if args.rho is not None else 0.5 / n
-    nm = None
-    if args.algorithm == "gaussian":
-        from ..privacy.calibration import gaussian_noise_multiplier
+    from ..privacy.calibration import gaussian_noise_multiplier
 
-        nm = (gaussian_noise_multiplier(float(args.target_epsilon), float(args.delta), args.rounds) if args.target_epsilon
-              else float(np.sqrt(2.0 * np.log(1.25 / args.delta)) / epsilon))
+    nm = None
+    delta = float(args.target_delta if args.target_delta is not None else 1e-5) if args.target_epsilon else float(args.delta)
+    if args.algorithm == "gaussian":
+        nm = (gaussian_noise_multiplier(float(args.target_epsilon), delta, args.rounds) if args.target_epsilon
+              else float(np.sqrt(2.0 * np.log(1.25 / delta)) / epsilon))
     settings = SharingSettings(rounds=args.rounds, rho=rho, tau=args.tau, backend=args.backend, workers=args.workers,
-                               checkpoint_every=args.checkpoint_every, noise_multiplier=nm, delta=args.delta)
+                               checkpoint_every=args.checkpoint_every, noise_multiplier=nm, delta=delta)
     refuse_backend_flags(args, settings.backend)
     seed = args.seed if args.seed is not None else (0 if nm is None else None)
     return _run_vertical(args, data, lam, settings, nm, seed, rho, args.neighbours, args.clip, args.margin_clip, args.algorithm)

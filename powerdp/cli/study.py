@@ -65,6 +65,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = load_sweep(args.config)
     ensure_dir(args.out)
     n = len(spec.configs())
+    _warn_privacy(spec)
     if not args.quiet:
         print(f"sweep {args.config}: {n} runs -> {args.out}")
     bar = None
@@ -107,6 +108,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if not args.quiet:
                 print(f"figure {p}")
     return 1 if failed else 0
+
+
+def _warn_privacy(spec) -> None:
+    """What a single run says about its ε (privacy_warnings: a 'paper' sensitivity that is no proven bound, seeded
+    noise), said once for the whole sweep before it starts, with the number of runs it concerns."""
+    import logging
+    import re
+
+    from ..apps.power_flow.runner import privacy_labels
+
+    counts: dict[str, int] = {}
+    for _, config in spec.configs():
+        for text in privacy_labels(config)["privacy_warnings"]:
+            text = re.sub(r" \(seed \d+\)", "", text)
+            counts[text] = counts.get(text, 0) + 1
+    for text, k in counts.items():
+        logging.getLogger("powerdp").warning("%s (%d of the sweep's runs)", text, k)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

@@ -161,7 +161,7 @@ def _read_csv(net: Network, path: Path) -> tuple[np.ndarray, list]:
         if len(fields) != 2:
             raise PartitionError(f"{loc}: expected 2 fields 'bus,zone', got {len(fields)}")
         if _parse_bus_id(fields[bus_at]) is None:
-            raise PartitionError(f"{loc}: the bus field {fields[bus_at]!r} is not a bus number")
+            raise PartitionError(f"{loc}: the bus field is not a bus number")  # never echoed (a file's content)
         entries.append((fields[bus_at], fields[zone_at], loc))
     if not entries:
         raise PartitionError(f"{where}: no 'bus,zone' lines")

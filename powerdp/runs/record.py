@@ -124,7 +124,9 @@ class RunRecord:
         d = self.checkpoint_dir
         refuse_pickles(d)  # an older version's pickles: refused without being opened
         if not state_exists(d / "state"):
-            raise ConfigError(f"{self.directory} has no checkpoint to resume from ({d / 'state.json'} is missing)")
+            missing = [d / name for name in ("state.json", "state.npz") if not (d / name).is_file()]
+            raise ConfigError(f"{self.directory} has no checkpoint to resume from ({' and '.join(map(str, missing))} "
+                              f"{'is' if len(missing) == 1 else 'are'} missing)")
         state = load_state(d / "state")
         evaluation = load_state(d / "evaluation") if state_exists(d / "evaluation") else {"history": []}
         try:

@@ -137,7 +137,7 @@ class LearnConfig(AlgorithmChoices):
     seed: int | None = None
     evaluate: bool = True
     evaluate_every: int = 10  # rounds between evaluations of the global model (and of the ledger's figure)
-    checkpoint_every: int = 10
+    checkpoint_every: int | None = None  # K rounds; None: by time (runs/loop.py: CHECKPOINT_SECONDS); 0: never
     local_solver: str = "box"
     backend: str = "serial"  # serial, process (worker processes) or mpi (ranks; every rank runs the same program)
     workers: int | None = None  # process backend: worker processes (default: one per core, at most one per client)
@@ -245,7 +245,8 @@ class LearnConfig(AlgorithmChoices):
         solver_class(self.local_solver, "local_solver", BOX_SOLVERS).check_config(self)
         if isinstance(self.evaluate_every, bool) or int(self.evaluate_every) != self.evaluate_every or self.evaluate_every < 1:
             raise bad("evaluate_every", "must be a positive integer")
-        if self.checkpoint_every < 0:
+        if self.checkpoint_every is not None and (isinstance(self.checkpoint_every, bool)
+                                                  or not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0):
             raise bad("checkpoint_every", "must be >= 0 (0 turns checkpoints off)")
         self._check_budget(spec, bad)
         self.rounds = int(self.rounds)

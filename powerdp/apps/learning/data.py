@@ -82,10 +82,10 @@ def read_bounds(path: str | Path, names: list[str]) -> tuple[np.ndarray, np.ndar
             try:
                 values.append(float(str(text).strip()))
             except ValueError:
-                raise ConfigError(f"{path}, line {line}: column {name!r}: {which} {str(text).strip()!r} is not a number") from None
+                # the entry is not echoed: an error never prints a file's content
+                raise ConfigError(f"{path}, line {line}: column {name!r}: {which} is not a number") from None
         if name in given and given[name] != tuple(values):
-            raise ConfigError(f"{path}, line {line}: column {name!r} is listed again with other bounds "
-                              f"({values[0]:g}, {values[1]:g} against {given[name][0]:g}, {given[name][1]:g}); keep one row")
+            raise ConfigError(f"{path}, line {line}: column {name!r} is listed again with other bounds; keep one row")
         given[name] = (values[0], values[1])
     unknown = sorted(set(given) - set(names))
     if unknown:
