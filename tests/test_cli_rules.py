@@ -48,7 +48,7 @@ def test_an_existing_output_file_is_kept_unless_force(capsys, tmp_path, argv, fl
 def test_every_command_writing_a_file_documents_force():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
-    for name in ("solve", "export", "partition", "run", "sweep", "audit", "learn"):
+    for name in ("solve", "export", "partition", "run", "sweep", "audit", "learn", "dispatch"):
         options = {o for a in sub[name]._actions for o in a.option_strings}
         assert {"--force", "--overwrite"} <= options, name
     assert "--force" in README and "never replaced unless" in README
@@ -213,3 +213,62 @@ def test_a_flag_of_another_backend_is_refused(capsys, tmp_path, argv, flag):
         argv = [*argv, "--profiles", str(prof)]
     status, err = _status(capsys, ["-q", *argv])
     assert status == 2 and len(err) == 1 and err[0].startswith(f"powerdp: error: {flag}: not used:"), err
+
+
+# ---------------------------------------------------------------- issue 38: errors in the words of the command line
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["run", "case14", "--bogus"], "unrecognized arguments: --bogus; see 'powerdp run --help'"),
+    (["learn", "breast_cancer", "--vertical", "--bogus"], "unrecognized arguments: --bogus; see 'powerdp learn --help'"),
+    (["dispatch", "case14", "--periods", "2", "--algorithm", "objg", "--target-epsilon", "1"],
+     "--target-delta: objg (Gaussian) needs a total delta in (0, 1) over the horizon, e.g. 1e-5"),
+    (["dispatch", "case14", "--periods", "2", "--clip-loads"], "--clip-loads: clips the perturbed loads of a private algorithm"),
+    (["dispatch", "case14", "--periods", "2", "--target-epsilon", "1"],
+     "--target-epsilon 1: nonprivate is not private; a budget needs one of objl, inpl, outl, exact/input/laplace, objg, "
+     "inpg, exact/input/gaussian"),
+    (["run", "case14", "--local-solver", "clarabel", "--ipopt-option", "print_level=5"], "--ipopt-option: Ipopt options need"),
+    (["learn", "digits", "--split", "dirichlet:x"], "--split dirichlet:x: the Dirichlet concentration"),
+], ids=["run-unknown", "vertical-unknown", "dispatch-target-delta", "dispatch-clip-loads", "dispatch-budget",
+        "run-ipopt-option", "learn-split"])
+def test_errors_name_the_flags_the_user_typed(capsys, tmp_path, argv, line):
+    """Errors said ``target_delta = None:`` or ``clip_loads = True:`` (config keys) where the user typed flags, left
+    the Gaussian algorithms out of a list, and sent unknown arguments to ``powerdp --help``."""
+    if argv[0] == "dispatch":
+        import pandas as pd
+
+        prof = tmp_path / "day.csv"
+        pd.DataFrame({"load.2.p_mw": [20.0, 21.0]}).to_csv(prof, index=False)
+        argv = [*argv, "--profiles", str(prof)]
+    status, err = _status(capsys, ["-q", *argv])
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"powerdp: error: {line}"), err
+
+
+def test_a_config_file_keeps_its_keys_in_errors(capsys, tmp_path):
+    """In a config file the user typed keys: an error there names the key and the file, not a flag."""
+    toml = tmp_path / "run.toml"
+    toml.write_text('[run]\ncase = "case14"\nadjacency = "bus"\nsensitivity = "paper"\n')
+    status, err = _status(capsys, ["-q", "run", "--config", str(toml)])
+    assert status == 2 and err[0].startswith(f"powerdp: error: {toml}: adjacency = 'bus':"), err
+
+
+def test_a_config_file_without_a_case_is_refused(capsys, tmp_path):
+    """A config file without ``case`` silently ran case14."""
+    toml = tmp_path / "run.toml"
+    toml.write_text("[run]\nrounds = 2\n")
+    status, err = _status(capsys, ["-q", "run", "--config", str(toml)])
+    assert status == 2 and err == [f"powerdp: error: {toml}: no case; give case = \"...\" in its [run] table, or CASE "
+                                   "on the command line"], err
+    assert _status(capsys, ["-q", "run", "case14", "--config", str(toml), "--no-reference"])[0] == 0
+
+
+def test_run_help_names_the_zones_private_folder():
+    text = " ".join(build_parser()._subparsers._group_actions[0].choices["run"].format_help().split())
+    assert "DIR/zones/" not in text and "DIR/zones.private/" in text
+    assert "implies --no-evaluation" in text
+
+
+def test_dispatch_force_and_overwrite_are_one_flag():
+    sub = build_parser()._subparsers._group_actions[0].choices["dispatch"]
+    actions = {o: a for a in sub._actions for o in a.option_strings}
+    assert actions["--force"] is actions["--overwrite"]

@@ -577,3 +577,11 @@ def test_a_periods_objective_does_not_depend_on_the_periods_before():
     for name in ("_f", "_f_r", "_f_lin"):
         a, b = getattr(through, name), getattr(fresh, name)
         assert np.array_equal(a.c, b.c) and a.const == b.const, name
+
+
+def test_the_summary_names_only_the_evaluation_that_ran(profile, capsys):
+    """The summary said "the simulation's evaluation (centralized reference, AC check)" with neither asked for."""
+    assert main(["dispatch", "case14", "--profiles", str(profile), "--periods", "2", "--zones", "3", "--max-rounds", "3",
+                 "--no-reference"]) == 0
+    out = capsys.readouterr().out
+    assert "AC check" not in out and "centralized reference" not in out and "the evaluation of every round" in out, out

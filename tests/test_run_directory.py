@@ -258,3 +258,18 @@ def test_resume_refuses_an_edited_config_json(tmp_path, capsys, kind):
     assert main(["-q", *resume]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "config.json was edited after the run wrote it" in err[0], err
+
+
+def test_resume_names_the_missing_checkpoint_file_and_a_damaged_config(tmp_path, capsys):
+    """"state.json is missing" was said when state.npz was; a damaged config.json was "not a powerdp run"."""
+    d = tmp_path / "D"
+    assert main(["-q", "run", "case14", "--rounds", "2", "--no-reference", "--out", str(d)]) == 0
+    (d / "checkpoint" / "state.npz").unlink()
+    assert main(["-q", "run", "--resume", str(d), "--rounds", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "state.npz is missing" in err and "state.json" not in err, err
+    (d / "config.json").write_text('{"case": "case14", "algorithm": ')
+    for argv in (["plot", str(d)], ["export", str(d), "--pandapower", str(tmp_path / "n.json")], ["learn", "--resume", str(d)]):
+        assert main(["-q", *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{d / 'config.json'} is damaged" in err[0] and "not a powerdp run" not in err[0], (argv, err)

@@ -98,3 +98,15 @@ def test_a_split_does_not_replace_a_deployment_without_force(tmp_path, capsys):
     assert main(["-q", "partition", "case118", "--zones", "2", "--split", str(d), "--force"]) == 0
     assert sorted(p.name for p in d.iterdir()) == ["public", "zone_0.private", "zone_1.private"]
     assert (d / "zone_0.private" / "loads.csv").read_bytes() != loads
+
+
+def test_a_deployment_implies_no_evaluation(tmp_path):
+    """``run --deployment DIR`` needed ``--no-evaluation`` too, and said so in config keys ("set evaluate false");
+    a deployment has nothing to evaluate, so --deployment implies it."""
+    d = tmp_path / "dep"
+    assert main(["-q", "partition", "case14", "--zones", "3", "--split", str(d)]) == 0
+    out = tmp_path / "run"
+    assert main(["-q", "run", "--deployment", str(d), "--rounds", "1", "--out", str(out)]) == 0
+    import json
+
+    assert json.loads((out / "config.json").read_text())["evaluate"] is False
