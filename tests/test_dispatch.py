@@ -166,7 +166,7 @@ def test_a_stopped_run_resumes_at_its_period_bit_identically(profile, tmp_path):
     (["--periods", "2", "--ramp", "-1"], "--ramp"),
     (["--periods", "2", "--base-mva", "0"], "--base-mva"),
     (["--periods", "2", "--base-mva", "nan"], "--base-mva"),
-    (["--periods", "2", "--base-mva", "10"], "base_mva"),  # a MATPOWER case keeps its baseMVA
+    (["--periods", "2", "--base-mva", "10"], "--base-mva 10: a MATPOWER case keeps"),  # a MATPOWER case keeps its baseMVA
 ])
 def test_bad_dispatch_arguments_are_one_line_and_exit_2(profile, capsys, argv, says):
     try:
@@ -469,10 +469,10 @@ def test_a_failed_private_solve_does_not_end_the_day(profile, monkeypatch, tmp_p
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--algorithm", "objg", "--target-epsilon", "1"], "target_delta"),
-    (["--algorithm", "objl", "--target-epsilon", "1", "--target-delta", "1e-5"], "target_delta"),
+    (["--algorithm", "objg", "--target-epsilon", "1"], "--target-delta: objg (Gaussian) needs"),
+    (["--algorithm", "objl", "--target-epsilon", "1", "--target-delta", "1e-5"], "--target-delta 1e-05: goes with a Gaussian"),
     (["--algorithm", "objl", "--target-epsilon", "1", "--clip-loads"], "load ratings"),
-    (["--algorithm", "exact", "--clip-loads"], "clip_loads"),
+    (["--algorithm", "exact", "--clip-loads"], "--clip-loads: clips"),
 ])
 def test_bad_private_dispatch_settings_are_one_line_and_exit_2(profile, capsys, argv, says):
     status = main(["dispatch", "case14", "--profiles", str(profile), "--periods", "2", "--max-rounds", "2", "-q", *argv])
@@ -501,6 +501,8 @@ def test_a_run_saved_before_a_setting_existed_resumes(profile, tmp_path):
     for key in ("clip_loads", "target_delta"):
         saved.pop(key)
     path.write_text(json.dumps(saved))
+    inputs = tmp_path / "d" / "inputs.json"  # an older version recorded no hash of its config.json either
+    inputs.write_text(json.dumps({k: v for k, v in json.loads(inputs.read_text()).items() if k != "config.json"}))
     resumed = run_dispatch(cfg, h, out=tmp_path / "d", resume=True, reference=False)
     assert resumed.summary["resumed_from_period"] == 1 and len(resumed.periods) == 2
 
