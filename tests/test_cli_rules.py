@@ -1,5 +1,5 @@
 """The rules every command keeps (issue 25): one overwrite rule (item 10), a closed standard output is an error
-(item 6), flags a command would ignore are refused (item 9), --help and the README agree (item 11)."""
+(item 6), flags a command would ignore are refused (item 9), --help and docs/cli.md agree (item 11)."""
 
 import re
 import sys
@@ -11,6 +11,7 @@ from powerdp.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+CLI_DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")  # the command line's rules, linked from the README
 AMP = ["privacy", "amplification", "--smooth", "0.18", "--strong", "0.18", "--strong-g", "0.2", "--penalty", "0.5"]
 
 
@@ -51,7 +52,8 @@ def test_every_command_writing_a_file_documents_force():
     for name in ("solve", "export", "partition", "run", "sweep", "audit", "learn", "dispatch"):
         options = {o for a in sub[name]._actions for o in a.option_strings}
         assert {"--force", "--overwrite"} <= options, name
-    assert "--force" in README and "never replaced unless" in README
+    assert "--force" in CLI_DOC and "never replaced unless" in CLI_DOC and "dispatch" in CLI_DOC
+    assert "(docs/cli.md)" in README and "the overwrite rule (`--force`)" in README
 
 
 # ---------------------------------------------------------------- item 6: closed standard output
@@ -103,11 +105,11 @@ def test_a_deployment_refuses_a_case_and_zones(capsys, tmp_path):
         assert status == 2 and len(err) == 1 and named in err[0] and "not read" in err[0], err
 
 
-# ---------------------------------------------------------------- item 11: --help and the README agree
+# ---------------------------------------------------------------- item 11: --help and docs/cli.md agree
 
 
 def test_help_and_readme_agree_on_json_to_standard_output():
-    assert "`--json -` writes the JSON to standard output, alone" in README
+    assert "`--json -` writes the JSON to standard output, alone" in CLI_DOC
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
     for name in ("solve", "run"):
@@ -272,3 +274,25 @@ def test_dispatch_force_and_overwrite_are_one_flag():
     sub = build_parser()._subparsers._group_actions[0].choices["dispatch"]
     actions = {o: a for a in sub._actions for o in a.option_strings}
     assert actions["--force"] is actions["--overwrite"]
+
+
+def test_help_names_papers_in_full_not_by_shorthand():
+    """``--help`` said "000", "001's Algorithm 1", "Cor. 7.3": the project's shorthand for the papers. Every help page
+    now names them in full (and says Corollary, equation)."""
+    import argparse
+
+    def pages(parser, name):
+        yield name, parser.format_help()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    yield from pages(sub, f"{name} {sub_name}")
+        if getattr(parser, "vertical_parser", None) is not None:
+            yield f"{name} --vertical", parser.vertical_parser.format_help()
+
+    shorthand = re.compile(r"\b00[0-4]\b|\bCor\. |§|\beq\. ")
+    found = [(name, m.group()) for name, text in pages(build_parser(), "powerdp") for m in shorthand.finditer(text)]
+    assert not found, found
+    learn = " ".join(dict(pages(build_parser(), "powerdp"))["powerdp learn"].split())
+    assert '"Differentially Private Distributed Convex Optimization"' in learn
+    assert "Privacy Amplification by Iteration for ADMM with (Strongly) Convex Objective Functions" in learn

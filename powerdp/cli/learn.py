@@ -59,24 +59,35 @@ LEARN_DESCRIPTION = textwrap.dedent(
     2*sqrt(2)*R/I in L2 and 4*R1/I in L1 (I = all training samples; add-remove
     neighbours: half).
 
+    The papers: Ryu and Kim, "Differentially Private Distributed Convex Optimization"
+    (the distributed-optimization paper below); Ryu and Kim, "Differentially Private
+    Federated Learning via Inexact ADMM" (the inexact-ADMM paper); Huang et al.,
+    "DP-ADMM: ADMM-Based Distributed Learning With Differential Privacy"; Chan, Xie and
+    Zhao, "Privacy Amplification by Iteration for ADMM with (Strongly) Convex Objective
+    Functions" (arXiv:2312.08685, the amplification paper).
+
     algorithms:
       nonprivate     linearized ADMM, no noise
-      objl, objg     objective perturbation, Laplace / Gaussian, E local steps (000)
-      outl, outg     output perturbation, Laplace / Gaussian, E local steps (000)
+      objl, objg     objective perturbation, Laplace / Gaussian, E local steps (the
+                     distributed-optimization paper)
+      outl, outg     output perturbation, Laplace / Gaussian, E local steps (the same paper)
       objp           ObjP of the inexact-ADMM paper: objl with E = 1, eta_t = 1/sqrt(t)
-      objt           ObjT: trust region ||z - z_t||_inf <= a (or a/t^2), Laplace, E = 1
+      objt           ObjT of the same paper: trust region ||z - z_t||_inf <= a (or a/t^2),
+                     Laplace, E = 1
       outp           Huang et al.'s DP-ADMM: Gaussian output noise, eta_t shrinking as 1/sqrt(t)
-      noisy-admm     001's Algorithm 1 (privacy amplification by iteration): an elastic net,
-                     one user's gradient per iteration, N(0, sigma^2 I) on x, only the final
-                     (x, lambda) released; DATASET elastic-net (001 §10's synthetic data) or a
-                     .csv/.npz with a numeric target; --rounds is the number of iterations,
-                     --eta auto is eq. (23)'s midpoint; its ledger is the amplified bound of the
-                     user of iteration 1 when 001's assumptions hold, else the plain composition
-                     with the refused assumption named (docs/amplification.md); --clients P
-                     deals the users to P clients, which --backend places as below
+      noisy-admm     Algorithm 1 of the amplification paper: an elastic net, one user's
+                     gradient per iteration, N(0, sigma^2 I) on x, only the final (x, lambda)
+                     released; DATASET elastic-net (the paper's section 10 synthetic data) or
+                     a .csv/.npz with a numeric target; --rounds is the number of iterations,
+                     --eta auto is the midpoint of the paper's step interval (its equation 23);
+                     its ledger is the amplified bound of the user of iteration 1 when the
+                     paper's assumptions hold, else the plain composition with the refused
+                     assumption named (docs/amplification.md); --clients P deals the users to
+                     P clients, which --backend places as below
 
-    The penalty is rho_t = min(1e9, c1*1.2^floor(t/Tc) + c2/eps) (000 eq. 73) for a
-    private run, with the public step 300/R^2 and all --rounds (1000). A non-private
+    The penalty is rho_t = min(1e9, c1*1.2^floor(t/Tc) + c2/eps) (the distributed-
+    optimization paper's equation 73) for a private run, with the public step 300/R^2
+    and all --rounds (1000). A non-private
     run adapts rho by residual balancing, backtracks a diagonal curvature metric on
     each client's data, and stops when its relative residuals are below --tol (1e-5),
     at most after 10000 rounds; a run that reaches the cap first says so.
@@ -151,7 +162,8 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=integer(1), metavar="T", help=f"ADMM rounds (default: {DEFAULT_ROUNDS} for a private run; a "
                    f"non-private one stops when its residuals are small, at most after {NONPRIVATE_ROUNDS})")
     p.add_argument("--local-updates", type=integer(1), default=1, metavar="E", help="local steps per round (default: 1)")
-    p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of 000 eq. 73 when private, a small constant otherwise")
+    p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of the distributed-optimization paper's equation 73 "
+                   "when private, a small constant otherwise")
     p.add_argument("--rho", type=real(0, lo_open=True), metavar="RHO", help="the constant penalty (with --rho-schedule constant)")
     p.add_argument("--eta", default="auto", metavar="ETA", help=f"proximal step: auto (default: private runs {DEFAULT_ETA:g}/R^2, "
                    "non-private runs backtracking on each client's curvature), a constant, or capped, sqrt, theorem")

@@ -27,7 +27,9 @@ RUN_DESCRIPTION = textwrap.dedent(
     (agent) solves its local SOC-relaxed problem (with Ipopt, or Clarabel with
     --local-solver clarabel) and releases only the
     values of the variables it shares with its neighbours; a coordinator averages
-    them. Differentially private algorithms perturb each local step.
+    them. Differentially private algorithms perturb each local step. "The paper" below is
+    Ryu and Kim, "Differentially Private Distributed Convex Optimization"; "the inexact-ADMM
+    paper" Ryu and Kim, "Differentially Private Federated Learning via Inexact ADMM".
 
     algorithms:
       objl, objg     objective perturbation, Laplace / Gaussian noise (the paper's method):
@@ -38,9 +40,10 @@ RUN_DESCRIPTION = textwrap.dedent(
                      costs one release's epsilon, whatever --rounds and --local-updates
       nonprivate     the same linearized update without noise
       exact          non-private ADMM with the exact local objective (reference)
-      objt           trust-region update (no proximal term; a box of radius a around the
-                     last iterate, a = 0.1, or a/t^2 with extra.trust_schedule
-                     "inverse-square"), Laplace objective perturbation
+      objt           the inexact-ADMM paper's trust-region update (no proximal term; a box
+                     of radius a around the last iterate, a = 0.1, or a/t^2 with
+                     extra.trust_schedule "inverse-square" in a config file), Laplace
+                     objective perturbation
 
     An algorithm is three choices, update rule x perturbation x mechanism; the names
     above stand for the usual combinations. --update, --perturbation and --mechanism

@@ -366,7 +366,8 @@ def add_vertical_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lam", type=real(0, lo_open=True), default=None, help="ℓ2 weight λ (default: 1e-3 breast_cancer, 1e-4 gisette_like)")
     p.add_argument("--rounds", type=integer(1), default=200, metavar="T", help="ADMM rounds (default 200)")
     p.add_argument("--rho", type=real(0, lo_open=True), default=None, help="penalty ρ (default 0.5/N, N training samples: ρ must be on the scale of 1/N)")
-    p.add_argument("--tau", type=real(0), default=None, help="proximal weight τ (default (M−1)ρ; 0 is 002's plain Jacobi step)")
+    p.add_argument("--tau", type=real(0), default=None, help="proximal weight τ (default (M−1)ρ; 0 is the plain Jacobi step of Hu et al., "
+                   "\"Learning Privately over Distributed Features: An ADMM Sharing Approach\")")
     p.add_argument("--epsilon", type=real(0, lo_open=True), default=None, help="gaussian: ε per round (default 1)")
     p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-5,
                    help="gaussian: δ per round, with --epsilon (default 1e-5)")
