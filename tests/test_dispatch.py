@@ -531,12 +531,12 @@ def test_every_algorithm_resumes_bit_identically(uneven_profile, tmp_path, algor
     from powerdp.errors import Interrupted
     from powerdp.runs.stopping import stop_signals
 
-    from powerdp.apps.dispatch.config import DispatchConfig as Config
+
 
     h = horizon(uneven_profile)
     private = algorithm not in ("nonprivate", "exact")
     gaussian = algorithm in ("objg", "inpg", "exact/input/gaussian")
-    cfg = Config(source="case14", periods=4, zones=3, algorithm=algorithm, local_solver=solver, max_rounds=6, tolerance=0.0,
+    cfg = DispatchConfig(source="case14", periods=4, zones=3, algorithm=algorithm, local_solver=solver, max_rounds=6, tolerance=0.0,
                  seed=5 if private else None, target_epsilon=5.0 if private else None,
                  target_delta=1e-5 if gaussian else None)
     run_dispatch(cfg, h, out=tmp_path / "a", reference=False)
