@@ -348,6 +348,8 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
             fields["partition"] = None
         if args.partition is not None and "zones" not in explicit:
             fields["zones"] = None
+        if "deployment" in explicit and "no_evaluation" not in explicit:
+            fields["evaluate"] = False  # --deployment implies --no-evaluation, over a config file too
         if "case" not in fields and fields.get("deployment") is None:  # no silent default case: say which is missing
             raise ConfigError(f"{args.config}: no case; give case = \"...\" in its [run] table, or CASE on the command line")
         try:

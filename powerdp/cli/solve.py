@@ -165,12 +165,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if path is not None and path.exists() and not path.is_dir():
             raise ConfigError(f"{flag} {path} is an existing file; it names a directory for the CSV tables")
     _check_solve_out(args.out)
-    check_output_dir(args.solution, "--solution", TABLE_FILES, args.overwrite)  # before the solve, never after it
-    check_output_dir(args.out, "--out", (*SOLVE_FILES, "inputs.json"), args.overwrite)
     if args.shedding_weight is not None and not OBJECTIVES[args.objective].weighted:
         raise ConfigError(f"--shedding-weight: objective {args.objective!r} has no shedding penalty to weight; use --objective cost+shedding")
     if args.profile is not None and args.solver != "ipopt":
         raise ConfigError(f"--profile {args.profile} is an Ipopt option profile; it needs --solver ipopt (not {args.solver})")
+    check_output_dir(args.solution, "--solution", TABLE_FILES, args.overwrite)  # before the solve, never after it
+    check_output_dir(args.out, "--out", (*SOLVE_FILES, "inputs.json"), args.overwrite)
     res = solve_opf(
         args.case, objective=args.objective, convention=args.convention, flows=args.flows,
         profile=args.profile or "default", shedding_weight=args.shedding_weight, solver=args.solver,
