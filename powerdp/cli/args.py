@@ -4,7 +4,7 @@ Every numeric option of every ``powerdp`` command is declared with :func:`intege
 argparse ``type=``, so a bad value is refused while the command line is parsed, before any file is read or
 any work is done, with the option's name in the message (argparse adds ``argument --rounds:``).
 :class:`Parser` turns argparse's errors (a usage block, then the message) into one line plus where to read
-more, exit status 2 as the README documents.
+more, exit status 2 as docs/cli.md documents.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 
 __all__ = ["EXIT_USAGE", "FLAG_OF", "Parser", "flag_message", "flag_of", "integer", "real"]
 
-EXIT_USAGE = 2  # bad input (README: exit status)
+EXIT_USAGE = 2  # bad input (docs/cli.md: exit status)
 
 
 class Parser(argparse.ArgumentParser):
