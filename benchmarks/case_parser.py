@@ -60,7 +60,7 @@ def main() -> None:
             for tree in trees:
                 env = {**os.environ, "PYTHONPATH": str(tree)}
                 out = subprocess.run([sys.executable, "-c", _CHILD, str(case)], env=env, capture_output=True, text=True,
-                                     check=True).stdout
+                                     check=True, cwd=tmp).stdout  # not the current directory: it would come first on the path
                 runs[str(tree)].append(json.loads(out))
         result = {"file_mb": case.stat().st_size / 1e6, "buses": buses, "load": os.getloadavg()[0]}
         for tree, rows in runs.items():
