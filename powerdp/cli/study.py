@@ -111,17 +111,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _warn_privacy(spec) -> None:
-    """What a single run says about its ε (privacy_warnings: a 'paper' sensitivity that is no proven bound, seeded
-    noise), said once for the whole sweep before it starts, with the number of runs it concerns."""
+    """What a single run says about its ε when it is no proven bound (privacy_warnings: a 'paper' sensitivity), said
+    once for the whole sweep before it starts, with the number of runs it concerns. Seeded noise goes unsaid: every
+    sweep is a seeded experiment (its ``seeds``)."""
     import logging
-    import re
 
     from ..apps.power_flow.runner import privacy_labels
 
     counts: dict[str, int] = {}
     for _, config in spec.configs():
         for text in privacy_labels(config)["privacy_warnings"]:
-            text = re.sub(r" \(seed \d+\)", "", text)
+            if text.startswith("seeded noise"):
+                continue
             counts[text] = counts.get(text, 0) + 1
     for text, k in counts.items():
         logging.getLogger("powerdp").warning("%s (%d of the sweep's runs)", text, k)

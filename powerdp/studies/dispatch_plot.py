@@ -37,7 +37,7 @@ def plot_dispatch(directories: Sequence[str | Path], out: str | Path | None = No
     with the centralized reference, shedding per period, ε spent per zone over the horizon. Saved in ``out``
     (default: the first run's ``figures/``)."""
     from ..runs.directory import ensure_dir
-    from .plots import _plt
+    from .figure_style import _plt
 
     plt = _plt()
     dirs = [Path(d) for d in directories]

@@ -170,7 +170,7 @@ def plot_learning(directory: str | Path, out: str | Path | None = None) -> list[
     out = Path(out) if out is not None else d / "figures"
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    from .plots import suptitle
+    from .figure_style import suptitle
 
     every_row = [("noise_magnitude", "noise magnitude Σ|ξ|"), ("objective", "training objective"), ("test_error", "test error")]
     for ds, g in rounds.groupby("dataset"):

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .figure_style import _plt, suptitle
+
 __all__ = ["plot_trajectories", "plot_privacy_utility", "plot_partition_sensitivity", "plot_network", "plot_sweep"]
 
 MAX_BUS_LABELS = 500  # beyond this many buses the numbers would cover the map
@@ -32,32 +34,10 @@ METRICS = [
 ]
 
 
-def _plt():
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        try:
-            matplotlib.use("Agg")
-        except Exception:  # pragma: no cover - an interactive backend already in use
-            pass
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 #: zone colours: tab10 without its red (red would read as a tie-line), then tab20's pale tones for many zones
 ZONE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
                 "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
 TIE_LINE_COLOUR = "black"
-
-
-def suptitle(fig, text: str, fontsize: float = 12.0) -> None:
-    """A figure title that fits the canvas: wrapped to the figure's width (a long title on a one-column figure was cut
-    off at both edges), with room made for it by ``fig.tight_layout``."""
-    import textwrap
-
-    chars = max(20, int(fig.get_figwidth() * 72 / (0.55 * fontsize)))
-    fig.suptitle(textwrap.fill(text, chars), fontsize=fontsize)
 
 
 def _has_data(values: pd.Series) -> bool:
