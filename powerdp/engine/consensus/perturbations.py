@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from ...privacy import MECHANISMS, GaussianMechanism, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
-from ...privacy.sampler import snap
 
 if TYPE_CHECKING:
     from .settings import ConsensusSettings
@@ -150,11 +149,13 @@ class InputPerturbation(Perturbation):
     """InpPert (baseline, load obfuscation): the zone perturbs its loads once, d̃ = d + ξ/2, and then runs
     the non-private update on d̃ (docs/privacy.md).
 
-    In the paper's coordinates the loads enter f_p = Σ (y + d)² only through the linear term 2⟨d, y⟩, so
-    f_p with d̃ is f_p + ⟨ξ, y⟩ + const: the zone adds the same ξ to the linear term of every local
-    problem. ξ is drawn once, from the mechanism calibrated to the gradient sensitivity (2β for one
-    load value), which is the load sensitivity β with d̃ − d = ξ/2. Everything the zone releases is
-    post-processing of d̃, so the whole run costs one step's ε (the ledger records one step).
+    In the paper's coordinates the loads enter f_p = Σ (y + d)² only through the linear term 2⟨d, y⟩, so f_p with d̃ is
+    f_p with that term replaced. The zone releases the term once (:meth:`draw`): n = γ(round(2d/γ) + Z) on the sampler's
+    grid, Z calibrated to the gradient sensitivity (2β for one load value, which is the load sensitivity β with
+    d̃ − d = ξ/2), and from then on its objective holds n where it held 2d (the agent installs it): every step computes
+    with n, never with d, so the noisy term is rounded once per draw (issue 36: rounding 2(y + d) again at every step
+    made the differences between steps noise-free). Everything the zone releases is post-processing of n, so the whole
+    run costs one draw's ε, whatever T and E (the ledger records it at the end of the round after the draw).
     """
 
     name: ClassVar[str] = "input"
@@ -166,27 +167,41 @@ class InputPerturbation(Perturbation):
                  noise_cols: np.ndarray, zone: int, **_: Any):
         super().__init__(config)
         self.noise_cols = noise_cols
+        self.rng = rng
         self.mechanism = _mechanism(config, gradient_sensitivity)
         self.ledger = _ledger(config, self.mechanism, zone)
-        # the zone's first draw, before any round: a resumed run rebuilds the same d̃
-        self.xi = self.mechanism.sample(rng, len(noise_cols))
+        self.term: np.ndarray | None = None  # n: the released noisy term, what the zone's objective holds
+        self.xi: np.ndarray | None = None  # its noise (the simulation's Σ|ξ|)
+        self._uncharged = False  # a draw not yet in the ledger
+
+    def draw(self, data_term: np.ndarray) -> np.ndarray:
+        """Release the zone's data term (its linear term on the noise support) once: n = γ(round(c/γ) + Z); returns n,
+        which the zone puts in its objective in place of the data."""
+        self.term, self.xi = self.mechanism.release(np.asarray(data_term, dtype=float), self.rng)
+        self._uncharged = True
+        return self.term
 
     def perturb_objective(self, c: np.ndarray) -> float:
-        # ξ lies on the mechanism's grid; the linear term is put on it too, so c + ξ is exact (the sampler's rule)
-        gamma = self.mechanism.grid
-        c[self.noise_cols] = snap(c[self.noise_cols], gamma) * gamma + self.xi
-        return noise_magnitude(self.xi)
+        return noise_magnitude(self.xi)  # n is in the zone's objective already: nothing is added per step
 
     def state_arrays(self) -> dict[str, np.ndarray]:
-        return {"input_noise": self.xi}  # drawn once: a resumed run (secret noise too) must keep this d̃
+        # drawn once: a resumed run (secret noise too) must keep this d̃
+        return {"input_noise": self.xi, "input_term": self.term, "input_uncharged": np.array(self._uncharged)}
 
     def load_state_arrays(self, state: dict[str, Any]) -> None:
-        if "input_noise" in state:
+        if state.get("input_noise") is not None:
             self.xi = np.asarray(state["input_noise"], dtype=float)
+        if state.get("input_term") is not None:
+            self.term = np.asarray(state["input_term"], dtype=float)
+        if "input_uncharged" in state:
+            self._uncharged = bool(np.asarray(state["input_uncharged"]))
+        elif self.ledger is not None:  # an earlier version's checkpoint: charged from the first round on
+            self._uncharged = self.ledger.steps == 0
 
     def end_round(self, steps: int) -> None:
-        if self.ledger.steps == 0:  # d̃ is released (through its post-processing) from the first round on
+        if self._uncharged:  # d̃ is released (through its post-processing) from the round after its draw on
             self.ledger.record(1)
+            self._uncharged = False
 
 
 #: perturbation name → class; a new perturbation is one class and one entry here
