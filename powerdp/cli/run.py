@@ -17,7 +17,7 @@ from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
 from ..privacy import MECHANISMS
 from .args import integer, real
-from .common import _check_output_file, _status_printer, _weight, add_verbosity
+from .common import _check_output_file, _status_printer, _weight, add_verbosity, refuse_backend_flags
 from .net import NET_RUN_FIELDS, add_net_run_flags, net_run_values
 from .output import write_json
 from .run_report import ROUND_LEGEND, STOPPED, _print_summary, _progress_printer  # noqa: F401 - ROUND_LEGEND, STOPPED: powerdp.cli's names
@@ -28,7 +28,9 @@ RUN_DESCRIPTION = textwrap.dedent(
     (agent) solves its local SOC-relaxed problem (with Ipopt, or Clarabel with
     --local-solver clarabel) and releases only the
     values of the variables it shares with its neighbours; a coordinator averages
-    them. Differentially private algorithms perturb each local step.
+    them. Differentially private algorithms perturb each local step. "The paper" below is
+    Ryu and Kim, "Differentially Private Distributed Convex Optimization"; "the inexact-ADMM
+    paper" Ryu and Kim, "Differentially Private Federated Learning via Inexact ADMM".
 
     algorithms:
       objl, objg     objective perturbation, Laplace / Gaussian noise (the paper's method):
@@ -39,9 +41,10 @@ RUN_DESCRIPTION = textwrap.dedent(
                      costs one release's epsilon, whatever --rounds and --local-updates
       nonprivate     the same linearized update without noise
       exact          non-private ADMM with the exact local objective (reference)
-      objt           trust-region update (no proximal term; a box of radius a around the
-                     last iterate, a = 0.1, or a/t^2 with extra.trust_schedule
-                     "inverse-square"), Laplace objective perturbation
+      objt           the inexact-ADMM paper's trust-region update (no proximal term; a box
+                     of radius a around the last iterate, a = 0.1, or a/t^2 with
+                     extra.trust_schedule "inverse-square" in a config file), Laplace
+                     objective perturbation
 
     An algorithm is three choices, update rule x perturbation x mechanism; the names
     above stand for the usual combinations. --update, --perturbation and --mechanism
@@ -215,21 +218,25 @@ def add_run_parser(sub) -> None:
         help="extra Ipopt option for every local solve (repeatable; --local-solver ipopt only); Ipopt is silent "
         "unless asked, e.g. --ipopt-option print_level=5",
     )
-    p.add_argument("--checkpoint-every", type=integer(0), default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
+    p.add_argument("--checkpoint-every", type=integer(0), default=None, metavar="K",
+                   help="checkpoint every K rounds into --out (0: never; default: by time, after the first round that ends 30 s "
+                   "after the last checkpoint, and after the last round or when stopped: 5000 one-millisecond rounds of "
+                   "--model dc do not spend their time writing checkpoints)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized solve used to report the gap")
     p.add_argument(
         "--no-evaluation",
         action="store_true",
         help="deployment mode: zones report only released values and their privacy spend (their solver statistics and "
         "noise magnitude stay with them); the history's objective and max_violation stay empty and each zone writes "
-        "its own solution to DIR/zones/",
+        "its own solution to DIR/zones.private/zone_P/ (--deployment implies it)",
     )
     p.add_argument(
         "--deployment",
         metavar="DIR",
         type=Path,
         help="run a split case (powerdp partition --split DIR): the coordinator reads only DIR/public (no loads), each "
-        "zone's host only its own DIR/zone_P.private; needs --no-evaluation. With --backend mpi no process reads "
+        "zone's host only its own DIR/zone_P.private; implies --no-evaluation (nobody holds every zone's loads to evaluate "
+        "with). With --backend mpi no process reads "
         "another zone's loads",
     )
     p.add_argument(
@@ -237,7 +244,7 @@ def add_run_parser(sub) -> None:
         help="write the run to DIR (refused if DIR holds a run): DIR/coordinator_view/ (released consensus, residuals, "
         "the coordinator's times, the ledger: what a deployment publishes), DIR/simulation_evaluation/ (objective at "
         "the true loads, shedding, centralized reference, tables with loads, AC check: never published), the zones' "
-        "own solutions in DIR/zones/ and the checkpoints in DIR/checkpoint/",
+        "own solutions in DIR/zones.private/ (a deployment's: on each zone's host) and the checkpoints in DIR/checkpoint/",
     )
     p.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
                    help="replace the run already in --out DIR and an existing --json file (refused without; with --resume: the --json file only)")
@@ -352,6 +359,10 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
             fields["partition"] = None
         if args.partition is not None and "zones" not in explicit:
             fields["zones"] = None
+        if "deployment" in explicit and "no_evaluation" not in explicit:
+            fields["evaluate"] = False  # --deployment implies --no-evaluation, over a config file too
+        if "case" not in fields and fields.get("deployment") is None:  # no silent default case: say which is missing
+            raise ConfigError(f"{args.config}: no case; give case = \"...\" in its [run] table, or CASE on the command line")
         try:
             return RunConfig.from_dict(fields, source=str(args.config))
         except ConfigError as exc:
@@ -397,7 +408,7 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         tol_primal=args.tol,
         tol_dual=args.tol,
         warm_start=not args.no_warm_start,
-        evaluate=not args.no_evaluation,
+        evaluate=not args.no_evaluation and args.deployment is None,  # a deployment has nothing to evaluate: implied
         checkpoint_every=args.checkpoint_every,
         local_solver=args.local_solver,
         ipopt_options=_ipopt_options(args.ipopt_option),
@@ -463,6 +474,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..apps.power_flow.runner import run_distributed
 
     cfg = _config(args)
+    refuse_backend_flags(args, cfg.backend)
     if cfg.backend == "mpi":
         from ..engine.backends.mpi import rank
 

@@ -94,7 +94,7 @@ class RunConfig(AlgorithmChoices):
     tol_primal: float = 0.0  # stop when both residuals fall below (0: run all rounds)
     tol_dual: float = 0.0
     warm_start: bool = True  # primal-dual warm start of local solves (measured: benchmarks/warmstart.py)
-    checkpoint_every: int = 10
+    checkpoint_every: int | None = None  # K rounds; None: by time (runs/loop.py: CHECKPOINT_SECONDS); 0: never
     # evaluation figures cross to the coordinator's side: each zone's true objective and W_p violation
     # every round, its solution at the end (experiments, the paper's figures). False in a deployment:
     # then only released values, solver statistics and the data-independent privacy spend cross, and
@@ -118,7 +118,7 @@ class RunConfig(AlgorithmChoices):
     # ------------------------------------------------------------------ checks
     def validate(self) -> RunConfig:
         def bad(name: str, msg: str) -> ConfigError:
-            return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
+            return ConfigError.for_setting(name, getattr(self, name), msg)
 
         try:
             spec = resolve(self.algorithm)
@@ -223,7 +223,8 @@ class RunConfig(AlgorithmChoices):
                       "set evaluate false (--no-evaluation)")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0):
             raise bad("seed", "must be a non-negative integer, or unset for secret noise")
-        if self.checkpoint_every < 0:
+        if self.checkpoint_every is not None and (isinstance(self.checkpoint_every, bool)
+                                                  or not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0):
             raise bad("checkpoint_every", "must be >= 0 (0 turns checkpoints off)")
         check_faults(self.faults)
         self.rounds = int(self.rounds)
@@ -292,7 +293,7 @@ class RunConfig(AlgorithmChoices):
             coordinates = self._laplace_coordinates() if delta > 0 else None
             return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps, delta, coordinates)}
         except ConfigError as exc:
-            raise ConfigError(f"target_epsilon = {self.target_epsilon!r}: {exc}") from None
+            raise ConfigError.for_setting("target_epsilon", self.target_epsilon, f"{exc}") from None
 
     def _laplace_coordinates(self) -> int | None:
         """The gradient entries one neighbouring change moves (objective and input perturbation), or None."""

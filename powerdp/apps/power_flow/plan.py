@@ -223,7 +223,7 @@ def default_rho(config: RunConfig, net: Network) -> float:
     Exact ADMM on ``cost``, and every update on ``cost+shedding``, work in $/h, where ρ must be on the scale
     of the marginal costs: ρ = 0.25 × the median over generators of the marginal
     cost at mid-range output ($/h per p.u.; for piecewise-linear costs the median
-    segment slope). Measured (``benchmarks/exact.py``, README): case14, case118 and
+    segment slope). Measured (``benchmarks/exact.py``, docs/results/power_flow.md): case14, case118 and
     case2000_goc all reach a 1e-3 relative gap within 35 rounds with it.
     """
     if config.rho is not None:

@@ -268,7 +268,7 @@ def _renamed(row: dict) -> dict:
 def _centralized_reference(net: Network, config: RunConfig) -> float | None:
     """The centralized optimum of the run's objective, solved with Ipopt whatever the local solver: the
     reference the product is specified on (Clarabel does not reach its tolerances on some large
-    centralized problems, README "Choosing the local solver")."""
+    centralized problems, docs/guide.md "Choosing the local solver")."""
     from ...opf.centralized import solve_opf
 
     try:
