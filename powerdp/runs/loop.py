@@ -76,7 +76,7 @@ def run_rounds(rounds: Rounds, first: int, last: int, history: list[dict], recor
             return time.monotonic() - since >= CHECKPOINT_SECONDS
         return bool(every) and t % int(every) == 0
 
-    if every and rounds.checkpoint_first and not resumed:
+    if every != 0 and rounds.checkpoint_first and not resumed:  # None (by time) checkpoints too
         checkpoint(first - 1)
     with deferred_stop():  # Ctrl-C / SIGTERM during the rounds: finish the round in progress, then stop below
         for t in range(first, last + 1):

@@ -191,7 +191,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
             if record is not None:
                 _start_files(record, config, part, history)
                 _record_inputs(record, config)
-                if config.private and config.checkpoint_every:  # each zone journals its releases (privacy/journal.py)
+                if config.private and config.checkpoint_every != 0:  # each zone journals its releases (privacy/journal.py)
                     backend.open_journals(plan.folders)  # in its private folder: what a resume must not send again
         start_round = coordinator.round + 1
         setup_s = time.perf_counter() - t_setup - reference_s
