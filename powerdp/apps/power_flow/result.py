@@ -42,6 +42,7 @@ from ...files.jsonable import jsonable
 from ...files.zone_folders import simulation_folders
 from ...opf.tables import Dispatch, ResultTables
 from ...runs import views
+from ...runs.inputs import record_run_file
 from ...runs.views import (
     COORDINATOR_VIEW,
     EVALUATION_VIEW,
@@ -75,7 +76,7 @@ COORDINATOR_KEYS = (
     "final_feasibility", "final_dual_residual", "stopping_tolerance", "final_primal_relative", "final_dual_relative",
     "consensus_gap_mw", "consensus_gap_mvar", "wall_s", "setup_s", "local_solver", "epsilon_total", "epsilon_per_step",
     "epsilon_basic", "target_epsilon", "target_delta", "private", "noise_source", "privacy_warnings", "backend", "hosts",
-    "resumed_from", "zone_run",
+    "resumed_from", "zone_run", "network",
 )
 
 HISTORY_COLUMNS = [
@@ -212,6 +213,7 @@ class RunResult:
             sub.mkdir(parents=True, exist_ok=True)
         # each file written whole or not at all (files/atomic.py): a full disk keeps the last good copy and names the file
         atomic_write_text(d / "config.json", json.dumps(jsonable(self.config.to_dict()), indent=2) + "\n")
+        record_run_file(d)  # its SHA-256 with the inputs: a resume refuses an edited config.json
         coord_hist, eval_hist = split_history(self.history)
         atomic_to_csv(coord_hist, coord / "history.csv", index=False)
         atomic_to_csv(eval_hist, evaluation / "history.csv", index=False)
