@@ -41,8 +41,10 @@ from ...privacy import PrivacyLedger, noise_rng
 from ...privacy.mechanisms import mechanism_from_dict, mechanism_to_dict
 from ...privacy.sampler import warm_up as warm_up_sampler
 from .config import RunConfig
+from .implemented import held_flows, solve_implemented
 
-__all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
+__all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "ZoneImplemented", "step_size", "lipschitz_constant",
+           "zone_checkpoint_path"]
 
 @dataclasses.dataclass(frozen=True)
 class _LeakyZoneUpdate(ZoneUpdate):
@@ -107,6 +109,21 @@ class ZoneDiagnostics:
     shedding_mw: float = math.nan  # Σ over own buses of |yp + pd| at the released point, MW
     # the zone's own statistics of its last round (solver work, Σ|ξ|): zone-private, evaluation only (None without)
     stats: SolverStats | None = None
+
+
+@dataclass(frozen=True)
+class ZoneImplemented:
+    """A zone's implemented dispatch as the simulation's evaluation reads it (never sent in a deployment)."""
+
+    zone: int
+    solution: dict[Hashable, float]  # the zone's implemented point, by variable key
+    shed_mw: dict[int, float]  # per own bus, the active power not served (yp + pd, MW; negative: surplus)
+    shedding_mw: float  # Σ |yp + pd| over own buses, MW
+    objective: float  # f_p at the implemented point, with the true loads
+    cost: float  # generation cost of the zone's generators ($/h; NaN without costs)
+    held: str  # "exact" or "soft" (powerdp.apps.power_flow.implemented)
+    outcome: str
+    solver_s: float
 
 
 class ZoneAgent:
@@ -222,6 +239,8 @@ class ZoneAgent:
             update=self.update,
             lipschitz=self.lipschitz,
         )
+        self._held = held_flows(net, prob, own_buses, shared_keys)  # the tie-line flows the implemented dispatch holds
+        self.z_implemented: np.ndarray | None = None  # the implemented point, once computed (implement)
         self.z_last: np.ndarray | None = None  # last local iterate (the next round starts here)
         self.z_released: np.ndarray | None = None  # z_p^{t+1}, the mean of the round's iterates
         self.lam = np.zeros(self.n_shared)
@@ -346,6 +365,31 @@ class ZoneAgent:
         ))
         return _maybe_leak(ZoneUpdate(round=t, zone=self.zone, released=released), outcome.noise, cfg.faults)
 
+    # ------------------------------------------------------ implemented dispatch
+    def implement(self, msg: ConsensusMessage) -> ZoneImplemented | None:
+        """The zone's implemented dispatch (:mod:`powerdp.apps.power_flow.implemented`): its problem re-solved with its
+        true loads, the active power into each of its tie-lines held at the agreed value ``msg.w`` (the mean of the
+        last releases). Nothing is released: the simulation's evaluation gets the point (``config.evaluate``), a
+        deployment's zone keeps it (:meth:`save_solution` writes it into its private folder) and returns None."""
+        if msg.zone != self.zone:
+            raise ValueError(f"message for zone {msg.zone} delivered to zone {self.zone}")
+        scale = objective_scaling(self.shedding_weight).get("obj_scaling_factor")
+        point = solve_implemented(self.problem, self._f, self._held, msg.w, self.shedding_weight, objective_scale=scale)
+        self.z_implemented = point.z
+        if not self.config.evaluate:
+            return None
+        z = point.z
+        balance = self.problem.expressions.get("sp")
+        sp = balance(z) if balance is not None else np.zeros(0)
+        buses = [int(b) for b in balance.keys] if balance is not None else []
+        return ZoneImplemented(
+            zone=self.zone, solution=dict(zip(self.problem.var_keys, z.tolist())),
+            shed_mw={b: float(v) * self._net.base_mva for b, v in zip(buses, sp)},
+            shedding_mw=total_shedding_mw(sp, self._net.base_mva), objective=self._f.value(z),
+            cost=generation_cost(self._net, z[self._gen_cols], self._gens), held=point.held, outcome=point.outcome,
+            solver_s=point.solver_s,
+        )
+
     # ----------------------------------------------------------- evaluation
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
         """True objective and W_p violation of the released point, and the privacy spend.
@@ -389,6 +433,9 @@ class ZoneAgent:
             except (ValueError, KeyError, OSError):  # a damaged log of the zone's own: rewritten from this run
                 pass
         folders.write_csv(frame, stats)
+        if self.z_implemented is not None:  # the set-points the zone applies (implement): its own, never sent
+            folders.write_csv(pd.DataFrame({"variable": [k[0] for k in keys], "index": [k[1] for k in keys],
+                                            "value": self.z_implemented}), folders.implemented_path(self.zone))
         return path
 
     # ----------------------------------------------------------- checkpoint

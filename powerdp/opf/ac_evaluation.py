@@ -1,0 +1,367 @@
+"""The operator's evaluation of a dispatch: an AC operating point on the true loads, restored when the set-points break
+a limit, its cost and its violations (docs/operating_point.md, "The operator's evaluation").
+
+A relaxed dispatch (the SOC OPF's, or the zones' implemented dispatch of a private run) is a set of generator
+set-points. :func:`evaluate_ac` asks what an operator who applies them gets:
+
+1. **Direct power flow.** pandapower's Newton-Raphson at the set-points (:func:`~.pandapower_io.ac_check`: generator
+   P, voltage set-points √w, the reference bus taking the mismatch), reactive limits not enforced, so the report shows
+   how far the set-points' reactive powers exceed them (``direct``).
+2. **Restoration.** The relaxation's point is in general not AC-feasible (the centralized SOC optimum of case118 asks
+   ~100 MVAr beyond the limits of ten generators), so the same restoration is applied to every dispatch compared: an AC
+   OPF (pandapower's ``runopp``) with every generator's P held at its set-point (within ±:data:`HOLD_WINDOW_MW`; the
+   interior-point method needs a window), the reference bus free, voltages and reactive powers free within their
+   limits, every rated branch within its rating; its objective the generation cost (with P held: the slack's, i.e.
+   the losses). When P cannot be held (a line the set-points overload, a voltage no reactive power can hold), a
+   redispatch: P free within its limits at a penalty :data:`REDISPATCH_WEIGHT` × (p − p_set)², the generation cost
+   still reported as is. Then a power flow at the restored set-points with reactive limits enforced
+   (``enforce_q_lims``): the operating point whose figures are reported.
+3. **Figures.** The point's cost (every generator's own cost at its AC output, the slack's at what it produces),
+   the slack's mismatch against the dispatch, the most loaded rated branch, the worst voltage and reactive-power
+   violations, convergence, and how far P moved in the restoration.
+
+Loads are the true ones minus the load the dispatch sheds (``shed_mw``): shed load is disconnected, as an operator
+would; a dispatch's surplus goes to the slack. Branches without a rating get :data:`UNRATED_MVA` in the OPF (a finite
+rating every branch needs there) and no loading figure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ModelError, PowerDPError
+from ..grid.network import Network
+from .objectives import generator_costs, median_marginal_cost
+from .pandapower_io import VOLTAGE_TOL, PandapowerDispatch, ac_check, to_pandapower
+from .tables import Dispatch
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ACEvaluation", "evaluate_ac", "HOLD_WINDOW_MW", "REDISPATCH_WEIGHT", "UNRATED_MVA", "EVALUATION_FIELDS"]
+
+#: the window (MW) around each generator's set-point within which the restoring AC OPF may move its P (0 makes
+#: pandapower's interior-point method fail; 1e-4 MW on ~100 generators moves the cost by cents)
+HOLD_WINDOW_MW = 1e-4
+#: the redispatch's penalty on moving P, in units of the median marginal cost ($/MWh) per MW² (so moving one
+#: generator by 1 MW costs 100 times the median energy price of one MWh: P moves only where a limit needs it)
+REDISPATCH_WEIGHT = 100.0
+#: the rating (MVA) a branch without one gets in the OPF (pandapower's OPF needs a finite one; a huge one makes its
+#: interior-point method fail on case118)
+UNRATED_MVA = 9900.0
+Q_TOL_MVAR = 1e-3  # a reactive power this close to its limit is not a violation
+RESTORATIONS = ("voltage", "redispatch")
+
+#: the figures of an evaluation, as the run's ``implemented`` objects name them (the issue's names)
+EVALUATION_FIELDS = ("cost", "relative_cost_gap", "shedding_mw", "ac_converged", "max_line_loading_percent",
+                     "max_voltage_violation_pu", "max_q_violation_mvar", "slack_mismatch_mw")
+
+
+@dataclass
+class ACEvaluation:
+    """What an operator gets from a dispatch (module docstring): the figures of the AC operating point.
+
+    ``restoration`` names the step that gave the point: ``"voltage"`` (P held at the set-points, voltages and reactive
+    powers restored), ``"redispatch"`` (P had to move: ``max_p_shift_mw``), or ``"failed"`` (neither converged: the
+    figures are the direct power flow's). ``direct`` holds the direct power flow's figures (reactive limits not
+    enforced).
+    """
+
+    ac_converged: bool
+    cost: float | None
+    max_line_loading_percent: float | None
+    max_voltage_violation_pu: float | None
+    max_q_violation_mvar: float | None
+    slack_mismatch_mw: float | None
+    restoration: str
+    max_p_shift_mw: float | None
+    direct: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    def to_dict(self, shedding_mw: float | None = None, reference_cost: float | None = None) -> dict[str, Any]:
+        """The issue's fields (:data:`EVALUATION_FIELDS`) with ``shedding_mw`` and the relative gap to
+        ``reference_cost``, then the restoration's and the direct power flow's figures."""
+        gap = None
+        if reference_cost is not None and self.cost is not None and abs(reference_cost) > 1e-9:
+            gap = (self.cost - reference_cost) / abs(reference_cost)
+        out = {"cost": self.cost, "relative_cost_gap": gap, "shedding_mw": shedding_mw, "ac_converged": self.ac_converged,
+               "max_line_loading_percent": self.max_line_loading_percent,
+               "max_voltage_violation_pu": self.max_voltage_violation_pu,
+               "max_q_violation_mvar": self.max_q_violation_mvar, "slack_mismatch_mw": self.slack_mismatch_mw,
+               "restoration": self.restoration, "max_p_shift_mw": self.max_p_shift_mw, "direct": dict(self.direct),
+               "evaluation_s": self.wall_s}
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
+
+
+def served_network(net: Network, shed_mw: np.ndarray | None) -> Network:
+    """``net`` with the load a dispatch sheds (``shed_mw`` per bus, MW; its positive part) disconnected."""
+    if shed_mw is None:
+        return net
+    shed = np.clip(np.asarray(shed_mw, dtype=float), 0.0, None) / net.base_mva
+    return dataclasses.replace(net, pd=np.asarray(net.pd, dtype=float) - shed, pandapower_net=None, pandapower_gens=None)
+
+
+def evaluate_ac(net: Network, dispatch: Dispatch, shed_mw: np.ndarray | None = None) -> ACEvaluation:
+    """The operator's evaluation of ``dispatch`` on ``net``'s loads (module docstring); never raises for a power
+    flow or OPF that does not converge (``ac_converged`` False), only for a network pandapower cannot hold."""
+    t0 = time.perf_counter()
+    net = served_network(net, shed_mw)
+    if net.pandapower_net is not None:  # the arrays' loads, not a source net's own load table
+        net = dataclasses.replace(net, pandapower_net=None, pandapower_gens=None)
+    direct = _direct(net, dispatch)
+    point = None
+    restoration = "failed"
+    for mode in RESTORATIONS:
+        point = _restore(net, dispatch, mode)
+        if point is not None:
+            restoration = mode
+            break
+    if point is None:
+        ev = ACEvaluation(ac_converged=bool(direct.get("converged")), cost=direct.get("cost"),
+                          max_line_loading_percent=direct.get("max_line_loading_percent"),
+                          max_voltage_violation_pu=direct.get("max_voltage_violation_pu"),
+                          max_q_violation_mvar=direct.get("max_q_violation_mvar"),
+                          slack_mismatch_mw=direct.get("slack_mismatch_mw"), restoration="failed", max_p_shift_mw=None,
+                          direct=direct)
+    else:
+        ev = ACEvaluation(ac_converged=True, restoration=restoration, direct=direct, **point)
+    ev.wall_s = time.perf_counter() - t0
+    return ev
+
+
+# --------------------------------------------------------------------------- the direct power flow
+
+
+def _direct(net: Network, d: Dispatch) -> dict[str, Any]:
+    """The set-points as they are (reactive limits not enforced): :func:`ac_check` plus the reactive violations and
+    the cost."""
+    try:
+        chk = ac_check(net, d)
+    except PowerDPError as exc:
+        return {"converged": False, "message": str(exc)}
+    if not chk.converged:
+        return {"converged": False, "message": chk.message}
+    pdd = chk.pandapower
+    p, q = _outputs(pdd)
+    return {"converged": True, "cost": _cost(net, p), "max_line_loading_percent": chk.max_loading_percent,
+            "max_voltage_violation_pu": chk.max_voltage_violation_pu,
+            "max_q_violation_mvar": float(_q_violation(pdd, q).max(initial=0.0)),
+            "slack_mismatch_mw": chk.slack_mismatch_mw}
+
+
+# --------------------------------------------------------------------------- restoration
+
+
+def _restore(net: Network, d: Dispatch, mode: str) -> dict[str, Any] | None:
+    """The restoring AC OPF (``mode`` "voltage": P held; "redispatch": P may move at a penalty) and the power flow at
+    its set-points with reactive limits enforced; None when either does not converge."""
+    import pandapower as pp
+
+    try:
+        pdd = _opf_network(net, d, mode)
+    except PowerDPError as exc:
+        log.warning("AC restoration of %s: %s", net.name, exc)
+        return None
+    n = pdd.net
+    set_p = _set_points(pdd)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            pp.runopp(n, calculate_voltage_angles=True, numba=False, suppress_warnings=True)
+        except Exception:  # noqa: BLE001 - pandapower raises its own and numpy's errors when the OPF fails
+            return None
+        if not bool(getattr(n, "OPF_converged", False)):
+            return None
+        _take_opf_set_points(n)
+        try:
+            pp.runpp(n, enforce_q_lims=True, calculate_voltage_angles=True, init="results", numba=False,
+                     tolerance_mva=1e-8, max_iteration=30)
+        except Exception:  # noqa: BLE001 - a power flow that does not converge
+            return None
+    if not bool(n.converged):
+        return None
+    p, q = _outputs(pdd)
+    slack = _slack_rows(pdd)
+    S = net.base_mva
+    shift = np.abs(p - set_p)[~slack]
+    return {"cost": _cost(net, p), "max_line_loading_percent": _loading(pdd, net),
+            "max_voltage_violation_pu": _voltage_violation(pdd, net), "max_q_violation_mvar": float(_q_violation(pdd, q).max(initial=0.0)),
+            "slack_mismatch_mw": float(p[slack].sum() - d.pg[slack].sum() * S), "max_p_shift_mw": float(shift.max(initial=0.0))}
+
+
+def _opf_network(net: Network, d: Dispatch, mode: str) -> PandapowerDispatch:
+    """The dispatch in a pandapower network ready for ``runopp``: one slack (any other ext_grid a generator), P held
+    (``voltage``) or penalised (``redispatch``), voltage and reactive limits, every branch rated."""
+    import pandapower as pp
+
+    pdd = to_pandapower(net, d, unrated_mva=UNRATED_MVA)
+    n = pdd.net
+    gens = pdd.gens.copy()
+    S = net.base_mva
+    _one_slack(pdd, gens, d.pg * S)
+    n.bus["min_vm_pu"] = pd.Series(net.vmin, index=pdd.buses).reindex(n.bus.index).to_numpy()
+    n.bus["max_vm_pu"] = pd.Series(net.vmax, index=pdd.buses).reindex(n.bus.index).to_numpy()
+    for table in ("line", "trafo", "impedance"):
+        if len(n[table]):
+            n[table]["max_loading_percent"] = 100.0
+    n.poly_cost.drop(n.poly_cost.index, inplace=True)
+    if len(n.get("pwl_cost", [])):
+        n.pwl_cost.drop(n.pwl_cost.index, inplace=True)
+    # each generator's cost as a polynomial (a piecewise-linear one by its slope at the set-point), in $/MW
+    p_set = d.pg * S
+    slope = _cost_slope(net, d.pg)
+    c2 = np.where(np.isin(np.arange(net.n_gen), net.pwl_gen), 0.0, net.cost_c2) / S**2
+    c1 = np.where(np.isin(np.arange(net.n_gen), net.pwl_gen), slope, net.cost_c1) / S
+    weight = REDISPATCH_WEIGHT * float(median_marginal_cost(net) or 1.0) / S  # $/h per MW² (marginal cost: $/h per p.u.)
+    pmin, pmax = net.pmin * S, net.pmax * S
+    for k, (et, idx) in enumerate(zip(gens["element_type"], gens["element"])):
+        idx = int(idx)
+        table = n[et]
+        table.at[idx, "controllable"] = True
+        if et == "ext_grid":  # the slack: free within its limits
+            table.at[idx, "min_p_mw"], table.at[idx, "max_p_mw"] = pmin[k], pmax[k]
+            pp.create_poly_cost(n, idx, et, cp1_eur_per_mw=c1[k], cp2_eur_per_mw2=c2[k])
+            continue
+        if mode == "voltage":
+            table.at[idx, "min_p_mw"] = p_set[k] - HOLD_WINDOW_MW
+            table.at[idx, "max_p_mw"] = p_set[k] + HOLD_WINDOW_MW
+            pp.create_poly_cost(n, idx, et, cp1_eur_per_mw=c1[k], cp2_eur_per_mw2=c2[k])
+        else:
+            table.at[idx, "min_p_mw"], table.at[idx, "max_p_mw"] = min(pmin[k], p_set[k]), max(pmax[k], p_set[k])
+            pp.create_poly_cost(n, idx, et, cp1_eur_per_mw=c1[k] - 2.0 * weight * p_set[k], cp2_eur_per_mw2=c2[k] + weight)
+        table.at[idx, "min_q_mvar"], table.at[idx, "max_q_mvar"] = net.qmin[k] * S, net.qmax[k] * S
+    for table in ("gen", "ext_grid"):  # a voltage set-point outside its bus's limits is moved onto them
+        if len(n[table]):
+            lo = n.bus.loc[n[table]["bus"], "min_vm_pu"].to_numpy()
+            hi = n.bus.loc[n[table]["bus"], "max_vm_pu"].to_numpy()
+            n[table]["vm_pu"] = np.clip(n[table]["vm_pu"].to_numpy(dtype=float), lo, hi)
+    pdd.gens = gens
+    return pdd
+
+
+def _one_slack(pdd: PandapowerDispatch, gens: pd.DataFrame, p_mw: np.ndarray) -> None:
+    """Every ext_grid but the first becomes a gen (pandapower's OPF takes one slack per area and would otherwise turn
+    them into gens itself, free in P); ``gens`` (the element map) follows."""
+    import pandapower as pp
+
+    n = pdd.net
+    rows = np.flatnonzero((gens["element_type"] == "ext_grid").to_numpy())
+    for k in rows[1:]:
+        idx = int(gens.at[k, "element"])
+        eg = n.ext_grid.loc[idx]
+        new = pp.create_gen(n, bus=int(eg["bus"]), p_mw=float(p_mw[k]), vm_pu=float(eg["vm_pu"]))
+        n.ext_grid.drop(idx, inplace=True)
+        gens.at[k, "element_type"], gens.at[k, "element"] = "gen", int(new)
+    pdd.gens = gens
+
+
+def _set_points(pdd: PandapowerDispatch) -> np.ndarray:
+    """The P set-points (MW) the OPF network holds, per generator (the slack's: its limits' midpoint, unused)."""
+    n = pdd.net
+    out = np.zeros(len(pdd.gens))
+    for k, (et, idx) in enumerate(zip(pdd.gens["element_type"], pdd.gens["element"])):
+        row = n[et].loc[int(idx)]
+        out[k] = float(row["p_mw"]) if et != "ext_grid" else 0.0
+    return out
+
+
+def _take_opf_set_points(n) -> None:
+    """The OPF's P, Q and voltages as the set-points of the power flow that checks them."""
+    if len(n.gen):
+        n.gen["p_mw"] = n.res_gen["p_mw"].to_numpy()
+        n.gen["vm_pu"] = n.res_gen["vm_pu"].to_numpy()
+    if len(n.sgen):
+        n.sgen["p_mw"] = n.res_sgen["p_mw"].to_numpy()
+        n.sgen["q_mvar"] = n.res_sgen["q_mvar"].to_numpy()
+    if len(n.ext_grid):
+        n.ext_grid["vm_pu"] = n.res_bus.loc[n.ext_grid["bus"], "vm_pu"].to_numpy()
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _outputs(pdd: PandapowerDispatch) -> tuple[np.ndarray, np.ndarray]:
+    """Each generator's P and Q (MW, MVAr) at the power flow's solution."""
+    n = pdd.net
+    p = np.zeros(len(pdd.gens))
+    q = np.zeros(len(pdd.gens))
+    for et in ("ext_grid", "gen", "sgen"):
+        sel = (pdd.gens["element_type"] == et).to_numpy()
+        if sel.any():
+            res = n[f"res_{et}"].loc[pdd.gens["element"].to_numpy()[sel]]
+            p[sel] = res["p_mw"].to_numpy(dtype=float)
+            q[sel] = res["q_mvar"].to_numpy(dtype=float)
+    return p, q
+
+
+def _slack_rows(pdd: PandapowerDispatch) -> np.ndarray:
+    return (pdd.gens["element_type"] == "ext_grid").to_numpy()
+
+
+def _q_violation(pdd: PandapowerDispatch, q: np.ndarray) -> np.ndarray:
+    """Per generator, how far its Q lies outside [qmin, qmax] (MVAr; the limits of its pandapower element)."""
+    n = pdd.net
+    lo = np.full(len(q), -np.inf)
+    hi = np.full(len(q), np.inf)
+    for et in ("ext_grid", "gen", "sgen"):
+        sel = (pdd.gens["element_type"] == et).to_numpy()
+        table = n[et]
+        if sel.any() and "min_q_mvar" in table:
+            rows = table.loc[pdd.gens["element"].to_numpy()[sel]]
+            lo[sel] = rows["min_q_mvar"].to_numpy(dtype=float)
+            hi[sel] = rows["max_q_mvar"].to_numpy(dtype=float)
+    lo, hi = np.nan_to_num(lo, nan=-np.inf), np.nan_to_num(hi, nan=np.inf)
+    viol = np.maximum(np.maximum(lo - q, q - hi), 0.0)
+    return np.where(viol > Q_TOL_MVAR, viol, 0.0)
+
+
+def _voltage_violation(pdd: PandapowerDispatch, net: Network) -> float:
+    vm = pdd.net.res_bus["vm_pu"].reindex(pdd.buses).to_numpy(dtype=float)
+    viol = np.fmax(np.fmax(net.vmin - vm, vm - net.vmax), 0.0)
+    viol = np.where(viol > VOLTAGE_TOL, viol, 0.0)
+    return float(viol.max(initial=0.0))
+
+
+def _loading(pdd: PandapowerDispatch, net: Network) -> float | None:
+    """The most loaded branch with a rating of its own (%), None when no branch has one."""
+    rated = np.isfinite(net.rate_a) & (net.rate_a > 0)
+    if pdd.branches is None or not rated.any():
+        return None
+    loads = []
+    for et in ("line", "trafo", "impedance"):
+        sel = ((pdd.branches["element_type"] == et).to_numpy()) & rated
+        res = pdd.net.get(f"res_{et}")
+        if sel.any() and res is not None and "loading_percent" in res:
+            loads.append(res["loading_percent"].reindex(pdd.branches["element"].to_numpy()[sel]).to_numpy(dtype=float))
+    vals = np.concatenate(loads) if loads else np.zeros(0)
+    return float(np.nanmax(vals)) if np.isfinite(vals).any() else None
+
+
+def _cost(net: Network, p_mw: np.ndarray) -> float | None:
+    """Every generator's own cost at its AC output ($/h); None without costs."""
+    if not net.has_costs:
+        return None
+    return float(generator_costs(net, np.asarray(p_mw, dtype=float) / net.base_mva).sum())
+
+
+def _cost_slope(net: Network, pg: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """d cost/d p at ``pg`` ($/h per p.u.): a piecewise-linear cost's slope there (a polynomial's is not used)."""
+    if not len(net.pwl_gen):
+        return np.zeros(net.n_gen)
+    up = generator_costs(net, np.asarray(pg, dtype=float) + h)
+    down = generator_costs(net, np.asarray(pg, dtype=float) - h)
+    return np.nan_to_num((up - down) / (2 * h))
+
+
+def check_evaluable(net: Network) -> None:
+    """A network the evaluation can price (costs)."""
+    if not net.has_costs:
+        raise ModelError(f"{net.name} has no costs: the operator's evaluation prices the AC operating point")
