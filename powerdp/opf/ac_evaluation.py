@@ -116,11 +116,13 @@ def evaluate_ac(net: Network, dispatch: Dispatch, shed_mw: np.ndarray | None = N
     net = served_network(net, shed_mw)
     if net.pandapower_net is not None:  # the arrays' loads, not a source net's own load table
         net = dataclasses.replace(net, pandapower_net=None, pandapower_gens=None)
-    direct = _direct(net, dispatch)
+    direct, pdd = _direct(net, dispatch)
     point = None
     restoration = "failed"
     for mode in RESTORATIONS:
-        point = _restore(net, dispatch, mode)
+        # the direct power flow's network is reused for the first restoration (a conversion takes ~0.3 s)
+        point = _restore(net, dispatch, mode, pdd)
+        pdd = None
         if point is not None:
             restoration = mode
             break
@@ -140,33 +142,31 @@ def evaluate_ac(net: Network, dispatch: Dispatch, shed_mw: np.ndarray | None = N
 # --------------------------------------------------------------------------- the direct power flow
 
 
-def _direct(net: Network, d: Dispatch) -> dict[str, Any]:
+def _direct(net: Network, d: Dispatch) -> tuple[dict[str, Any], PandapowerDispatch]:
     """The set-points as they are (reactive limits not enforced): :func:`ac_check` plus the reactive violations and
-    the cost."""
-    try:
-        chk = ac_check(net, d)
-    except PowerDPError as exc:
-        return {"converged": False, "message": str(exc)}
-    if not chk.converged:
-        return {"converged": False, "message": chk.message}
+    the cost; and the pandapower network it ran on (every branch rated: the restoration's OPF needs that)."""
+    chk = ac_check(net, d, unrated_mva=UNRATED_MVA)
     pdd = chk.pandapower
+    if not chk.converged:
+        return {"converged": False, "message": chk.message}, pdd
     p, q = _outputs(pdd)
     return {"converged": True, "cost": _cost(net, p), "max_line_loading_percent": chk.max_loading_percent,
             "max_voltage_violation_pu": chk.max_voltage_violation_pu,
             "max_q_violation_mvar": float(_q_violation(pdd, q).max(initial=0.0)),
-            "slack_mismatch_mw": chk.slack_mismatch_mw}
+            "slack_mismatch_mw": chk.slack_mismatch_mw}, pdd
 
 
 # --------------------------------------------------------------------------- restoration
 
 
-def _restore(net: Network, d: Dispatch, mode: str) -> dict[str, Any] | None:
+def _restore(net: Network, d: Dispatch, mode: str, pdd: PandapowerDispatch | None = None) -> dict[str, Any] | None:
     """The restoring AC OPF (``mode`` "voltage": P held; "redispatch": P may move at a penalty) and the power flow at
-    its set-points with reactive limits enforced; None when either does not converge."""
+    its set-points with reactive limits enforced; None when either does not converge. ``pdd``: the dispatch's
+    pandapower network (every branch rated) to prepare in place, else a new one."""
     import pandapower as pp
 
     try:
-        pdd = _opf_network(net, d, mode)
+        pdd = _opf_network(net, d, mode, pdd)
     except PowerDPError as exc:
         log.warning("AC restoration of %s: %s", net.name, exc)
         return None
@@ -197,12 +197,14 @@ def _restore(net: Network, d: Dispatch, mode: str) -> dict[str, Any] | None:
             "slack_mismatch_mw": float(p[slack].sum() - d.pg[slack].sum() * S), "max_p_shift_mw": float(shift.max(initial=0.0))}
 
 
-def _opf_network(net: Network, d: Dispatch, mode: str) -> PandapowerDispatch:
+def _opf_network(net: Network, d: Dispatch, mode: str, pdd: PandapowerDispatch | None = None) -> PandapowerDispatch:
     """The dispatch in a pandapower network ready for ``runopp``: one slack (any other ext_grid a generator), P held
-    (``voltage``) or penalised (``redispatch``), voltage and reactive limits, every branch rated."""
+    (``voltage``) or penalised (``redispatch``), voltage and reactive limits, every branch rated. ``pdd``: the
+    dispatch's network (:func:`to_pandapower` with ``unrated_mva`` :data:`UNRATED_MVA`) to change in place."""
     import pandapower as pp
 
-    pdd = to_pandapower(net, d, unrated_mva=UNRATED_MVA)
+    if pdd is None:
+        pdd = to_pandapower(net, d, unrated_mva=UNRATED_MVA)
     n = pdd.net
     gens = pdd.gens.copy()
     S = net.base_mva
@@ -222,22 +224,28 @@ def _opf_network(net: Network, d: Dispatch, mode: str) -> PandapowerDispatch:
     c1 = np.where(np.isin(np.arange(net.n_gen), net.pwl_gen), slope, net.cost_c1) / S
     weight = REDISPATCH_WEIGHT * float(median_marginal_cost(net) or 1.0) / S  # $/h per MW² (marginal cost: $/h per p.u.)
     pmin, pmax = net.pmin * S, net.pmax * S
-    for k, (et, idx) in enumerate(zip(gens["element_type"], gens["element"])):
-        idx = int(idx)
-        table = n[et]
-        table.at[idx, "controllable"] = True
-        if et == "ext_grid":  # the slack: free within its limits
-            table.at[idx, "min_p_mw"], table.at[idx, "max_p_mw"] = pmin[k], pmax[k]
-            pp.create_poly_cost(n, idx, et, cp1_eur_per_mw=c1[k], cp2_eur_per_mw2=c2[k])
+    et = gens["element_type"].to_numpy()
+    el = gens["element"].to_numpy(dtype=np.int64)
+    slack = et == "ext_grid"
+    lo, hi = p_set - HOLD_WINDOW_MW, p_set + HOLD_WINDOW_MW
+    cp1, cp2 = c1.copy(), c2.copy()
+    if mode == "redispatch":  # P free within its limits, at a penalty weight·(p − p_set)²
+        lo, hi = np.minimum(pmin, p_set), np.maximum(pmax, p_set)
+        cp1, cp2 = c1 - 2.0 * weight * p_set, c2 + weight
+    lo, hi = np.where(slack, pmin, lo), np.where(slack, pmax, hi)  # the slack: free within its limits, its own cost
+    cp1, cp2 = np.where(slack, c1, cp1), np.where(slack, c2, cp2)
+    for kind in ("ext_grid", "gen", "sgen"):
+        sel = et == kind
+        if not sel.any():
             continue
-        if mode == "voltage":
-            table.at[idx, "min_p_mw"] = p_set[k] - HOLD_WINDOW_MW
-            table.at[idx, "max_p_mw"] = p_set[k] + HOLD_WINDOW_MW
-            pp.create_poly_cost(n, idx, et, cp1_eur_per_mw=c1[k], cp2_eur_per_mw2=c2[k])
-        else:
-            table.at[idx, "min_p_mw"], table.at[idx, "max_p_mw"] = min(pmin[k], p_set[k]), max(pmax[k], p_set[k])
-            pp.create_poly_cost(n, idx, et, cp1_eur_per_mw=c1[k] - 2.0 * weight * p_set[k], cp2_eur_per_mw2=c2[k] + weight)
-        table.at[idx, "min_q_mvar"], table.at[idx, "max_q_mvar"] = net.qmin[k] * S, net.qmax[k] * S
+        rows = el[sel]
+        table = n[kind]
+        for column, values in (("controllable", np.ones(sel.sum(), dtype=bool)), ("min_p_mw", lo[sel]), ("max_p_mw", hi[sel]),
+                               ("min_q_mvar", net.qmin[sel] * S), ("max_q_mvar", net.qmax[sel] * S)):
+            if column not in table:
+                table[column] = np.nan
+            table.loc[rows, column] = values
+        pp.create_poly_costs(n, rows, kind, cp1_eur_per_mw=cp1[sel], cp2_eur_per_mw2=cp2[sel])
     for table in ("gen", "ext_grid"):  # a voltage set-point outside its bus's limits is moved onto them
         if len(n[table]):
             lo = n.bus.loc[n[table]["bus"], "min_vm_pu"].to_numpy()

@@ -277,16 +277,17 @@ def _branch_results(pdd: PandapowerDispatch, net: Network) -> pd.DataFrame:
     return out
 
 
-def ac_check(net: Network, d: Dispatch, **options: Any) -> ACCheck:
+def ac_check(net: Network, d: Dispatch, unrated_mva: float = 0.0, **options: Any) -> ACCheck:
     """Run ``pandapower.runpp`` at dispatch ``d`` (module docstring) and report how far it is from an AC operating point.
 
     ``options`` override :data:`RUNPP_OPTIONS`. A power flow that does not converge is
     reported (``converged`` False), not raised; a network pandapower cannot hold, or one
-    without a slack, is a :class:`ModelError` naming the element.
+    without a slack, is a :class:`ModelError` naming the element. ``unrated_mva`` is the rating the pandapower
+    network gives a branch without one (:func:`to_pandapower`; the report's loading figures still skip such branches).
     """
     import pandapower as pp
 
-    pdd = to_pandapower(net, d)
+    pdd = to_pandapower(net, d, unrated_mva=unrated_mva)
     pp_net = pdd.net
     opts = dict(RUNPP_OPTIONS, **options)
     if "init_vm_pu" not in options:  # start from the dispatch's voltage magnitudes
