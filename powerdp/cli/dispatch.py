@@ -51,7 +51,8 @@ examples:
 
 exit status: 0 done, 1 a period failed (the complete periods are kept), 2 bad input, 130 interrupted."""
 
-ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "objg", "inpg", "exact/input/gaussian")
+ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "objg", "inpg", "exact/input/gaussian",
+              "totg")
 
 
 def add_dispatch_parser(sub) -> None:

@@ -30,14 +30,19 @@ class InjectedFaults:
 
     ``disable_noise``: every mechanism still draws its noise and the ledger still records the spend, but the
     released value is the noise-free one. ``leak``: a message field outside the allow-list (see :data:`LEAKS`).
-    ``sampler``: ``"numpy"`` selects the old floating-point sampler (see :data:`SAMPLERS`).
+    ``sampler``: ``"numpy"`` selects the old floating-point sampler (see :data:`SAMPLERS`). ``sensitivity_scale``:
+    a power-flow perturbation calibrates its mechanism to its sensitivity times this factor (< 1: noise too small
+    for the claim the ledger makes, the classic under-estimated sensitivity; the audit must catch it).
     """
 
     disable_noise: bool = False
     leak: str | None = None
     sampler: str = "grid"
+    sensitivity_scale: float = 1.0
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.sensitivity_scale, (int, float)) and 0 < self.sensitivity_scale <= 1):
+            raise ConfigError(f"faults.sensitivity_scale = {self.sensitivity_scale!r}: a factor in (0, 1]")
         if self.sampler not in SAMPLERS:
             raise ConfigError(f"faults.sampler = {self.sampler!r}: choose one of {', '.join(SAMPLERS)}")
         if self.leak not in LEAKS:
@@ -52,6 +57,8 @@ class InjectedFaults:
             parts.append(f"messages carry {self.leak}")
         if self.sampler != "grid":
             parts.append(f"the old {self.sampler} floating-point sampler")
+        if self.sensitivity_scale != 1.0:
+            parts.append(f"noise calibrated to {self.sensitivity_scale:g} x the sensitivity")
         return "injected faults: " + (", ".join(parts) or "none") + " (a test-only broken run)"
 
 

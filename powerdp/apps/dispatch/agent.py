@@ -81,6 +81,12 @@ class DispatchZoneAgent(ZoneAgent):
             p = self.perturbation
             p.xi = p.mechanism.sample(self.rng, len(p.noise_cols))  # the period's own d̃ (once per period)
             self._pending_draw = True
+        if self.perturbation.from_loads:
+            # the totals of the period's own loads, released afresh (period 0's replaces the draw the zone was built with,
+            # which nothing was computed from); the rounds then solve with the release's loads
+            self.perturbation.draw(*self._own_loads)
+            self._aim_rounds()
+            self._pending_draw = bool(data.get("redraw"))
 
     def _perturb_clipped(self, c: np.ndarray) -> float:
         """The perturbation's noise on the linear term, then (with public ratings) the perturbed loads it stands for
@@ -125,6 +131,7 @@ class DispatchZoneAgent(ZoneAgent):
         const = f.const + w * float(np.sum(pd**2 - self._pd**2) + np.sum(qd**2 - self._qd**2))
         self._f = dataclasses.replace(f, c=c, const=const)
         self._pd, self._qd = pd.copy(), qd.copy()
+        self._own_loads = (self._pd.copy(), self._qd.copy())
         if self._free_r is not None:  # only the part holding the loads is linearized; the rest is unchanged
             self._f_lin, _ = self._f.split(np.concatenate([self._yp, self._yq]))
         else:

@@ -94,8 +94,22 @@ class DispatchResult:
         coord = {k: v for k, v in self.summary.items() if k in COORDINATOR_KEYS}
         ev = {k: v for k, v in self.summary.items() if k not in COORDINATOR_KEYS}
         coord["periods"] = self.periods[[c for c in PERIOD_COORDINATOR_COLUMNS if c in self.periods]].to_dict("records")
-        ev["periods"] = self.periods.to_dict("records")
+        ev["periods"] = [_nested(r) for r in self.periods.to_dict("records")]
         return jsonable({"coordinator_view": coord, "simulation_evaluation": ev})
+
+
+def _nested(record: dict[str, Any]) -> dict[str, Any]:
+    """A period's record with its ``implemented_*`` and ``implemented_reference_*`` columns as the ``implemented`` and
+    ``implemented_reference`` objects (the names ``powerdp run --json`` uses)."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        for prefix in ("implemented_reference_", "implemented_"):
+            if key.startswith(prefix):
+                out.setdefault(prefix[:-1], {})[key[len(prefix):]] = value
+                break
+        else:
+            out[key] = value
+    return out
 
 
 def _zone_gens(net: Network, zone_of_bus: np.ndarray, n_zones: int) -> dict[int, np.ndarray]:
@@ -106,13 +120,17 @@ def _zone_gens(net: Network, zone_of_bus: np.ndarray, n_zones: int) -> dict[int,
 def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None, resume: bool = False,
                  overwrite: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
                  status: Callable[[str], None] | None = None, reference: bool = True,
-                 ac_check: bool = False) -> DispatchResult:
+                 ac_check: bool = False, ac_evaluation: bool = True) -> DispatchResult:
     """Run the dispatch of ``horizon`` (a :class:`~powerdp.grid.profiles.Horizon`) with ``config`` (module docstring).
 
     ``progress`` is called after every round with its row (``period``, ``round``, residuals) and after every period
     with ``{"period_done": k, ...}``; ``status`` with a short message as each stage starts. ``reference`` solves the
     centralized SOC OPF of every period (the simulation's evaluation); ``ac_check`` runs pandapower's AC power flow
     at every period's dispatch (the simulation's evaluation: ``ac_*`` columns, as ``powerdp run --ac-check``).
+    After every period each zone computes its implemented dispatch (its true loads, its tie-line flows held at the
+    agreed values; :mod:`powerdp.apps.power_flow.implemented`); ``ac_evaluation`` evaluates it as an operator would,
+    beside the period's centralized dispatch evaluated the same way (the ``implemented_*`` and
+    ``implemented_reference_*`` columns; :mod:`powerdp.opf.ac_evaluation`).
     """
     config.validate()
     if horizon.pd.shape[0] != config.periods:
@@ -120,17 +138,17 @@ def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None,
     if out is None:
         if resume:
             raise ConfigError("resume needs the output directory of the run")
-        return _run(config, horizon, None, False, progress, status, reference, ac_check)
+        return _run(config, horizon, None, False, progress, status, reference, ac_check, ac_evaluation)
     out_dir = ensure_dir(out)
     if resume and not (out_dir / "config.json").is_file():
         raise ConfigError(f"{out_dir} holds no dispatch run to resume")
     with DirectoryLock(out_dir):
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(config, horizon, out_dir, resume, progress, status, reference, ac_check)
+        return _run(config, horizon, out_dir, resume, progress, status, reference, ac_check, ac_evaluation)
 
 
 def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, progress, status,
-         reference: bool, ac_check: bool = False) -> DispatchResult:
+         reference: bool, ac_check: bool = False, ac_evaluation: bool = True) -> DispatchResult:
     say = status or (lambda msg: None)
     t_setup = time.perf_counter()
     net: Network = horizon.network
@@ -202,7 +220,8 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
             for k in range(first, config.periods):
                 try:
                     row = _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record,
-                                  progress, reference, evaluation, run_cfg, part if ac_check else None)
+                                  progress, reference, evaluation, run_cfg, part if ac_check else None,
+                                  part if ac_evaluation else None)
                 except Interrupted:  # inside a period's rounds: the complete periods are kept
                     raise Interrupted(f"interrupted in period {k} of {config.periods}{_kept(out_dir, k)}", None) from None
                 except DispatchFailed as exc:
@@ -268,7 +287,7 @@ def _ramp_limits(config: DispatchConfig, horizon) -> np.ndarray | None:
 
 
 def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record, progress, reference,
-            evaluation, run_cfg, ac_part=None) -> dict[str, Any]:
+            evaluation, run_cfg, ac_part=None, impl_part=None) -> dict[str, Any]:
     """One period: its data to the zones, (re)start, the rounds until the residuals meet the tolerance.
 
     Its times: ``wall_s``/``cpu_s`` are the dispatch's own (the zones' data, their solves, the coordinator; CPU of
@@ -322,6 +341,12 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
     stopped = run_rounds(rounds, coordinator.round + 1, coordinator.round + config.max_rounds, history, record, 0,
                          progress, False)
     rows = history[start:]
+    # the zones' implemented dispatch: their true loads, their tie-line flows held at the agreed values (the mean of
+    # the last releases); nothing crosses back in a deployment (the evaluation reads it)
+    ti = time.perf_counter()
+    implemented = {int(z): v for z, v in backend.call("implement", {m.zone: m for m in coordinator.agreed()}).items()
+                   if v is not None}
+    implemented_s = time.perf_counter() - ti
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     te, ce = time.perf_counter(), time.process_time()
     diags = backend.diagnostics()
@@ -336,8 +361,10 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
         "zones_cpu_s": _zone_cpu(backend, own_buses, z0),  # the zones' processes' CPU (each process once); evaluation only
         # private rounds whose local solve failed (the zone released its previous point again; docs/multi_period.md)
         "local_failures": _failures(backend, own_buses) - f0,
+        "implemented_solve_s": implemented_s,
     }
     row.update(_evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg, ac_part))
+    row.update(_implemented_row(k, horizon, implemented, evaluation, impl_part))
     row["evaluation_s"] = clock["eval"] + time.perf_counter() - te
     row["evaluation_cpu_s"] = clock["eval_cpu"] + time.process_time() - ce
     return row
@@ -446,6 +473,54 @@ def _ac_check(k, horizon, backend, diags, part) -> dict[str, Any]:
     return {f"ac_{c}": getattr(check, c) for c in AC_COLUMNS}
 
 
+#: the operator's figures of a period's implemented dispatch and of its centralized one (powerdp.opf.ac_evaluation)
+IMPLEMENTED_COLUMNS = ("cost", "relative_cost_gap", "shedding_mw", "ac_converged", "max_line_loading_percent",
+                       "max_voltage_violation_pu", "max_q_violation_mvar", "slack_mismatch_mw", "restoration", "max_p_shift_mw")
+
+
+def _implemented_row(k, horizon, implemented, evaluation, part) -> dict[str, Any]:
+    """Period ``k``'s implemented dispatch (the zones' set-points on the period's true loads) as an operator would
+    evaluate it, beside the period's centralized dispatch (``evaluation["central_result"]``): ``implemented_*`` and
+    ``implemented_reference_*`` columns. Without ``part`` (no AC evaluation) only the implemented shedding and
+    generation cost."""
+    from ...opf.ac_evaluation import evaluate_ac
+    from ...opf.tables import dispatch_from_zones
+
+    row: dict[str, Any] = {
+        "implemented_shedding_mw": float(sum(v.shedding_mw for v in implemented.values())),
+        "implemented_generation_cost": float(sum(v.cost for v in implemented.values())),
+        "implemented_held": ",".join(sorted({v.held for v in implemented.values()})),
+    }
+    if part is None or not implemented:
+        return row
+    t0, c0 = time.perf_counter(), time.process_time()
+    net_k = replace(horizon.network_at(k), pandapower_net=None, pandapower_gens=None)
+    shed = np.zeros(net_k.n_bus)
+    for v in implemented.values():
+        for bus, mw in v.shed_mw.items():
+            shed[bus] = mw
+    ref, ref_cost = None, None
+    central = evaluation.pop("central_result", None)
+    try:
+        if central is not None:
+            ref_shed = central.buses["p_shed_mw"].to_numpy(dtype=float) if "p_shed_mw" in central.buses else None
+            ref = evaluate_ac(net_k, central.dispatch, ref_shed).to_dict(float(central.total_shedding_mw))
+            ref_cost = ref["cost"]
+            ref["relative_cost_gap"] = 0.0 if ref_cost is not None else None
+        dispatch = dispatch_from_zones(net_k, part.zone_of_bus, {z: v.solution for z, v in implemented.items()})
+        imp = evaluate_ac(net_k, dispatch, shed).to_dict(row["implemented_shedding_mw"], ref_cost)
+    except PowerDPError as exc:
+        log.warning("period %d: the AC evaluation failed: %s", k, exc)
+        return row
+    for c in IMPLEMENTED_COLUMNS:
+        row[f"implemented_{c}"] = imp.get(c)
+        if ref is not None:
+            row[f"implemented_reference_{c}"] = ref.get(c)
+    row["implemented_evaluation_s"] = time.perf_counter() - t0
+    row["implemented_evaluation_cpu_s"] = time.process_time() - c0
+    return row
+
+
 def _central(k, horizon, evaluation, ramp, run_cfg) -> float | None:
     """The centralized SOC OPF of period ``k`` (its ramp limits around its own previous dispatch)."""
     from ...opf.centralized import solve_opf
@@ -467,6 +542,7 @@ def _central(k, horizon, evaluation, ramp, run_cfg) -> float | None:
         log.warning("period %d: centralized reference solve failed (%s)", k, res.status_name)
         return None
     evaluation["central_pg"] = np.asarray(res.dispatch.pg, dtype=float).tolist()
+    evaluation["central_result"] = res  # the period's centralized dispatch, for the operator's evaluation
     return float(res.objective)
 
 
@@ -520,9 +596,26 @@ def _result(config, horizon, run_cfg, part, history, periods, evaluation, diags,
         "total_shedding_mwh": float(frame["shedding_mw"].sum() * horizon.period_minutes / 60.0) if len(frame) else None,
         "shedding_weight": run_cfg.shedding_weight, "rho": run_cfg.rho,
         "total_cost_with_curtailment": float(frame["cost_with_curtailment"].sum()) if "cost_with_curtailment" in frame else None,
+        **_implemented_summary(frame),
     }
     dispatch = _tables(horizon, evaluation["dispatch"])
     return DispatchResult(config=config, periods=frame, history=pd.DataFrame(history), summary=summary, dispatch=dispatch)
+
+
+def _implemented_summary(frame: pd.DataFrame) -> dict[str, Any]:
+    """The day's implemented dispatch: its largest relative cost gap (AC points), its largest shed fraction of a
+    period's load, the periods whose AC evaluation converged."""
+    out: dict[str, Any] = {}
+    if "implemented_shedding_mw" in frame and len(frame):
+        share = frame["implemented_shedding_mw"].astype(float) / frame["load_mw"].astype(float).where(frame["load_mw"] > 0)
+        out["implemented_max_shedding_mw"] = float(frame["implemented_shedding_mw"].max())
+        out["implemented_max_shedding_fraction"] = float(share.max())
+    if "implemented_relative_cost_gap" in frame and len(frame):
+        gaps = pd.to_numeric(frame["implemented_relative_cost_gap"], errors="coerce")
+        out["implemented_max_relative_cost_gap"] = float(gaps.max()) if gaps.notna().any() else None
+        out["implemented_median_relative_cost_gap"] = float(gaps.median()) if gaps.notna().any() else None
+        out["implemented_ac_converged_periods"] = int(frame["implemented_ac_converged"].fillna(False).astype(bool).sum())
+    return out
 
 
 def _tables(horizon, rows: list[list[float]]) -> dict[str, pd.DataFrame]:

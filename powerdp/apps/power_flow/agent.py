@@ -180,6 +180,7 @@ class ZoneAgent:
         # linearize "private" only the terms on y; the rest (e.g. the generation cost) holds no load and
         # is kept exact in every local problem, and the proximal term covers only what is linearized
         self._f_lin, free = self._f, None
+        self._y_cols = y_cols
         if config.linearize == "private" and y_cols.size:
             private, rest = self._f.split(y_cols)
             if not rest.is_zero:
@@ -229,6 +230,8 @@ class ZoneAgent:
             self.grad_sensitivity = OBJECTIVES[config.objective].gradient_sensitivity(
                 config.beta, config.sensitivity, config.adjacency, weight=self.shedding_weight
             )
+        own = np.asarray(prob.meta.get("own", own_buses), dtype=np.int64)
+        self._own_loads = (np.asarray(net.pd[own], dtype=float), np.asarray(net.qd[own], dtype=float))
         self.perturbation: Perturbation = PERTURBATIONS[config.spec.perturbation](
             config,
             gradient_sensitivity=self.grad_sensitivity,
@@ -238,7 +241,14 @@ class ZoneAgent:
             zone=self.zone,
             update=self.update,
             lipschitz=self.lipschitz,
+            loads=self._own_loads,
         )
+        # the balance variables of the own buses, in own-bus order (where the loads enter f_p: 2ω·d on y)
+        self._y_own = (prob.index_of([("yp", int(i)) for i in own]), prob.index_of([("yq", int(i)) for i in own])) \
+            if y_cols.size else None
+        self._round_f: QuadraticObjective | None = None  # f_p with the perturbation's loads (totals), else None
+        if self.perturbation.round_loads() is not None:
+            self._aim_rounds()
         self._held = held_flows(net, prob, own_buses, shared_keys)  # the tie-line flows the implemented dispatch holds
         self.z_implemented: np.ndarray | None = None  # the implemented point, once computed (implement)
         self.z_last: np.ndarray | None = None  # last local iterate (the next round starts here)
@@ -252,6 +262,35 @@ class ZoneAgent:
         self.setup_s = {"build_s": t1 - t0, "compile_s": t2 - t1, "solver_s": time.perf_counter() - t2}
 
     # ------------------------------------------------------------ internals
+    def _aim_rounds(self) -> None:
+        """The objective the rounds solve with: f_p itself, or (a perturbation whose release stands for the loads: the
+        totals) f_p with the release's loads written in place of the zone's own, so nothing of the true loads is left
+        in what the rounds compute. Refreshes the linearized part and the solver's form (:attr:`_f_lin`, :attr:`_f_r`);
+        the true f_p (:attr:`_f`) stays for the evaluation and the implemented dispatch."""
+        loads = self.perturbation.round_loads()
+        f = self._f
+        if loads is not None:
+            f = self._round_f = self._with_loads(*loads)
+        self._f_lin = f.split(self._y_cols)[0] if self._free_r is not None else f
+        self._f_r = self.reduction.pull_objective(f)
+
+    def _with_loads(self, pd: np.ndarray, qd: np.ndarray) -> QuadraticObjective:
+        """f_p with the loads ``pd``, ``qd`` (own buses, p.u.) instead of the zone's: the loads enter f_p only as the
+        linear term 2ω·d on y (and a constant), which is written, not shifted (a shift would carry the true loads'
+        low bits); the constant is dropped (it moves no minimiser)."""
+        yp, yq = self._y_own
+        w2 = 2.0 * float(self.shedding_weight or 1.0)
+        c = self._f.c.copy()
+        true_pd, true_qd = self._own_loads
+        held = np.concatenate([c[yp], c[yq]])
+        expected = w2 * np.concatenate([true_pd, true_qd])
+        if not np.allclose(held, expected, rtol=1e-9, atol=1e-9 * max(w2, 1.0)):
+            raise ConfigError(f"zone {self.zone}: objective {self.config.objective!r} holds more than 2ω·d on its balance "
+                              "variables; the totals perturbation cannot replace its loads")
+        c[yp] = w2 * np.asarray(pd, dtype=float)
+        c[yq] = w2 * np.asarray(qd, dtype=float)
+        return dataclasses.replace(self._f, c=c, const=0.0)
+
     @property
     def mechanism(self):
         """The zone's noise mechanism of the current round (None when non-private)."""

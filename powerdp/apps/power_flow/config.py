@@ -159,8 +159,12 @@ class RunConfig(AlgorithmChoices):
                 "output perturbation adds noise to every entry of the local solution (its sensitivity bounds all of z); "
                 "leave noise_on unset or use 'all'",
             )
-        if self.noise_on == "all" and spec.perturbation == "input":
-            raise bad("noise_on", "input perturbation perturbs the loads, which enter only the balance-variable entries; leave noise_on unset")
+        if self.noise_on == "all" and spec.perturbation in ("input", "totals"):
+            raise bad("noise_on", f"{spec.perturbation} perturbation perturbs the loads, which enter only the balance-variable "
+                      "entries; leave noise_on unset")
+        if spec.perturbation == "totals" and not OBJECTIVES[self.objective].balance_variables:
+            raise bad("algorithm", f"the totals perturbation replaces the zone's loads, which objective {self.objective!r} "
+                      "holds in its constraints; use shedding or cost+shedding")
         if int(self.rounds) != self.rounds or self.rounds < 1:
             raise bad("rounds", "must be a positive integer")
         if int(self.local_updates) != self.local_updates or self.local_updates < 1:

@@ -19,11 +19,13 @@ import numpy as np
 
 from ...privacy import MECHANISMS, GaussianMechanism, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
 from ...privacy.sampler import snap
+from ...privacy.sensitivity import totals_sensitivity
 
 if TYPE_CHECKING:
     from .settings import ConsensusSettings
 
-__all__ = ["Perturbation", "ObjectivePerturbation", "OutputPerturbation", "InputPerturbation", "PERTURBATIONS"]
+__all__ = ["Perturbation", "ObjectivePerturbation", "OutputPerturbation", "InputPerturbation", "TotalsPerturbation",
+           "PERTURBATIONS"]
 
 
 
@@ -47,6 +49,9 @@ class Perturbation:
     #: whether the paper's sensitivity value (``sensitivity = "paper"``) is a sound bound for this perturbation
     #: (docs/privacy.md: measured 2β for objective and input perturbation; not for output perturbation)
     paper_rule_sound: ClassVar[bool] = True
+    #: whether its release is computed from the zone's loads themselves (drawn again whenever they change: a
+    #: dispatch's period), rather than noise added inside the zone's steps
+    from_loads: ClassVar[bool] = False
 
     def __init__(self, config: ConsensusSettings, **_: Any):
         self.config = config
@@ -67,6 +72,11 @@ class Perturbation:
     def end_round(self, steps: int) -> None:
         """Called after a round of ``steps`` released local steps."""
 
+    def round_loads(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The loads (pd, qd of the zone's own buses, p.u.) the zone's rounds solve with instead of its own: a function
+        of the perturbation's release alone; None (the default) when the rounds see the zone's own loads."""
+        return None
+
     def state_arrays(self) -> dict[str, np.ndarray]:
         """The perturbation's own state for the zone's checkpoint (arrays; none by default)."""
         return {}
@@ -76,7 +86,16 @@ class Perturbation:
 
 
 def _mechanism(config: ConsensusSettings, sensitivity: Sensitivity) -> Mechanism:
-    """The per-step mechanism: from ``epsilon``/``delta`` per step, or calibrated to the run's total budget."""
+    """The per-step mechanism: from ``epsilon``/``delta`` per step, or calibrated to the run's total budget.
+
+    The test-only fault ``sensitivity_scale`` (:class:`~powerdp.privacy.faults.InjectedFaults`) calibrates it to a
+    smaller sensitivity than the true one: a broken run the audit must catch."""
+    faults = getattr(config, "faults", None)
+    if faults is not None and faults.sensitivity_scale != 1.0:
+        from dataclasses import replace
+
+        f = float(faults.sensitivity_scale)
+        sensitivity = replace(sensitivity, l1=sensitivity.l1 * f, l2=sensitivity.l2 * f)
     budget = config.per_step_noise()
     if budget is None:
         return MECHANISMS[config.mechanism].from_sensitivity(sensitivity, config.epsilon, config.delta)
@@ -189,10 +208,71 @@ class InputPerturbation(Perturbation):
             self.ledger.record(1)
 
 
+class TotalsPerturbation(Perturbation):
+    """Input perturbation on the zone's totals (docs/privacy.md): the zone releases its two load totals (Σ pd, Σ qd
+    over its own buses) once, with noise calibrated to what one neighbouring change moves them by
+    (:func:`~powerdp.privacy.sensitivity.totals_sensitivity`: β), and its rounds solve with loads built from that
+    release alone: every own bus gets an equal share of each noisy total, a distribution that depends on no data.
+    Everything the zone releases afterwards is post-processing of the two noisy totals, so the run costs one
+    release's ε, whatever its rounds. The boundary of a zone depends on its loads mostly through these totals
+    (its net injection); the implemented dispatch puts the true loads back inside the zone.
+
+    The release is drawn from the loads (``loads``: the zone's own buses' pd and qd, in its own-bus order) when the
+    zone is built, and again by :meth:`draw` when a dispatch gives it a new period's loads."""
+
+    name: ClassVar[str] = "totals"
+    summary: ClassVar[str] = ("the zone's two load totals perturbed once and shared equally over its buses, then the "
+                              "non-private update (the run costs ε once)")
+    once: ClassVar[bool] = True
+    exact_privacy_loss: ClassVar[bool] = True
+    from_loads: ClassVar[bool] = True
+
+    def __init__(self, config: ConsensusSettings, *, rng: np.random.Generator, zone: int,
+                 loads: tuple[np.ndarray, np.ndarray] | None = None, **_: Any):
+        super().__init__(config)
+        self.rng = rng
+        # the loads' own adjacency (β, one value or one bus): a power-flow run's settings (RunConfig)
+        self.mechanism = _mechanism(config, totals_sensitivity(config.beta, config.adjacency))
+        self.ledger = _ledger(config, self.mechanism, zone)
+        self.totals: np.ndarray | None = None  # the release: (Σ pd, Σ qd) + noise, on the sampler's grid (p.u.)
+        self.n_buses = 0
+        self._noise = 0.0
+        if loads is not None:
+            self.draw(*loads)
+
+    def draw(self, pd: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Release the totals of ``pd`` and ``qd`` (the zone's own buses' loads) with fresh noise; the loads the
+        rounds then solve with (:meth:`round_loads`)."""
+        value = np.array([float(np.sum(pd)), float(np.sum(qd))])
+        self.totals, xi = self.mechanism.release(value, self.rng)
+        self._noise = noise_magnitude(xi)
+        self.n_buses = len(pd)
+        return self.round_loads()
+
+    def round_loads(self) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.totals is None:
+            return None
+        n = max(self.n_buses, 1)
+        return np.full(self.n_buses, self.totals[0] / n), np.full(self.n_buses, self.totals[1] / n)
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        # released once: a resumed run (secret noise too) keeps the same totals, never a fresh noisy copy
+        return {"released_totals": self.totals} if self.totals is not None else {}
+
+    def load_state_arrays(self, state: dict[str, Any]) -> None:
+        if state.get("released_totals") is not None:
+            self.totals = np.asarray(state["released_totals"], dtype=float)
+
+    def end_round(self, steps: int) -> None:
+        if self.ledger.steps == 0:  # the totals are released (through their post-processing) from the first round on
+            self.ledger.record(1)
+
+
 #: perturbation name → class; a new perturbation is one class and one entry here
 PERTURBATIONS: dict[str, type[Perturbation]] = {
     "none": Perturbation,
     "objective": ObjectivePerturbation,
     "output": OutputPerturbation,
     "input": InputPerturbation,
+    "totals": TotalsPerturbation,
 }
