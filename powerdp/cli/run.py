@@ -7,7 +7,7 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from ..apps.power_flow.config import ADJACENCIES, ALGORITHMS, NOISE_SUPPORTS, RunConfig
+from ..apps.power_flow.config import ADJACENCIES, ALGORITHMS, BUDGET_ALGORITHM, NOISE_SUPPORTS, RunConfig, default_algorithm
 from ..engine.consensus.algorithms import compose
 from ..engine.consensus.perturbations import PERTURBATIONS
 from ..engine.consensus.updates import UPDATES
@@ -107,7 +107,11 @@ def add_run_parser(sub) -> None:
         choices=["auto", "modularity", "kernighan_lin", "spectral"],
         help="partition method (default: auto, the bundled partition of a bundled case when there is one, else modularity)",
     )
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="objl", help="algorithm (default: objl)")
+    p.add_argument(
+        "--algorithm", choices=ALGORITHMS, default=None,
+        help=f"algorithm (default: with --target-epsilon, {BUDGET_ALGORITHM}, the mechanism that measured best at a total "
+        "budget, docs/results/utility.md; without it, objl)",
+    )
     p.add_argument("--update", choices=list(UPDATES), help="replace the algorithm's update rule (e.g. --algorithm objg --update trust-region)")
     p.add_argument("--perturbation", choices=list(PERTURBATIONS), help="replace the algorithm's perturbation")
     p.add_argument("--mechanism", choices=list(MECHANISMS), help="replace the algorithm's noise mechanism")
@@ -298,10 +302,12 @@ def _field_values(args: argparse.Namespace, dest: str) -> dict:
 
 
 def _algorithm(args: argparse.Namespace) -> str:
-    """--algorithm with --update / --perturbation / --mechanism applied (an alias where one exists)."""
+    """--algorithm with --update / --perturbation / --mechanism applied (an alias where one exists); without
+    --algorithm the default of a run with or without a total budget (:func:`default_algorithm`)."""
+    base = args.algorithm if args.algorithm is not None else default_algorithm(args.target_epsilon)
     if args.update is None and args.perturbation is None and args.mechanism is None:
-        return args.algorithm
-    return compose(args.algorithm, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
+        return base
+    return compose(base, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
 
 
 def _refuse_unused_noise_flags(cfg: RunConfig, args: argparse.Namespace) -> RunConfig:
@@ -343,8 +349,10 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         for dest in sorted(explicit & set(FLAG_TO_FIELD)):  # flags given on the command line override the file
             fields.update(_field_values(args, dest))
         if explicit & {"update", "perturbation", "mechanism"}:  # replace choices of the file's algorithm
-            base = args.algorithm if "algorithm" in explicit else fields.get("algorithm", "objl")
+            base = args.algorithm if "algorithm" in explicit else fields.get("algorithm", default_algorithm(fields.get("target_epsilon")))
             fields["algorithm"] = compose(base, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
+        if "algorithm" not in fields:  # a file that names no algorithm: the default of a run with (or without) a budget
+            fields["algorithm"] = default_algorithm(fields.get("target_epsilon"))
         if args.zones is not None and "partition" not in explicit:
             fields["partition"] = None
         if args.partition is not None and "zones" not in explicit:

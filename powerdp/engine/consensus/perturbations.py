@@ -231,6 +231,7 @@ class TotalsPerturbation(Perturbation):
                  loads: tuple[np.ndarray, np.ndarray] | None = None, **_: Any):
         super().__init__(config)
         self.rng = rng
+        self.zone = int(zone)
         # the loads' own adjacency (β, one value or one bus): a power-flow run's settings (RunConfig)
         self.mechanism = _mechanism(config, totals_sensitivity(config.beta, config.adjacency))
         self.ledger = _ledger(config, self.mechanism, zone)
