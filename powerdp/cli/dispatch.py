@@ -51,8 +51,8 @@ examples:
 
 exit status: 0 done, 1 a period failed (the complete periods are kept), 2 bad input, 130 interrupted."""
 
-ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "objg", "inpg", "exact/input/gaussian",
-              "totg")
+ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "hrcl", "objg", "inpg",
+              "exact/input/gaussian", "totg", "hrcg")
 
 
 def add_dispatch_parser(sub) -> None:

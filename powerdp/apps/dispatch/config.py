@@ -30,13 +30,13 @@ RELATIONS = ("user", "event")
 #: the algorithms a dispatch runs: the non-private linearized and exact updates, and the Laplace mechanisms (a pure-ε
 #: budget over the horizon, split exactly by the ledger's basic composition); exact/input/laplace is input
 #: perturbation under exact ADMM (the period's perturbed loads d̃, then the non-private exact update)
-DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl")
+DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "hrcl")
 #: the default stopping tolerance on the relative residuals (measured on SimBench 1-HV-mixed--0-sw, docs/multi_period.md)
 TOLERANCE = 2e-4
 #: the Gaussian mechanisms: a total (ε, δ) over the horizon, every step's noise multiplier calibrated so that the
 #: ledger's exact Gaussian composition (Gaussian DP: k steps of multiplier z are one of z/√k) of all the horizon's steps
 #: is the target; far less noise per step than splitting a pure ε over as many steps (docs/privacy.md)
-GAUSSIAN_ALGORITHMS = ("objg", "inpg", "exact/input/gaussian", "totg")
+GAUSSIAN_ALGORITHMS = ("objg", "inpg", "exact/input/gaussian", "totg", "hrcg")
 
 
 def default_algorithm(target_epsilon: float | None, target_delta: float | None, relation: str) -> str:
@@ -134,7 +134,7 @@ class DispatchConfig:
             raise bad("target_epsilon", f"{self.algorithm} is not private; a budget needs objl, inpl or outl")
         if self.clip_loads and not private:
             raise bad("clip_loads", "clips the perturbed loads of a private algorithm; the non-private day has none")
-        if self.clip_loads and resolve(self.algorithm).perturbation == "totals":
+        if self.clip_loads and resolve(self.algorithm).perturbation in ("totals", "hierarchical"):
             raise bad("clip_loads", f"{self.algorithm} perturbs the zones' load totals, not each load; there is nothing to clip")
         if self.target_epsilon is not None and not (self.target_epsilon > 0 and math.isfinite(self.target_epsilon)):
             raise bad("target_epsilon", "must be a positive number (the total ε per zone over the horizon)")

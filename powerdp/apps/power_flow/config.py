@@ -173,7 +173,7 @@ class RunConfig(AlgorithmChoices):
                 "output perturbation adds noise to every entry of the local solution (its sensitivity bounds all of z); "
                 "leave noise_on unset or use 'all'",
             )
-        if self.noise_on == "all" and spec.perturbation in ("input", "totals"):
+        if self.noise_on == "all" and spec.perturbation in ("input", "totals", "hierarchical"):
             raise bad("noise_on", f"{spec.perturbation} perturbation perturbs the loads, which enter only the balance-variable "
                       "entries; leave noise_on unset")
         if int(self.rounds) != self.rounds or self.rounds < 1:

@@ -257,6 +257,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
             else:
                 result.implemented = {int(z): v for z, v in done.items() if v is not None}
             result.summary["implemented_s"] = time.perf_counter() - t_impl  # the zones' solves (evaluation view)
+            if result.implemented:  # the zones' own figures; the AC ones join them in evaluate_implemented
+                result.summary["implemented"] = implemented_figures(result.implemented)
         result.summary["resumed_from"] = start_round - 1 if plan.resume else None
         if plan.folders is not None and plan.folders.run:  # names each zone's folder DEP/zone_P.private/runs/RUN on its host
             result.summary["zone_run"] = plan.folders.run
@@ -269,7 +271,11 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
     _final_point(result, net, part, out_dir, ac_check, say)
     if ac_evaluation and result.implemented and net.has_costs:
         say("operator's evaluation: AC power flow of the implemented dispatch and of the centralized one")
-        evaluate_implemented(result, net, part, central_solve)
+        try:
+            evaluate_implemented(result, net, part, central_solve)
+        except PowerDPError as exc:  # a network pandapower cannot hold: the run's results are kept
+            log.warning("the operator's evaluation failed: %s", exc)
+            result.summary["implemented_evaluation_error"] = str(exc)
     if out_dir is not None:
         result.save(out_dir)
     return result
@@ -341,11 +347,20 @@ def evaluate_implemented(result: RunResult, net: Network, part: Partition, centr
         ref = evaluate_ac(net, central.dispatch, ref_shed)
         result.summary["implemented_reference"] = ref.to_dict(float(central.total_shedding_mw), ref.cost)
     ev = evaluate_ac(net, dispatch, shed)
-    out = ev.to_dict(shedding, ref.cost if ref is not None else None)
-    out["objective"] = float(sum(imp.objective for imp in zones.values()))  # Σ f_p at the implemented point, true loads
-    out["zone_costs"] = {z: imp.cost for z, imp in sorted(zones.items())}
-    out["held"] = {z: imp.held for z, imp in sorted(zones.items())}
-    result.summary["implemented"] = out
+    result.summary["implemented"] = {**ev.to_dict(shedding, ref.cost if ref is not None else None),
+                                     **implemented_figures(zones)}
+
+
+def implemented_figures(zones: dict) -> dict[str, Any]:
+    """The zones' implemented dispatch in figures of its own (the simulation's evaluation): Σ f_p at the true loads
+    (``objective``: the shedding objective's F, or cost + ω·shedding²), the MW shed, each zone's generation cost and
+    whether its holds were met exactly."""
+    return {
+        "objective": float(sum(imp.objective for imp in zones.values())),
+        "shedding_mw": float(sum(imp.shedding_mw for imp in zones.values())),
+        "zone_costs": {z: imp.cost for z, imp in sorted(zones.items())},
+        "held": {z: imp.held for z, imp in sorted(zones.items())},
+    }
 
 
 def _write_pandapower_copy(result: RunResult, net: Network, out_dir: Path) -> None:

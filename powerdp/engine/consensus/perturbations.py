@@ -19,13 +19,13 @@ import numpy as np
 
 from ...privacy import MECHANISMS, GaussianMechanism, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
 from ...privacy.sampler import snap
-from ...privacy.sensitivity import totals_sensitivity
+from ...privacy.sensitivity import hierarchical_sensitivity, totals_sensitivity
 
 if TYPE_CHECKING:
     from .settings import ConsensusSettings
 
 __all__ = ["Perturbation", "ObjectivePerturbation", "OutputPerturbation", "InputPerturbation", "TotalsPerturbation",
-           "PERTURBATIONS"]
+           "HierarchicalPerturbation", "shrunk_loads", "PERTURBATIONS"]
 
 
 
@@ -269,6 +269,62 @@ class TotalsPerturbation(Perturbation):
             self.ledger.record(1)
 
 
+class HierarchicalPerturbation(TotalsPerturbation):
+    """Input perturbation at two levels (docs/privacy.md): one release holds the zone's two load totals and every own
+    bus's load values, every entry with the same noise, calibrated to what one neighbouring change moves (a load and
+    its total, β each: :func:`~powerdp.privacy.sensitivity.hierarchical_sensitivity`). The rounds solve with
+    :func:`shrunk_loads` of it: each bus's noisy value shrunk toward an equal share of the noisy total by as much as
+    the release says its noise dominates, then shifted so the zone's loads sum to the noisy total. At a large budget
+    that is each bus's own load; at a small one the totals' equal shares. A function of the release alone: the run
+    costs one release's ε, whatever its rounds."""
+
+    name: ClassVar[str] = "hierarchical"
+    summary: ClassVar[str] = ("the zone's load totals and bus loads perturbed once, the bus loads shrunk toward equal shares "
+                              "of the totals; then the non-private update (the run costs ε once)")
+
+    def __init__(self, config: ConsensusSettings, *, rng: np.random.Generator, zone: int,
+                 loads: tuple[np.ndarray, np.ndarray] | None = None, **_: Any):
+        Perturbation.__init__(self, config)
+        self.rng = rng
+        self.zone = int(zone)
+        self.mechanism = _mechanism(config, hierarchical_sensitivity(config.beta, config.adjacency))
+        self.ledger = _ledger(config, self.mechanism, zone)
+        self.totals = None  # the release: [Σ pd, Σ qd, pd_1..pd_n, qd_1..qd_n] + noise, on the sampler's grid (p.u.)
+        self.n_buses = 0
+        self._noise = 0.0
+        if loads is not None:
+            self.draw(*loads)
+
+    def draw(self, pd: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        value = np.concatenate([[float(np.sum(pd)), float(np.sum(qd))], np.asarray(pd, dtype=float), np.asarray(qd, dtype=float)])
+        self.totals, xi = self.mechanism.release(value, self.rng)
+        self._noise = noise_magnitude(xi)
+        self.n_buses = len(pd)
+        return self.round_loads()
+
+    def round_loads(self) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.totals is None:
+            return None
+        n, v = self.n_buses, float(self.mechanism.variance)
+        r = self.totals
+        return shrunk_loads(r[0], r[2:2 + n], v), shrunk_loads(r[1], r[2 + n:2 + 2 * n], v)
+
+
+def shrunk_loads(total: float, values: np.ndarray, variance: float) -> np.ndarray:
+    """The loads of one kind a hierarchical release stands for: each noisy bus value ``values`` shrunk toward the equal
+    share of the noisy ``total`` by λ = max(s² − v, 0)/s² (s² the noisy values' spread, v the noise ``variance``: the
+    share of the spread that is signal, estimated from the release), then shifted to sum to ``total``."""
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    if n == 0:
+        return values
+    if n == 1:
+        return np.array([float(total)])
+    spread = float(np.var(values, ddof=1))
+    lam = max(spread - variance, 0.0) / spread if spread > 0 else 0.0
+    return float(total) / n + lam * (values - values.mean())
+
+
 #: perturbation name → class; a new perturbation is one class and one entry here
 PERTURBATIONS: dict[str, type[Perturbation]] = {
     "none": Perturbation,
@@ -276,4 +332,5 @@ PERTURBATIONS: dict[str, type[Perturbation]] = {
     "output": OutputPerturbation,
     "input": InputPerturbation,
     "totals": TotalsPerturbation,
+    "hierarchical": HierarchicalPerturbation,
 }
