@@ -128,7 +128,12 @@ def test_a_dispatch_releases_the_totals_once_a_period(tmp_path):
     assert (res.periods["implemented_shedding_mw"] < 1.0).all()
 
 
-@pytest.mark.parametrize("algorithm, kw", [("totl", {}), pytest.param("totg", {"target_delta": 1e-5}, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("algorithm, kw", [
+    ("totl", {}),
+    pytest.param("totg", {"target_delta": 1e-5}, marks=pytest.mark.slow),
+    pytest.param("hrcl", {}, marks=pytest.mark.slow),
+    pytest.param("hrcg", {"target_delta": 1e-5}, marks=pytest.mark.slow),
+])
 def test_the_audit_passes_the_claim_and_catches_a_weakened_release(case14, algorithm, kw):
     """The totals at their claim pass the audit; the same run with its noise calibrated to a thousandth of the
     sensitivity (a test-only fault, the classic under-estimated sensitivity) claims the same ε and fails. (At a
@@ -141,3 +146,47 @@ def test_the_audit_passes_the_claim_and_catches_a_weakened_release(case14, algor
     weak = run_audit(cfg.replace(faults=InjectedFaults(sensitivity_scale=0.001)), runs=30, bus=4, jobs=1, network=case14)
     assert weak.epsilon_total == pytest.approx(0.5, rel=1e-3)  # the ledger claims the same
     assert weak.verdict == "failed" and weak.epsilon_lower_bound > 0.5
+
+
+# ---------------------------------------------------------------------------- the hierarchical release
+
+
+def test_hierarchical_sensitivity():
+    from powerdp.privacy.sensitivity import hierarchical_sensitivity
+
+    value = hierarchical_sensitivity(0.01)
+    assert (value.l1, value.coordinates) == (pytest.approx(0.02), 2) and value.l2 == pytest.approx(0.01 * math.sqrt(2))
+    bus = hierarchical_sensitivity(0.01, "bus")
+    assert (bus.l1, bus.l2, bus.coordinates) == (pytest.approx(0.04), pytest.approx(0.02), 4)
+
+
+def test_shrunk_loads_sum_to_the_total_and_shrink_as_the_noise_dominates():
+    from powerdp.engine.consensus.perturbations import shrunk_loads
+
+    values = np.array([1.0, 2.0, 3.0, 6.0])
+    spread = float(np.var(values, ddof=1))
+    exact = shrunk_loads(12.0, values, 0.0)  # no noise: the values themselves
+    np.testing.assert_allclose(exact, values)
+    half = shrunk_loads(12.0, values, spread / 2)  # half the spread is noise: halfway to the equal shares
+    np.testing.assert_allclose(half, 3.0 + 0.5 * (values - values.mean()))
+    flat = shrunk_loads(10.0, values, 10 * spread)  # noise beyond the spread: the equal shares of the total
+    np.testing.assert_allclose(flat, np.full(4, 2.5))
+    for out in (exact, half, flat):
+        assert out.sum() == pytest.approx(12.0 if out is not flat else 10.0)
+    assert shrunk_loads(4.0, np.array([1.0]), 1.0).tolist() == [4.0]
+
+
+def test_the_hierarchical_release_and_the_loads_the_rounds_see(case14):
+    agent, part = _agent(case14, RunConfig(case="case14", zones=2, objective="cost+shedding", algorithm="hrcl",
+                                           target_epsilon=10.0, seed=1, local_solver="clarabel"))
+    pert = agent.perturbation
+    own = part.own_buses(0)
+    n = len(own)
+    assert pert.totals.shape == (2 + 2 * n,)  # [Σ pd, Σ qd, pd..., qd...]: its shape is public
+    assert pert.mechanism.scale == pytest.approx(0.02 / 10.0)
+    pd_hat, qd_hat = pert.round_loads()
+    assert pd_hat.sum() == pytest.approx(pert.totals[0]) and qd_hat.sum() == pytest.approx(pert.totals[1])
+    np.testing.assert_allclose(pd_hat, case14.pd[own], atol=0.02)  # ε = 10: each bus's own load, about
+    w2 = 2.0 * agent.shedding_weight
+    np.testing.assert_array_equal(agent._round_f.c[agent._y_own[0]], w2 * pd_hat)
+    assert RunConfig(case="case14", algorithm="hrcl", objective="cost+shedding", target_epsilon=1.0).private_steps == 1
