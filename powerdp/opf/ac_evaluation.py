@@ -40,6 +40,7 @@ import pandas as pd
 
 from ..errors import ModelError, PowerDPError
 from ..grid.network import Network
+from .formulation import branch_flow_coefficients
 from .objectives import generator_costs, median_marginal_cost
 from .pandapower_io import VOLTAGE_TOL, PandapowerDispatch, ac_check, to_pandapower
 from .tables import Dispatch
@@ -85,6 +86,10 @@ class ACEvaluation:
     max_p_shift_mw: float | None
     direct: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
+    #: the largest difference (MW) between a held tie-line flow (``held``) and the AC point's active power at that end
+    tie_deviation_mw: float | None = None
+    #: the largest difference (MW) between a zone's held net export (the sum of its held ends) and the AC point's
+    exchange_deviation_mw: float | None = None
 
     def to_dict(self, shedding_mw: float | None = None, reference_cost: float | None = None) -> dict[str, Any]:
         """The issue's fields (:data:`EVALUATION_FIELDS`) with ``shedding_mw`` and the relative gap to
@@ -96,8 +101,9 @@ class ACEvaluation:
                "max_line_loading_percent": self.max_line_loading_percent,
                "max_voltage_violation_pu": self.max_voltage_violation_pu,
                "max_q_violation_mvar": self.max_q_violation_mvar, "slack_mismatch_mw": self.slack_mismatch_mw,
-               "restoration": self.restoration, "max_p_shift_mw": self.max_p_shift_mw, "direct": dict(self.direct),
-               "evaluation_s": self.wall_s}
+               "restoration": self.restoration, "max_p_shift_mw": self.max_p_shift_mw,
+               "tie_deviation_mw": self.tie_deviation_mw, "exchange_deviation_mw": self.exchange_deviation_mw,
+               "direct": dict(self.direct), "evaluation_s": self.wall_s}
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
@@ -109,19 +115,24 @@ def served_network(net: Network, shed_mw: np.ndarray | None) -> Network:
     return dataclasses.replace(net, pd=np.asarray(net.pd, dtype=float) - shed, pandapower_net=None, pandapower_gens=None)
 
 
-def evaluate_ac(net: Network, dispatch: Dispatch, shed_mw: np.ndarray | None = None) -> ACEvaluation:
+def evaluate_ac(net: Network, dispatch: Dispatch, shed_mw: np.ndarray | None = None,
+                held: dict[tuple[str, int], float] | None = None, zone_of_bus: np.ndarray | None = None) -> ACEvaluation:
     """The operator's evaluation of ``dispatch`` on ``net``'s loads (module docstring); never raises for a power
-    flow or OPF that does not converge (``ac_converged`` False), only for a network pandapower cannot hold."""
+    flow or OPF that does not converge (``ac_converged`` False), only for a network pandapower cannot hold.
+    ``held``: tie-line flows a schedule holds, (``"pf"`` or ``"pt"``, branch) → MW: the evaluation reports how far
+    the AC point's flows at those ends lie from them (``tie_deviation_mw``) and, with ``zone_of_bus``, how far each
+    zone's net export over its held ends does (``exchange_deviation_mw``)."""
     t0 = time.perf_counter()
     net = served_network(net, shed_mw)
     if net.pandapower_net is not None:  # the arrays' loads, not a source net's own load table
         net = dataclasses.replace(net, pandapower_net=None, pandapower_gens=None)
-    direct, pdd = _direct(net, dispatch)
+    held = (held, zone_of_bus) if held else None
+    direct, pdd = _direct(net, dispatch, held)
     point = None
     restoration = "failed"
     for mode in RESTORATIONS:
         # the direct power flow's network is reused for the first restoration (a conversion takes ~0.3 s)
-        point = _restore(net, dispatch, mode, pdd)
+        point = _restore(net, dispatch, mode, pdd, held)
         pdd = None
         if point is not None:
             restoration = mode
@@ -132,7 +143,8 @@ def evaluate_ac(net: Network, dispatch: Dispatch, shed_mw: np.ndarray | None = N
                           max_voltage_violation_pu=direct.get("max_voltage_violation_pu"),
                           max_q_violation_mvar=direct.get("max_q_violation_mvar"),
                           slack_mismatch_mw=direct.get("slack_mismatch_mw"), restoration="failed", max_p_shift_mw=None,
-                          direct=direct)
+                          direct=direct, tie_deviation_mw=direct.get("tie_deviation_mw"),
+                          exchange_deviation_mw=direct.get("exchange_deviation_mw"))
     else:
         ev = ACEvaluation(ac_converged=True, restoration=restoration, direct=direct, **point)
     ev.wall_s = time.perf_counter() - t0
@@ -142,7 +154,7 @@ def evaluate_ac(net: Network, dispatch: Dispatch, shed_mw: np.ndarray | None = N
 # --------------------------------------------------------------------------- the direct power flow
 
 
-def _direct(net: Network, d: Dispatch) -> tuple[dict[str, Any], PandapowerDispatch]:
+def _direct(net: Network, d: Dispatch, held=None) -> tuple[dict[str, Any], PandapowerDispatch]:
     """The set-points as they are (reactive limits not enforced): :func:`ac_check` plus the reactive violations and
     the cost; and the pandapower network it ran on (every branch rated: the restoration's OPF needs that)."""
     chk = ac_check(net, d, unrated_mva=UNRATED_MVA)
@@ -153,13 +165,13 @@ def _direct(net: Network, d: Dispatch) -> tuple[dict[str, Any], PandapowerDispat
     return {"converged": True, "cost": _cost(net, p), "max_line_loading_percent": chk.max_loading_percent,
             "max_voltage_violation_pu": chk.max_voltage_violation_pu,
             "max_q_violation_mvar": float(_q_violation(pdd, q).max(initial=0.0)),
-            "slack_mismatch_mw": chk.slack_mismatch_mw}, pdd
+            "slack_mismatch_mw": chk.slack_mismatch_mw, **_tie_deviation(pdd, net, held)}, pdd
 
 
 # --------------------------------------------------------------------------- restoration
 
 
-def _restore(net: Network, d: Dispatch, mode: str, pdd: PandapowerDispatch | None = None) -> dict[str, Any] | None:
+def _restore(net: Network, d: Dispatch, mode: str, pdd: PandapowerDispatch | None = None, held=None) -> dict[str, Any] | None:
     """The restoring AC OPF (``mode`` "voltage": P held; "redispatch": P may move at a penalty) and the power flow at
     its set-points with reactive limits enforced; None when either does not converge. ``pdd``: the dispatch's
     pandapower network (every branch rated) to prepare in place, else a new one."""
@@ -194,7 +206,8 @@ def _restore(net: Network, d: Dispatch, mode: str, pdd: PandapowerDispatch | Non
     shift = np.abs(p - set_p)[~slack]
     return {"cost": _cost(net, p), "max_line_loading_percent": _loading(pdd, net),
             "max_voltage_violation_pu": _voltage_violation(pdd, net), "max_q_violation_mvar": float(_q_violation(pdd, q).max(initial=0.0)),
-            "slack_mismatch_mw": float(p[slack].sum() - d.pg[slack].sum() * S), "max_p_shift_mw": float(shift.max(initial=0.0))}
+            "slack_mismatch_mw": float(p[slack].sum() - d.pg[slack].sum() * S), "max_p_shift_mw": float(shift.max(initial=0.0)),
+            **_tie_deviation(pdd, net, held)}
 
 
 def _opf_network(net: Network, d: Dispatch, mode: str, pdd: PandapowerDispatch | None = None) -> PandapowerDispatch:
@@ -351,6 +364,43 @@ def _loading(pdd: PandapowerDispatch, net: Network) -> float | None:
             loads.append(res["loading_percent"].reindex(pdd.branches["element"].to_numpy()[sel]).to_numpy(dtype=float))
     vals = np.concatenate(loads) if loads else np.zeros(0)
     return float(np.nanmax(vals)) if np.isfinite(vals).any() else None
+
+
+def ac_branch_flows(net: Network, vm: np.ndarray, va: np.ndarray) -> dict[str, np.ndarray]:
+    """Every branch's flows (p.u.; ``pf``, ``qf`` into it at its from end, ``pt``, ``qt`` at its to end) at bus voltage
+    magnitudes ``vm`` and angles ``va`` (radians): the relaxation's flow equations at w = vm², wr + j·wi =
+    V_f V_t e^{j(θ_f − θ_t)} (docs/formulation.md), which are the AC ones (tests/test_pandapower_io.py)."""
+    cf = branch_flow_coefficients(net)
+    f, t = net.f_bus, net.t_bus
+    w = vm**2
+    prod = vm[f] * vm[t]
+    wr, wi = prod * np.cos(va[f] - va[t]), prod * np.sin(va[f] - va[t])
+    out = {}
+    for kind in ("pf", "qf", "pt", "qt"):
+        end = f if kind[1] == "f" else t
+        out[kind] = cf[kind + "_w"] * w[end] + cf[kind + "_wr"] * wr + cf[kind + "_wi"] * wi
+    return out
+
+
+def _tie_deviation(pdd: PandapowerDispatch, net: Network, held) -> dict[str, float | None]:
+    """At the power flow's solution: the largest |AC flow − held value| (MW) over the held tie-line ends
+    (``tie_deviation_mw``), and over the zones, of the sum of their own held ends (``exchange_deviation_mw``)."""
+    out: dict[str, float | None] = {"tie_deviation_mw": None, "exchange_deviation_mw": None}
+    if not held or pdd.buses is None:
+        return out
+    flows_mw, zone_of_bus = held
+    res = pdd.net.res_bus.reindex(pdd.buses)
+    flows = ac_branch_flows(net, res["vm_pu"].to_numpy(dtype=float), np.deg2rad(res["va_degree"].to_numpy(dtype=float)))
+    keys = [(kind, br) for kind, br in flows_mw if kind in flows]
+    if not keys:
+        return out
+    dev = np.array([float(flows[kind][br]) * net.base_mva - flows_mw[(kind, br)] for kind, br in keys])
+    out["tie_deviation_mw"] = float(np.abs(dev).max())
+    if zone_of_bus is not None:
+        ends = np.array([net.f_bus[br] if kind == "pf" else net.t_bus[br] for kind, br in keys])
+        zones = np.asarray(zone_of_bus)[ends]
+        out["exchange_deviation_mw"] = float(np.abs(np.bincount(zones, weights=dev)).max())
+    return out
 
 
 def _cost(net: Network, p_mw: np.ndarray) -> float | None:

@@ -475,7 +475,8 @@ def _ac_check(k, horizon, backend, diags, part) -> dict[str, Any]:
 
 #: the operator's figures of a period's implemented dispatch and of its centralized one (powerdp.opf.ac_evaluation)
 IMPLEMENTED_COLUMNS = ("cost", "relative_cost_gap", "shedding_mw", "ac_converged", "max_line_loading_percent",
-                       "max_voltage_violation_pu", "max_q_violation_mvar", "slack_mismatch_mw", "restoration", "max_p_shift_mw")
+                       "max_voltage_violation_pu", "max_q_violation_mvar", "slack_mismatch_mw", "restoration", "max_p_shift_mw",
+                       "tie_deviation_mw", "exchange_deviation_mw")
 
 
 def _implemented_row(k, horizon, implemented, evaluation, part) -> dict[str, Any]:
@@ -508,7 +509,8 @@ def _implemented_row(k, horizon, implemented, evaluation, part) -> dict[str, Any
             ref_cost = ref["cost"]
             ref["relative_cost_gap"] = 0.0 if ref_cost is not None else None
         dispatch = dispatch_from_zones(net_k, part.zone_of_bus, {z: v.solution for z, v in implemented.items()})
-        imp = evaluate_ac(net_k, dispatch, shed).to_dict(row["implemented_shedding_mw"], ref_cost)
+        held = {key: mw for v in implemented.values() for key, mw in v.held_mw.items()}
+        imp = evaluate_ac(net_k, dispatch, shed, held, part.zone_of_bus).to_dict(row["implemented_shedding_mw"], ref_cost)
     except PowerDPError as exc:
         log.warning("period %d: the AC evaluation failed: %s", k, exc)
         return row

@@ -124,6 +124,7 @@ class ZoneImplemented:
     held: str  # "exact" or "soft" (powerdp.apps.power_flow.implemented)
     outcome: str
     solver_s: float
+    held_mw: dict[tuple[str, int], float] = dataclasses.field(default_factory=dict)  # the held tie-line flows, MW
 
 
 class ZoneAgent:
@@ -427,6 +428,7 @@ class ZoneAgent:
             shedding_mw=total_shedding_mw(sp, self._net.base_mva), objective=self._f.value(z),
             cost=generation_cost(self._net, z[self._gen_cols], self._gens), held=point.held, outcome=point.outcome,
             solver_s=point.solver_s,
+            held_mw={k: float(v) * self._net.base_mva for k, v in zip(self._held.keys, self._held.values(msg.w))},
         )
 
     # ----------------------------------------------------------- evaluation

@@ -346,7 +346,8 @@ def evaluate_implemented(result: RunResult, net: Network, part: Partition, centr
         ref_shed = central.buses["p_shed_mw"].to_numpy(dtype=float) if "p_shed_mw" in central.buses else None
         ref = evaluate_ac(net, central.dispatch, ref_shed)
         result.summary["implemented_reference"] = ref.to_dict(float(central.total_shedding_mw), ref.cost)
-    ev = evaluate_ac(net, dispatch, shed)
+    held = {k: mw for imp in zones.values() for k, mw in getattr(imp, "held_mw", {}).items()}
+    ev = evaluate_ac(net, dispatch, shed, held, part.zone_of_bus)
     result.summary["implemented"] = {**ev.to_dict(shedding, ref.cost if ref is not None else None),
                                      **implemented_figures(zones)}
 
