@@ -37,10 +37,13 @@ from ...opf.compiled import CompiledProblem, QuadraticObjective
 from ...opf.formulation import branch_flow_coefficients
 from ...opf.local_solver import SUCCESS_OUTCOMES
 
-__all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "SOFT_HOLD_WEIGHT"]
+__all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "SOFT_HOLD_WEIGHT", "HOLDS"]
 
 #: the soft hold's penalty κ as a fraction of the shedding weight ω (per p.u.² of deviation from the schedule)
 SOFT_HOLD_WEIGHT = 0.01
+#: what a zone may hold (:func:`held_flows`): its own end of each tie-line's active power (the product's), both ends,
+#: or every shared variable (the boundary's W and flows; benchmarks/implemented_holds.py measures why not)
+HOLDS = ("own-end", "both-ends", "shared")
 
 
 @dataclass(frozen=True)
@@ -61,21 +64,32 @@ class HeldFlows:
         return np.asarray(self.A_w @ np.asarray(agreed, dtype=float), dtype=float)
 
 
-def held_flows(net: Network, problem: CompiledProblem, own_buses: np.ndarray, shared_keys: Sequence[Hashable]) -> HeldFlows:
+def held_flows(net: Network, problem: CompiledProblem, own_buses: np.ndarray, shared_keys: Sequence[Hashable],
+               hold: str = "own-end") -> HeldFlows:
     """The active power at each tie-line end on one of the zone's own buses (module docstring), as rows over the
     zone's variables and over its shared values: the flow variable itself when flows are variables, else its linear
-    expression in (w, wr, wi) (docs/formulation.md)."""
+    expression in (w, wr, wi) (docs/formulation.md). ``hold`` (:data:`HOLDS`): ``"both-ends"`` holds both ends of
+    each tie-line, ``"shared"`` every shared variable as it is (for the comparison of benchmarks/implemented_holds.py)."""
+    if hold not in HOLDS:
+        raise ValueError(f"hold = {hold!r}: choose one of {', '.join(HOLDS)}")
     own = np.zeros(net.n_bus, dtype=bool)
     own[np.asarray(own_buses, dtype=np.int64)] = True
     shared = {k: i for i, k in enumerate(shared_keys)}
     col = {k: j for j, k in enumerate(problem.var_keys)}
+    if hold == "shared":
+        keys = [k for k in shared_keys if k in col]
+        rows = [([col[k]], [1.0]) for k in keys]
+        rows_w = [([shared[k]], [1.0]) for k in keys]
+        return HeldFlows(keys=tuple(keys), A=_matrix(rows, problem.n), A_w=_matrix(rows_w, len(shared)))
     tie = own[net.f_bus] != own[net.t_bus]
     cf = branch_flow_coefficients(net)
     keys: list[tuple[str, int]] = []
     rows: list[tuple[list[int], list[float]]] = []
     rows_w: list[tuple[list[int], list[float]]] = []
-    for br in np.flatnonzero(tie):
-        kind = "pf" if own[net.f_bus[br]] else "pt"
+    ends = [("pf" if own[net.f_bus[br]] else "pt", int(br)) for br in np.flatnonzero(tie)]
+    if hold == "both-ends":
+        ends = [(kind, br) for br in np.flatnonzero(tie) for kind in ("pf", "pt")]
+    for kind, br in ends:
         key = (kind, int(br))
         if key in col and key in shared:
             keys.append(key)
@@ -95,11 +109,13 @@ def held_flows(net: Network, problem: CompiledProblem, own_buses: np.ndarray, sh
         f, t = int(dc.f_bus[line]), int(dc.t_bus[line])
         if own[f] == own[t]:
             continue
-        key = ("p_dc_fr" if own[f] else "p_dc_to", int(line))
-        if key in col and key in shared:
-            keys.append(key)
-            rows.append(([col[key]], [1.0]))
-            rows_w.append(([shared[key]], [1.0]))
+        kinds = ("p_dc_fr", "p_dc_to") if hold == "both-ends" else ("p_dc_fr" if own[f] else "p_dc_to",)
+        for kind in kinds:
+            key = (kind, int(line))
+            if key in col and key in shared:
+                keys.append(key)
+                rows.append(([col[key]], [1.0]))
+                rows_w.append(([shared[key]], [1.0]))
     return HeldFlows(keys=tuple(keys), A=_matrix(rows, problem.n), A_w=_matrix(rows_w, len(shared)))
 
 
