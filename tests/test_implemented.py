@@ -167,3 +167,30 @@ def test_without_evaluation_nothing_of_it_returns_to_the_coordinator(tmp_path, m
     assert calls and all(v is None for payload in calls for v in (payload.values() if isinstance(payload, dict) else payload))
     written = sorted((tmp_path / "run" / "zones.private").glob("zone_*/implemented.csv"))
     assert len(written) == 2
+
+
+def test_a_dispatch_evaluates_every_periods_implemented_dispatch(tmp_path):
+    """Each period: the zones' implemented dispatch on the period's loads, evaluated as an operator would beside the
+    period's centralized dispatch; --json nests the figures as each run's summary names them."""
+    from powerdp.apps.dispatch.config import DispatchConfig
+    from powerdp.apps.dispatch.runner import run_dispatch
+    from powerdp.grid.profiles import load_horizon
+
+    from .test_dispatch import day_profile
+
+    profile = day_profile(tmp_path / "day.csv", 2)
+    horizon = load_horizon("case14", periods=2, profiles=profile)
+    cfg = DispatchConfig(source="case14", profiles=str(profile), periods=2, zones=2, algorithm="totl", target_epsilon=1.0,
+                         relation="event", max_rounds=30, seed=0)
+    res = run_dispatch(cfg, horizon)
+    periods = res.views()["simulation_evaluation"]["periods"]
+    for p in periods:
+        imp, ref = p["implemented"], p["implemented_reference"]
+        assert set(EVALUATION_FIELDS) <= set(imp) and set(EVALUATION_FIELDS) <= set(ref)
+        assert imp["ac_converged"] and ref["relative_cost_gap"] == 0.0
+        assert abs(imp["relative_cost_gap"]) < 0.01 and imp["shedding_mw"] < 0.01 * p["load_mw"]
+        assert p["shedding_mw"] > 10 * imp["shedding_mw"]  # the run's own dispatch follows the totals' equal shares
+    s = res.summary
+    assert s["implemented_ac_converged_periods"] == 2 and s["implemented_max_shedding_fraction"] < 0.01
+    coordinator = res.views()["coordinator_view"]
+    assert not any("implemented" in k for k in coordinator) and not any("implemented" in k for p in coordinator["periods"] for k in p)
