@@ -46,8 +46,9 @@ from powerdp.studies.plots import utility_floor
 from powerdp.studies.sweep import SweepSpec, run_sweep
 
 BUDGET_ALGORITHMS = ["objl", "objg", "outl", "outg", "inpl", "inpg"]
-PURE = ["objl", "outl", "inpl"]  # Laplace at δ = 0
-WITH_DELTA = ["objg", "outg", "inpg", "objl", "inpl"]  # δ = 1e-5 (Laplace: exact PLD calibration)
+NEW_ALGORITHMS = ["totl", "totg", "hrcl", "hrcg"]  # the zone totals released once (issue 37), alone or with the bus loads
+PURE = ["objl", "outl", "inpl", "totl", "hrcl"]  # Laplace at δ = 0
+WITH_DELTA = ["objg", "outg", "inpg", "objl", "inpl", "totg", "hrcg", "totl", "hrcl"]  # δ = 1e-5 (Laplace: exact PLD calibration)
 BUDGETS = [0.1, 1.0, 10.0]
 
 
@@ -107,17 +108,23 @@ def budget_table(args: argparse.Namespace) -> None:
         rows.append({
             "algorithm": alg, "delta": delta, "total_epsilon": te, "floor": floor,
             "median_objective": float(g["final_objective"].median()),
+            # the implemented dispatch's F (each zone's true loads, its tie-line flows held at the agreed values)
+            "median_implemented_objective": (float(g["implemented_objective"].median())
+                                             if "implemented_objective" in g and g["implemented_objective"].notna().any() else None),
             "median_feasibility": float(g["final_feasibility"].median()),
             "max_violation": float(g["max_violation"].max()),
             "epsilon_total_max": float(g["epsilon_total"].max()),
             "objectives": [float(v) for v in g.sort_values("seed")["final_objective"]],
         })
     print(f"\n{args.case}, 3 zones, T = {args.rounds}, E = 1, product defaults, {args.seeds} seeds (median)")
-    print(f"{'total ε':>8} {'δ':>6} {'algorithm':>9} {'objective F':>12} {'floor n(β/ε)²':>14} {'F/floor':>8} {'feasibility':>12} {'ε spent':>8}")
-    order = {a: k for k, a in enumerate(BUDGET_ALGORITHMS)}
+    print(f"{'total ε':>8} {'δ':>6} {'algorithm':>9} {'objective F':>12} {'floor n(β/ε)²':>14} {'F/floor':>8} {'feasibility':>12} "
+          f"{'ε spent':>8} {'implemented F':>14} {'impl./floor':>11}")
+    order = {a: k for k, a in enumerate(BUDGET_ALGORITHMS + NEW_ALGORITHMS)}
     for r in sorted(rows, key=lambda r: (r["total_epsilon"], r["delta"], order.get(r["algorithm"], 99))):
+        imp = r["median_implemented_objective"]
+        imp_txt = f"{imp:>14.4g} {imp / r['floor']:>11.3g}" if imp is not None else f"{'—':>14} {'—':>11}"
         print(f"{r['total_epsilon']:>8g} {r['delta']:>6g} {r['algorithm']:>9} {r['median_objective']:>12.4g} {r['floor']:>14.3g} "
-              f"{r['median_objective'] / r['floor']:>8.3g} {r['median_feasibility']:>12.3g} {r['epsilon_total_max']:>8.4g}")
+              f"{r['median_objective'] / r['floor']:>8.3g} {r['median_feasibility']:>12.3g} {r['epsilon_total_max']:>8.4g} {imp_txt}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)
@@ -215,7 +222,7 @@ def implemented_markdown(rows: list[dict]) -> str:
             "restoration | line loading max % (ref.) | V viol. max p.u. (ref.) | Q viol. max MVAr (ref.) | direct Q viol. "
             "MVAr (ref.) | the run's own shed (MW, median) |")
     lines = [head, "|" + "---|" * 13]
-    order = {a: k for k, a in enumerate(BUDGET_ALGORITHMS + ["totl", "totg", "hrcl", "hrcg"])}
+    order = {a: k for k, a in enumerate(BUDGET_ALGORITHMS + NEW_ALGORITHMS)}
     for r in sorted(rows, key=lambda r: (r["case"], r["total_epsilon"], r["delta"], order.get(r["algorithm"], 99))):
         lines.append(
             f"| {r['case']} | {r['total_epsilon']:g} | {r['delta']:g} | {r['algorithm']} | {r['gap_median']:+.2e} "
@@ -246,7 +253,7 @@ def main() -> None:
         ap = argparse.ArgumentParser(prog="utility.py implemented", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
         ap.add_argument("--cases", nargs="+", default=list(IMPLEMENTED_CASES), choices=list(IMPLEMENTED_CASES))
-        ap.add_argument("--algorithms", nargs="+", default=BUDGET_ALGORITHMS + ["totl", "totg", "hrcl", "hrcg"])
+        ap.add_argument("--algorithms", nargs="+", default=BUDGET_ALGORITHMS + NEW_ALGORITHMS)
         ap.add_argument("--budgets", nargs="+", type=float, default=BUDGETS)
         ap.add_argument("--deltas", nargs="+", type=float, default=[1e-5, 0.0])
         ap.add_argument("--seeds", type=int, default=3)
@@ -263,7 +270,7 @@ def main() -> None:
         ap.add_argument("--case", default="case118")
         ap.add_argument("--seeds", type=int, default=3)
         ap.add_argument("--rounds", type=int, default=100)
-        ap.add_argument("--algorithms", nargs="+", default=BUDGET_ALGORITHMS)
+        ap.add_argument("--algorithms", nargs="+", default=BUDGET_ALGORITHMS + NEW_ALGORITHMS)
         ap.add_argument("--budgets", nargs="+", type=float, default=BUDGETS)
         ap.add_argument("--out", required=True, help="sweep directory (resumable; powerdp plot OUT draws the figure)")
         ap.add_argument("--jobs", type=int, default=None)
