@@ -160,7 +160,9 @@ def implemented_sweeps(args: argparse.Namespace):
 
             case = str(benchmark_file("pglib", "pglib_opf_case118_ieee.m", checks="the implemented dispatch on rated lines"))
         for delta in args.deltas:
-            for family, algorithms, extra in FAMILIES:
+            for family, algorithms, extra in sorted(FAMILIES, key=lambda f: args.families.index(f[0])):
+                if family not in args.families:
+                    continue
                 algs = [a for a in algorithms if a in args.algorithms and (delta > 0 or a in LAPLACE)]
                 algs = [a for a in algs if not (delta > 0 and a in OUTPUT_DELTA_FREE)]
                 if not algs:
@@ -256,6 +258,8 @@ def main() -> None:
         ap.add_argument("--algorithms", nargs="+", default=BUDGET_ALGORITHMS + NEW_ALGORITHMS)
         ap.add_argument("--budgets", nargs="+", type=float, default=BUDGETS)
         ap.add_argument("--deltas", nargs="+", type=float, default=[1e-5, 0.0])
+        ap.add_argument("--families", nargs="+", default=[f[0] for f in FAMILIES], choices=[f[0] for f in FAMILIES],
+                        help="which families of mechanisms, in this order")
         ap.add_argument("--seeds", type=int, default=3)
         ap.add_argument("--rounds", type=int, default=100)
         ap.add_argument("--local-solver", default="clarabel")
