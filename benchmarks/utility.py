@@ -160,9 +160,8 @@ def implemented_sweeps(args: argparse.Namespace):
 
             case = str(benchmark_file("pglib", "pglib_opf_case118_ieee.m", checks="the implemented dispatch on rated lines"))
         for delta in args.deltas:
-            for family, algorithms, extra in sorted(FAMILIES, key=lambda f: args.families.index(f[0])):
-                if family not in args.families:
-                    continue
+            chosen = sorted((f for f in FAMILIES if f[0] in args.families), key=lambda f: args.families.index(f[0]))
+            for family, algorithms, extra in chosen:
                 algs = [a for a in algorithms if a in args.algorithms and (delta > 0 or a in LAPLACE)]
                 algs = [a for a in algs if not (delta > 0 and a in OUTPUT_DELTA_FREE)]
                 if not algs:
