@@ -152,16 +152,16 @@ def implemented_sweeps(args: argparse.Namespace):
     """Every (case, δ, family) sweep of ``implemented`` mode; yields (case name, δ, its runs table)."""
     import pandas as pd
 
-    for name in args.cases:
-        case, part = IMPLEMENTED_CASES[name]
-        if case is None:
-            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-            from tests.shared_data import benchmark_file
+    chosen = sorted((f for f in FAMILIES if f[0] in args.families), key=lambda f: args.families.index(f[0]))
+    for family, algorithms, extra in chosen:  # family by family: the ones asked first are complete first
+        for name in args.cases:
+            case, part = IMPLEMENTED_CASES[name]
+            if case is None:
+                sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+                from tests.shared_data import benchmark_file
 
-            case = str(benchmark_file("pglib", "pglib_opf_case118_ieee.m", checks="the implemented dispatch on rated lines"))
-        for delta in args.deltas:
-            chosen = sorted((f for f in FAMILIES if f[0] in args.families), key=lambda f: args.families.index(f[0]))
-            for family, algorithms, extra in chosen:
+                case = str(benchmark_file("pglib", "pglib_opf_case118_ieee.m", checks="the implemented dispatch on rated lines"))
+            for delta in args.deltas:
                 algs = [a for a in algorithms if a in args.algorithms and (delta > 0 or a in LAPLACE)]
                 algs = [a for a in algs if not (delta > 0 and a in OUTPUT_DELTA_FREE)]
                 if not algs:
