@@ -145,6 +145,9 @@ FAMILIES = [
     ("output", ["outl", "outg"], {"linearize": "all"}),
 ]
 LAPLACE = {"objl", "inpl", "totl", "hrcl", "outl"}
+#: one release per run: their exact-PLD calibration at δ = 1e-5 gives the pure-ε noise (the per-step ε is the total), so
+#: their δ = 0 runs would repeat the δ = 1e-5 ones draw for draw; they run at δ = 0 only when no δ > 0 is asked
+ONE_RELEASE = {"inpl", "totl", "hrcl"}
 OUTPUT_DELTA_FREE = {"outl"}  # Laplace output perturbation is pure ε only (docs/privacy.md)
 
 
@@ -164,6 +167,8 @@ def implemented_sweeps(args: argparse.Namespace):
             for delta in args.deltas:
                 algs = [a for a in algorithms if a in args.algorithms and (delta > 0 or a in LAPLACE)]
                 algs = [a for a in algs if not (delta > 0 and a in OUTPUT_DELTA_FREE)]
+                if delta == 0 and any(d > 0 for d in args.deltas):
+                    algs = [a for a in algs if a not in ONE_RELEASE]
                 if not algs:
                     continue
                 base = {"objective": "cost+shedding", "rounds": args.rounds, "local_solver": args.local_solver, **extra}

@@ -290,12 +290,30 @@ def _renamed(row: dict) -> dict:
     return out
 
 
+#: the centralized references a process has solved (and evaluated), by what decides them: a sweep's runs of one case
+#: share one (its solve and its AC evaluation take longer than a private case118 run)
+_REFERENCES: dict[tuple, Any] = {}
+
+
+def _reference_key(net: Network, config: RunConfig) -> tuple:
+    import hashlib
+
+    h = hashlib.sha256()
+    for a in (net.pd, net.qd, net.pmin, net.pmax, net.qmin, net.qmax, net.cost_c2, net.cost_c1, net.rate_a, net.vmin, net.vmax):
+        h.update(np.ascontiguousarray(a, dtype=float).tobytes())
+    return (net.name, net.n_bus, net.n_branch, h.hexdigest(), config.objective, config.convention, config.flows,
+            config.shedding_weight)
+
+
 def _centralized_reference(net: Network, config: RunConfig):
     """The centralized optimum of the run's objective (an :class:`~powerdp.opf.centralized.OPFResult`, None when it
     fails), solved with Ipopt whatever the local solver: the reference the product is specified on (Clarabel does
     not reach its tolerances on some large centralized problems, README "Choosing the local solver")."""
     from ...opf.centralized import solve_opf
 
+    key = _reference_key(net, config)
+    if key in _REFERENCES:
+        return _REFERENCES[key]
     try:
         res = solve_opf(
             net, objective=config.objective, convention=config.convention, flows=config.flows,
@@ -307,6 +325,9 @@ def _centralized_reference(net: Network, config: RunConfig):
     if not res.success:
         log.warning("centralized reference solve failed (%s); the run reports no gap to it", res.status_name)
         return None
+    if len(_REFERENCES) > 8:
+        _REFERENCES.clear()
+    _REFERENCES[key] = res
     return res
 
 
@@ -343,8 +364,10 @@ def evaluate_implemented(result: RunResult, net: Network, part: Partition, centr
     shedding = float(sum(imp.shedding_mw for imp in zones.values()))
     ref = None
     if central is not None:
-        ref_shed = central.buses["p_shed_mw"].to_numpy(dtype=float) if "p_shed_mw" in central.buses else None
-        ref = evaluate_ac(net, central.dispatch, ref_shed)
+        ref = getattr(central, "_operator_evaluation", None)  # evaluated once per reference (a sweep's runs share it)
+        if ref is None:
+            ref_shed = central.buses["p_shed_mw"].to_numpy(dtype=float) if "p_shed_mw" in central.buses else None
+            ref = central._operator_evaluation = evaluate_ac(net, central.dispatch, ref_shed)
         result.summary["implemented_reference"] = ref.to_dict(float(central.total_shedding_mw), ref.cost)
     held = {k: mw for imp in zones.values() for k, mw in getattr(imp, "held_mw", {}).items()}
     ev = evaluate_ac(net, dispatch, shed, held, part.zone_of_bus)
