@@ -280,8 +280,8 @@ def _finished(d: Path) -> bool:
 
 
 def _settings(cfg: RunConfig) -> dict[str, Any]:
-    """The settings that decide a run's results."""
-    return {k: v for k, v in cfg.to_dict().items() if k not in RESUME_MAY_CHANGE and k != "rho"}
+    """The settings that decide a run's results (ρ and ω are compared apart: a run records the values it resolved)."""
+    return {k: v for k, v in cfg.to_dict().items() if k not in RESUME_MAY_CHANGE and k not in ("rho", "shedding_weight")}
 
 
 def changed_runs(spec: SweepSpec, out: Path) -> dict[str, str]:
@@ -305,6 +305,10 @@ def changed_runs(spec: SweepSpec, out: Path) -> dict[str, str]:
         if old.rho is not None and cfg.rho is not None and old.rho != cfg.rho:
             diff.append("rho")
             a["rho"], b["rho"] = old.rho, cfg.rho
+        auto = (None, "auto")  # a spec that leaves ω to the run accepts the value the run resolved
+        if cfg.shedding_weight not in auto and old.shedding_weight not in auto and old.shedding_weight != cfg.shedding_weight:
+            diff.append("shedding_weight")
+            a["shedding_weight"], b["shedding_weight"] = old.shedding_weight, cfg.shedding_weight
         if diff:
             changed[run] = ", ".join(f"{k} {a.get(k)!r} → {b.get(k)!r}" for k in diff)
     return changed
