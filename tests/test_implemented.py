@@ -194,3 +194,18 @@ def test_a_dispatch_evaluates_every_periods_implemented_dispatch(tmp_path):
     assert s["implemented_ac_converged_periods"] == 2 and s["implemented_max_shedding_fraction"] < 0.01
     coordinator = res.views()["coordinator_view"]
     assert not any("implemented" in k for k in coordinator) and not any("implemented" in k for p in coordinator["periods"] for k in p)
+
+
+def test_a_sweep_with_the_operators_evaluation_draws_the_implemented_figure(tmp_path):
+    """`powerdp plot` of a budget sweep with operator_evaluation draws implemented_CASE.png from its runs table."""
+    from powerdp.studies.plots import plot_sweep
+    from powerdp.studies.sweep import SweepSpec, run_sweep
+
+    spec = SweepSpec(cases=["case14"], partitions=[{"zones": 2}], algorithms=["totl"], target_epsilons=[0.5, 5.0],
+                     seeds=[0], base={"objective": "cost+shedding", "rounds": 3, "local_solver": "clarabel"},
+                     operator_evaluation=True)
+    runs = run_sweep(spec, tmp_path / "s", jobs=1)
+    assert runs["implemented_relative_cost_gap"].notna().all() and runs["implemented_ac_converged"].all()
+    assert (runs["reference_relative_cost_gap"] == 0.0).all()
+    paths = plot_sweep(tmp_path / "s")
+    assert tmp_path / "s" / "figures" / "implemented_case14.png" in paths
