@@ -77,14 +77,15 @@ def test_no_pickle_in_the_package():
     assert offenders == []
 
 
-def test_resume_of_a_secret_noise_run_draws_fresh_entropy_and_keeps_its_input_noise(tmp_path):
-    """Without a seed no generator state is kept anywhere (issue 26: fresh OS entropy on resume is as good); the
-    zone's private checkpoint keeps what must survive, input perturbation's ξ drawn once, and the run stays secret."""
+def test_resume_of_a_secret_noise_run_continues_its_stream_and_keeps_its_input_noise(tmp_path):
+    """Without a seed the zone's private checkpoint keeps its secret stream (AES key, counter, position: issue 36, so a
+    resumed zone redraws the noise of the rounds it repeats), input perturbation's ξ drawn once, and the run stays
+    secret."""
     cfg = RunConfig(case="case14", zones=2, algorithm="inpl", epsilon=1.0, rounds=4, checkpoint_every=2)
     run_distributed(cfg.replace(rounds=2), out=tmp_path / "r", reference=False)
     state = load_state(tmp_path / "r" / "zones.private" / "zone_0" / "checkpoint" / "round_2")
     assert state["noise_source"] == "secret" and "input_noise" in state  # ξ (drawn once) stays in the zone's folder
-    assert "rng" not in state  # a secret run keeps no generator state: the resumed zone draws fresh OS entropy
+    assert state["rng"]["stream"] == "aes-256-ctr" and len(bytes.fromhex(state["rng"]["key"])) == 32  # the zone's own
     res = run_distributed(cfg, out=tmp_path / "r", resume=True, reference=False)
     assert res.summary["noise_source"] == "secret" and len(res.history) == 4
     # input perturbation draws d̃ once: the resumed zone kept it (same noise magnitude every round)

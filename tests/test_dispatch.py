@@ -404,29 +404,42 @@ def _clip_agent(seed=3, scale=1.0):
 def test_clipped_loads_lie_in_their_public_range_and_forget_the_true_load():
     """--clip-loads: the linear term the zone solves with stands for perturbed loads inside [0, R] (p) and [−R, R]
     (q), and an entry that was clipped no longer depends on the true load (an attack: two zones that differ only in
-    their loads, with the same noise, give the same clipped entries)."""
+    their loads, with the same noise, give the same clipped entries, bit for bit). Input perturbation clips once per
+    draw: the term it computes with for the whole period."""
     a, rating, net = _clip_agent()
     b, _, _ = _clip_agent(scale=1.5)  # other loads, the same seeded noise
     w2 = 2.0 * a._omega
-    c0 = np.zeros(a.n)
-    ca, cb = c0.copy(), c0.copy()
-    a._perturb_clipped(ca)
-    b._perturb_clipped(cb)
-    d_hat = np.concatenate([a._pd, a._qd]) + (ca - c0)[np.concatenate([a._yp, a._yq])] / w2
     n = len(a._yp)
-    assert np.all(d_hat[:n] >= -1e-12) and np.all(d_hat[:n] <= rating + 1e-12)
-    assert np.all(np.abs(d_hat[n:]) <= rating + 1e-12)
+    d_a, d_b = (np.concatenate([z._f_lin.c[z._yp], z._f_lin.c[z._yq]]) / w2 for z in (a, b))  # the d̃ each computes with
+    assert np.all(d_a[:n] >= -1e-12) and np.all(d_a[:n] <= rating + 1e-12)
+    assert np.all(np.abs(d_a[n:]) <= rating + 1e-12)
     # the noise is huge (ε = 1e-3): most entries are clipped, and those are the same for both loads
-    clipped = np.isclose(np.abs(d_hat[:n]), 0.0) | np.isclose(d_hat[:n], rating)
+    clipped = np.isclose(np.abs(d_a[:n]), 0.0) | np.isclose(d_a[:n], rating)
     assert clipped.sum() >= n // 2
-    ya = (ca - c0)[a._yp] / w2 + a._pd
-    yb = (cb - c0)[b._yp] / w2 + b._pd
-    assert np.allclose(ya[clipped], yb[clipped], atol=1e-12)
+    assert np.array_equal(d_a[:n][clipped], d_b[:n][clipped])
+    # the linearized step sees them: its gradient on y is 2ω(y + d̃)
+    z = np.zeros(a.n)
+    assert np.array_equal(a.gradient(z)[a._yp], a._f_lin.c[a._yp])
     # without ratings nothing is clipped: the perturbed loads run far outside the range
     a.set_period({"period": 1, "pd": a._pd, "qd": a._qd, "pmax": net.pmax[a._gens], "rating": None})
-    c = c0.copy()
-    a._perturb_clipped(c)
-    assert np.max(np.abs(c[a._yp] / w2)) > 5 * rating.max()  # 13.1 against 1.88 with this seed
+    assert np.max(np.abs(a._f_lin.c[a._yp] / w2)) > 5 * rating.max()
+
+
+def test_objective_perturbation_clips_each_steps_noisy_term():
+    """--clip-loads with objective perturbation: each step's noisy term stands for perturbed loads in their range."""
+    net = load_case("case14")
+    cfg = resolve_config(RunConfig(case="case14", zones=2, objective="cost+shedding", algorithm="objl", seed=3,
+                                   epsilon=1e-3), net)
+    part = resolve_partition(net, cfg)
+    agent = DispatchZoneAgent(net, 0, part.own_buses(0), tuple(part.shared_by_zone(cfg.flows)[0]), cfg)
+    own = agent._own
+    rating = np.where(net.pd[own] > 0, 2.0 * np.abs(net.pd[own]), 0.0)
+    agent.set_period({"period": 0, "pd": net.pd[own], "qd": net.qd[own], "pmax": net.pmax[agent._gens], "rating": rating})
+    c = agent.gradient(np.zeros(agent.n))
+    before = c.copy()
+    agent.perturbation.perturb_objective(c)
+    d_hat = agent._pd + (c - before)[agent._yp] / (2.0 * agent._omega)
+    assert np.all(d_hat >= -1e-9) and np.all(d_hat <= rating + 1e-9)
 
 
 def test_a_failed_private_solve_does_not_end_the_day(profile, monkeypatch, tmp_path):

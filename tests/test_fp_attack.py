@@ -28,6 +28,28 @@ def test_reachability_is_exact_on_numpy_draws():
     assert reachable_grid(np.array([3 * 2.0**-40]), 2.0**-40).all() and not reachable_grid(np.array([0.1]), 2.0**-40).any()
 
 
+def test_the_replay_of_numpys_laplace_matches_it_whatever_simd_log_numpy_dispatches(monkeypatch):
+    """Why this guards the AVX-512 failure of issue 36. numpy.random's Laplace is C code that calls the C library's
+    scalar log; numpy's vectorized np.log dispatches on the CPU (``numpy.lib.introspect.opt_func_info("^log$")``: here
+    X86_V3, where it loops over the C library's log; on AVX512F/SKX/SPR machines X86_V4, numpy's own SIMD log, whose
+    last bits differ). The replay once used np.log: it matched numpy.random on this machine and missed 12 of 19 draws
+    there, so the audit's floating-point channel went blind. This machine has no AVX-512, so the test makes np.log
+    wrong in its last bit instead: the replay (fp_attack.numpy_laplace) still gives numpy.random's draws bit for bit,
+    because it never calls np.log, while the vectorized formula then misses them."""
+    from powerdp.studies.fp_attack import numpy_laplace
+
+    scale, n = 0.0032, 4000
+    draws = np.random.Generator(np.random.PCG64(7)).laplace(0.0, scale, n)
+    k = (np.random.PCG64(7).random_raw(n) >> np.uint64(11)).astype(np.int64)  # numpy's U = k·2⁻⁵³, one word a draw
+    assert np.array_equal(numpy_laplace(k, scale), draws)
+    true_log = np.log
+    monkeypatch.setattr(np, "log", lambda x, *a, **kw: np.nextafter(true_log(x, *a, **kw), np.inf))  # one ulp off
+    assert np.array_equal(numpy_laplace(k, scale), draws)  # the replay does not depend on numpy's log
+    u = k * (1.0 / 2.0**53)
+    vectorized = np.where(u >= 0.5, 0.0 - scale * np.log(2.0 - u - u), 0.0 + scale * np.log(u + u))
+    assert not np.array_equal(vectorized, draws)  # the np.log formula would have missed them
+
+
 CONFIGS = {
     "objl": dict(algorithm="objl"),
     "outg": dict(algorithm="outg", target_delta=1e-5),

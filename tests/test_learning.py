@@ -285,7 +285,8 @@ def test_learning_run_writes_two_views_never_mixed(tmp_path, digits):
     assert s["final_objective"] is not None and s["centralized_objective"] is not None
     assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]  # nothing mixed at the top level
     coord, ev = d / "coordinator_view", d / "simulation_evaluation"
-    assert sorted(p.name for p in coord.iterdir()) == ["history.csv", "model.npz", "summary.json"]
+    assert sorted(p.name for p in coord.iterdir()) == ["history.csv", "model.npz", "privacy_receipt.json", "summary.json"]
+    assert not _keys(json.loads((coord / "privacy_receipt.json").read_text())) & DATA_DERIVED_KEYS
     assert sorted(p.name for p in ev.iterdir()) == ["history.csv", "summary.json"]
     hist = pd.read_csv(coord / "history.csv", float_precision="round_trip")
     assert list(hist.columns) == LEARN_COORDINATOR_COLUMNS and not DATA_DERIVED_COLUMNS & set(hist.columns)

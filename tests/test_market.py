@@ -149,7 +149,7 @@ def test_market_run_writes_two_views_never_mixed(tmp_path, case30):
     d = tmp_path / "run"
     assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json", "inputs.json"]  # nothing mixed at the top level (inputs.json: the case file and its hash)
     coord, ev = d / "coordinator_view", d / "simulation_evaluation"
-    assert sorted(p.name for p in coord.iterdir()) == ["history.csv", "summary.json"]
+    assert sorted(p.name for p in coord.iterdir()) == ["history.csv", "privacy_receipt.json", "summary.json"]
     hist = pd.read_csv(coord / "history.csv", float_precision="round_trip")
     assert list(hist.columns) == COORDINATOR_COLUMNS and not MARKET_EVAL_COLUMNS & set(hist.columns)
     np.testing.assert_array_equal(hist["primal_residual"].to_numpy(), res.history["primal_residual"].to_numpy())
@@ -160,7 +160,7 @@ def test_market_run_writes_two_views_never_mixed(tmp_path, case30):
     assert MARKET_EVAL_COLUMNS - {"eval_cost_gap", "eval_max_price_error"} <= set(pd.read_csv(ev / "history.csv", nrows=0).columns)
     ev_summary = json.loads((ev / "summary.json").read_text())["summary"]
     assert set(ev_summary) == {"evaluation"} and ev_summary["evaluation"]["cost"] == res.summary["evaluation"]["cost"]
-    public = [d / "config.json", coord / "history.csv", coord / "summary.json"]
+    public = [d / "config.json", coord / "history.csv", coord / "summary.json", coord / "privacy_receipt.json"]
     for value in (res.summary["evaluation"]["cost"], res.history["eval_cost"].iloc[3], res.summary["evaluation"]["imbalance_mw"]):
         assert not any(repr(float(value)) in p.read_text() for p in public), value
     assert read_summary(d) == json.loads(json.dumps(res.summary, default=_plain))  # both views joined: the run's summary

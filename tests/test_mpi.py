@@ -191,8 +191,9 @@ sys.exit(status)
 #: every file the coordinator (rank 0) writes under its --out in a deployment; nothing else may be there
 COORDINATOR_FILES = {
     "config.json", "inputs.json", "partition.csv", "coordinator_view/history.csv", "coordinator_view/consensus.csv",
-    "coordinator_view/summary.json", "simulation_evaluation/history.csv", "simulation_evaluation/summary.json",
-    "checkpoint/state.json", "checkpoint/state.npz", "checkpoint/evaluation.json", "checkpoint/evaluation.npz",
+    "coordinator_view/summary.json", "coordinator_view/privacy_receipt.json", "simulation_evaluation/history.csv",
+    "simulation_evaluation/summary.json", "checkpoint/state.json", "checkpoint/state.npz", "checkpoint/evaluation.json",
+    "checkpoint/evaluation.npz",
 }
 
 
@@ -245,6 +246,9 @@ def test_deployment_zone_ranks_write_nothing_under_out_and_resume_bit_identicall
     # permissions: every zone-private folder 0700, every file 0600 (the umask was 0000)
     for z in (0, 1):
         assert private_tree_problems(split / f"zone_{z}.private") == []
+    # the zones' release journals (issue 36) are on their own hosts, in their own folders
+    journals = sorted(p.relative_to(split).parts[0] for p in split.rglob("releases.journal"))
+    assert journals == ["zone_0.private", "zone_1.private"] and not list(out.rglob("releases.journal"))
     # content: the zones' own numbers (solution of non-shared variables, noise magnitudes) appear in no file of --out
     runs = list((split / "zone_0.private" / "runs").iterdir())
     assert len(runs) == 1

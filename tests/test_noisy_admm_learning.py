@@ -39,7 +39,7 @@ def test_cli_run_json_keys_and_ledger(tmp_path, capsys):
     assert s["rounds"] == s["iterations"] == 101 and s["noise_source"] == "seeded" and s["seed"] == 3
     assert s["released"].startswith("only the final")
     run = tmp_path / "run"  # the two views apart: the release and the ledger; the evaluation (never published)
-    assert sorted(p.name for p in (run / "coordinator_view").iterdir()) == ["model.npz", "summary.json"]
+    assert sorted(p.name for p in (run / "coordinator_view").iterdir()) == ["model.npz", "privacy_receipt.json", "summary.json"]
     assert sorted(p.name for p in (run / "simulation_evaluation").iterdir()) == ["history.csv", "summary.json"]
     assert not {"history.csv", "summary.json", "model.npz", "privacy.json"} & {p.name for p in run.iterdir()}
     assert read_summary(run) == s  # both views joined: the --json record
@@ -259,7 +259,7 @@ def test_process_backend_bit_identical_to_serial_and_clients_write_nothing(tmp_p
     assert {k: v for k, v in s_serial.items() if k not in timing} == {k: v for k, v in s_process.items() if k not in timing}
     assert s_process["backend"] == "process" and s_process["clients"] == 4
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [
-        "config.json", "coordinator_view/model.npz", "coordinator_view/summary.json",
+        "config.json", "coordinator_view/model.npz", "coordinator_view/privacy_receipt.json", "coordinator_view/summary.json",
         "simulation_evaluation/history.csv", "simulation_evaluation/summary.json"]
 
 

@@ -63,7 +63,7 @@ def _load_derived_names_in(path: Path) -> set[str]:
 def test_coordinator_view_holds_only_its_allow_list(finished):
     d, res = finished
     coord = d / COORDINATOR_VIEW
-    assert sorted(p.name for p in coord.iterdir()) == ["consensus.csv", "history.csv", "summary.json"]
+    assert sorted(p.name for p in coord.iterdir()) == ["consensus.csv", "history.csv", "privacy_receipt.json", "summary.json"]
     hist = pd.read_csv(coord / "history.csv", float_precision="round_trip")
     assert list(hist.columns) == COORDINATOR_COLUMNS
     np.testing.assert_array_equal(hist["feasibility"].to_numpy(), res.history["feasibility"].to_numpy())
@@ -72,7 +72,8 @@ def test_coordinator_view_holds_only_its_allow_list(finished):
     assert set(data["summary"]) <= set(COORDINATOR_KEYS)
     assert set(data["summary"]) == set(res.summary) & set(COORDINATOR_KEYS)  # nothing of the allow-list lost
     report_keys = {"zone", "mechanism", "noise_source", "private", "steps", "target_delta",
-                                                 "per_step", "basic", "theorem_4_9", "exact", "tight", "headline", "history"}
+                                                 "per_step", "basic", "theorem_4_9", "exact", "tight", "headline", "history",
+                   "recharged_steps", "releases", "resume"}
     for zone, report in data["privacy"].items():  # the ledger: data-independent
         assert set(report) <= report_keys, zone
     assert list(pd.read_csv(coord / "consensus.csv", nrows=0).columns) == ["variable", "index", "value"]

@@ -293,7 +293,8 @@ def test_out_holding_a_run_is_refused_unless_overwrite(finished_run, capsys):
     (d / "notes.txt").write_text("mine")
     assert main(["-q", "run", "case14", "--rounds", "1", "--no-reference", "--overwrite", "--out", str(d)]) == 0
     assert _history_rows(d) == 1 and (d / "notes.txt").read_text() == "mine"
-    assert sorted(p.name for p in (d / "zones.private").glob("zone_*/checkpoint/*")) == ["round_1.json"] * 3 + ["round_1.npz"] * 3
+    assert sorted(p.name for p in (d / "zones.private").glob("zone_*/checkpoint/*")) == (
+        ["releases.journal"] * 3 + ["round_1.json"] * 3 + ["round_1.npz"] * 3)  # the journals: the new run's (empty)
 
 
 @posix_only

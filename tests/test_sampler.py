@@ -172,12 +172,24 @@ def test_seeded_streams_replay_and_resume_exactly():
     assert not np.array_equal(gaussian_release(v, 0.5, 0.1, noise_rng(7, 3))[0], first)  # another zone, another stream
 
 
-def test_secret_sources_keep_nothing_and_are_not_numpy():
+def test_secret_sources_resume_from_their_state_and_are_not_numpy():
+    """A secret source's state (AES key, initial counter, words read: what the zone's private checkpoint keeps, issue
+    36) makes another source draw the same words from that position on, whatever the position's parity within the
+    cipher's 16-byte blocks; two fresh secret sources differ."""
     a, b = noise_rng(None, 0), noise_rng(None, 0)
-    assert not a.seeded and a.state is None
-    a.state = None  # resuming a secret run restores nothing
+    assert not a.seeded and a.state["stream"] == "aes-256-ctr" and a.state["position"] == 0
     assert not np.array_equal(a.raw(8), b.raw(8))
-    assert a._gen is None  # no numpy bit generator behind it (AES-CTR keyed by os.urandom, or os.urandom)
+    for skip in (3, 4):
+        a.raw(skip)
+        state = a.state
+        c = noise_rng(None, 0)
+        c.state = state
+        assert c.stream_id == a.stream_id and np.array_equal(c.raw(5), a.raw(5))
+    assert a._gen is None  # no numpy bit generator behind it (AES-CTR keyed by os.urandom)
+    with pytest.raises(ConfigError, match="noise stream"):
+        c.state = {"stream": "aes-256-ctr", "key": "00", "counter": "00", "position": 0}
+    with pytest.raises(ConfigError, match="seeded"):
+        c.state = noise_rng(3, 0).state
 
 
 def test_sources_and_arguments_are_checked():
@@ -252,14 +264,14 @@ def _proposal_word(word: int, bits: int) -> tuple[int, bool, int, int]:
 def _reference_laplace(words, t: int) -> int:
     """discrete_kernels' documented word use for one discrete Laplace draw, in plain Python (exp every time)."""
     bits = _block_bits(t)
-    _, _, prob, alias, _ = sampler_module._laplace_table(t)
+    _, _, prob, alias, restart, _ = sampler_module._laplace_table(t)
     while True:
         u, negative, head, m = _proposal_word(next(words), bits)
         if not _trial(words, head, m, math.exp(-(u * (1.0 / t)))):
             continue
         v = 0
-        while (j := _table_entry(next(words), prob, alias)) == len(prob) - 1:
-            v += j
+        while (j := _table_entry(next(words), prob, alias)) >= restart:
+            v += restart
         x = u + (v + j) * 2**bits
         if negative and x == 0:
             continue
@@ -289,7 +301,7 @@ def test_the_tables_weigh_each_entry_as_documented(kind, scale):
     2⁻⁵⁰ (relative) of exp(−(kT/σ)²/2)/Σ or rounded up from it, up to 40σ, and δ_k = ln W_k + (kT/σ)²/2 − min ≥ 0,
     so every proposal's acceptance c·exp(−y²/2σ²)/W_k ≤ 1."""
     if kind == "laplace":
-        bits, _, prob, alias, _ = sampler_module._laplace_table(scale)
+        bits, _, prob, alias, _, _ = sampler_module._laplace_table(scale)
         weights = _entry_weights(prob, alias)
         r = math.exp(-(2.0**bits) / scale)
         exact = [(1 - r) * r**j for j in range(len(prob) - 1)] + [r ** (len(prob) - 1)]
@@ -309,6 +321,25 @@ def test_the_tables_weigh_each_entry_as_documented(kind, scale):
     assert abs(weights[top] / share[top] - 1) < 2**-40
     level = [math.log(w) + 0.5 * (k * ratio) ** 2 for k, w in enumerate(weights[:blocks])]
     assert np.array_equal(delta[:blocks], np.array(level) - min(level)) and delta.min() >= 0
+
+
+@pytest.mark.parametrize("t", [1, 3, 40, 2**GRID_BITS + 7, 3 * 2**GRID_BITS - 1])
+def test_the_laplace_block_index_is_geometric_far_into_its_tail(t):
+    """V's law as the table and the restart give it, counted exactly in integers: P(V = kJ + j) = (R/2⁶⁴)^k·W_j/2⁶⁴
+    (R the region j ≥ J) is the geometric's (1 − r)r^v to (k + 1)·2⁻⁴⁰ relative, out to 300 scales of |z| (where the
+    2⁻⁶⁴ rounding of the table's far entries made the old tail flat, off by a factor up to 10²⁰: no pure ε there)."""
+    bits, _, prob, alias, restart, _ = sampler_module._laplace_table(t)
+    weights = _entry_weights(prob, alias)
+    lam = Fraction(2**bits, t)
+    region = sum(weights[restart:])
+    assert all(w >= 2**46 for w in weights[:restart]) and region >= 2**51
+    r = math.exp(-float(lam))
+    for v in sorted({0, 1, restart - 1, restart, restart + 1, 2 * restart + 5, int(300 / float(lam))}):
+        k, j = divmod(v, restart)
+        table = (Fraction(region, 2**64) ** k) * Fraction(weights[j], 2**64)
+        exact = -math.expm1(-float(lam)) * math.exp(-float(lam) * v)
+        assert abs(float(table) / exact - 1) < (k + 1) * 2**-40 + 2**-50, (v, float(table) / exact)
+    assert r**restart >= 2**-13  # the restart sits where the region still weighs ≥ 2⁻¹³ of the table
 
 
 def _stream(seed: int):

@@ -89,8 +89,8 @@ def test_simulation_keeps_zone_files_in_zones_private(tmp_path, open_umask):
     assert {"zones.private/zone_0/solution.csv", "zones.private/zone_1/checkpoint/round_2.npz"} <= _files(d)
     assert not (d / "zones").exists() and not list((d / "checkpoint").glob("zone_*"))
     assert not any("zone" in name for name in _files(d / COORDINATOR_VIEW))
-    # a secret-noise run keeps no generator state anywhere (fresh entropy on resume is as good)
-    assert "rng" not in load_state(d / ZONES_PRIVATE / "zone_0" / "checkpoint" / "round_2")
+    # a secret-noise run keeps its stream (key, counter, position) in the zone's own 0600 file only (issue 36)
+    assert load_state(d / ZONES_PRIVATE / "zone_0" / "checkpoint" / "round_2")["rng"]["stream"] == "aes-256-ctr"
     from powerdp.apps.power_flow.result import RunResult
 
     assert RunResult.load(d).zone_solutions == res.zone_solutions
@@ -242,9 +242,10 @@ def test_learning_clients_keep_their_state_in_client_private_files(tmp_path, ope
     _to_old_layout(old, "client")
     resumed = run_federated(cfg, out=old, resume=True, reference=False)
     np.testing.assert_array_equal(resumed.model, full.model)
-    # a secret-noise client keeps no generator state
+    # a secret-noise client keeps its stream in its own private folder (a resumed client redraws what it repeats)
     run_federated(cfg.replace(seed=None, rounds=3), out=tmp_path / "s", reference=False)
-    assert load_agent_state(tmp_path / "s" / "clients.private" / "client_0" / "checkpoint" / "round_3")["meta"]["rng"] is None
+    state = load_agent_state(tmp_path / "s" / "clients.private" / "client_0" / "checkpoint" / "round_3")
+    assert state["meta"]["rng"]["stream"] == "aes-256-ctr" and private_tree_problems(tmp_path / "s" / "clients.private") == []
 
 
 def test_only_the_packages_compiled_code_cache_is_not_counted():
@@ -262,3 +263,30 @@ def test_only_the_packages_compiled_code_cache_is_not_counted():
     assert not compiled_code_cache("/tmp/out/__pycache__/zone_0.csv")
     assert not compiled_code_cache(str(pkg.parent / "__pycache__"))
     assert not compiled_code_cache(str(pkg / "privacy" / "__pycache__" / ".." / ".." / ".." / "out.csv"))  # resolved first
+
+
+def test_a_deployments_hosts_keep_their_setup_times_and_memory(tmp_path):
+    """Issue 36: a zone's set-up times and its host's peak memory cross only to a simulation's evaluation. A deployment's
+    hosts answer the coordinator's questions with nothing (and the runner does not ask), on the process backend as
+    under MPI (the same host loop)."""
+    from powerdp.engine.backends.base import _serve
+
+    dep, cfg = _split(tmp_path)
+    res = run_distributed(cfg.replace(rounds=1, backend="process"), out=tmp_path / "o", reference=False)
+    assert res.summary["setup_times"] == {} and res.summary["host_peak_rss_mb"] == []
+    sim = run_distributed(RunConfig(case="case14", zones=2, algorithm="objl", epsilon=1.0, rounds=1, backend="process"),
+                          reference=False)
+    assert set(sim.summary["setup_times"]) == {0, 1} and len(sim.summary["host_peak_rss_mb"]) >= 1  # a simulation's
+    answers = []
+    commands = iter([("setup", None), ("memory", None), ("close", None)])
+    from powerdp.apps.power_flow.plan import resolve_config, resolve_partition
+    from powerdp.engine.backends import AgentSpec
+    from powerdp.grid.loading import load_case
+
+    net = load_case("case14")
+    plain = resolve_config(RunConfig(case="case14", zones=2, algorithm="objl", epsilon=1.0), net)
+    part = resolve_partition(net, plain)
+    keys = part.shared_by_zone(plain.flows)
+    specs = [AgentSpec(zone=0, own_buses=part.own_buses(0), shared_keys=tuple(keys[0]))]
+    _serve(lambda: next(commands), answers.append, net, specs, plain.replace(evaluate=False))
+    assert answers[1:] == [("ok", {}), ("ok", answers[2][1])] and answers[2][1] != answers[2][1]  # {} and NaN

@@ -52,6 +52,19 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     A run whose claim rests on an unsound sensitivity rule (--sensitivity paper
     with output perturbation) is never called passed ("no guarantee").
 
+    The resume channel (--interrupts N, default 2) runs the configuration once
+    more with an output directory, stopped N times (Ctrl-C through the command
+    line's own handler, then a crash between checkpoints, alternately) and
+    resumed each time: the releases that crossed, composed with the ledger's
+    mechanism, must not exceed the ledger's total, nor that the claim.
+
+    --model dc audits the zonal DC market (run --model dc --algorithm outg,
+    with --target-epsilon and --target-delta): every load of every zone moved
+    by +beta and -beta, each zone's noise-free step from every round's public
+    message must move its release by at most the sensitivity its noise is
+    calibrated to (else the audit fails at once), then the attack on --zone's
+    releases.
+
     A lower bound above the claim is a privacy bug: the audit fails (exit
     status 3). A bound at or below the claim passes, which does not prove the
     claim: the attack is one simple test. A non-private algorithm claims
@@ -72,7 +85,9 @@ AUDIT_DESCRIPTION = textwrap.dedent(
     exit status: 0 the audit passed (or the algorithm is not private); 1 a run
     failed; 2 bad input; 3 the audit failed: a lower bound exceeds the
     claimed epsilon, a message field outside the allow-list crossed, a zone
-    file is misplaced or readable by others (--deployment), or the claim rests
+    file is misplaced or readable by others (--deployment), what crossed over
+    the resumes exceeds the ledger (the resume channel), a market zone's
+    release moved more than its sensitivity (--model dc), or the claim rests
     on an unsound sensitivity rule; 130 interrupted.
     """
 )
@@ -124,6 +139,14 @@ def add_audit_parser(sub) -> None:
                    help="seeded runs S, S+1, ... and the replay adversary who knows the seed (default: secret noise, as deployed)")
     p.add_argument("--deployment", action="store_true",
                    help="also audit the files of a deployment: where each zone process writes, and their permissions")
+    p.add_argument("--interrupts", type=integer(0), default=2, metavar="N",
+                   help="the resume channel: run once more with an output directory, stopped N times (Ctrl-C through the "
+                        "command line's handler, then a crash between checkpoints, alternating) and resumed; what the "
+                        "coordinator received, composed, must not exceed the ledger (0: skip; default: 2)")
+    p.add_argument("--model", choices=["ac", "dc"], default="ac",
+                   help="ac: the distributed SOC OPF (default); dc: the zonal DC market of run --model dc (--algorithm "
+                        "outg): the release-sensitivity channel (every load of every zone moved by ±beta, each round's "
+                        "step against the sensitivity its noise is calibrated to) and the attack on --zone's releases")
     p.add_argument("--json", metavar="PATH", type=Path, help="write the result (bound, claim, rates, intervals, settings) as JSON")
     p.add_argument("--force", "--overwrite", dest="force", action="store_true", help="replace an existing --json file (refused without)")
     p.set_defaults(func=cmd_audit)
@@ -160,6 +183,8 @@ def _audit_config(args: argparse.Namespace) -> RunConfig:
 def cmd_audit(args: argparse.Namespace) -> int:
     from ..studies.audit import run_audit
 
+    if args.model == "dc":
+        return _market_audit(args)
     cfg = _audit_config(args)
     if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)
         cfg = cfg.replace(faults=args._faults)
@@ -189,10 +214,25 @@ def cmd_audit(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    resume = None
+    if args.interrupts and cfg.private:
+        from ..studies.resume_audit import audit_resume
+
+        if not args.quiet:
+            print(f"powerdp: audit: resume channel ({args.interrupts} stops)", file=sys.stderr)
+        resume = audit_resume(cfg, args.interrupts)
     if not args.quiet:
         _print_audit(res)
+        if resume is not None:
+            _print_resume(resume)
     if args.json is not None:
-        write_json(args.json, res.to_dict())
+        write_json(args.json, {**res.to_dict(), "resume": resume})
+    if resume is not None and resume["failed"]:
+        worst = max(resume["zones"].values(), key=lambda z: z["epsilon_crossed"] - z["epsilon_ledger"])
+        print(f"powerdp: audit FAILED: the resume channel: the coordinator received {worst['releases_crossed']} releases of "
+              f"{worst['rounds']} rounds (eps {worst['epsilon_crossed']:.3g} composed) against the ledger's eps "
+              f"{worst['epsilon_ledger']:.3g}", file=sys.stderr)
+        return EXIT_AUDIT_FAILED
     if res.failed:
         print(
             f"powerdp: audit FAILED: the empirical lower bound eps >= {res.epsilon_lower_bound:.3g} (worst channel "
@@ -212,6 +252,61 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if res.verdict == "no guarantee":
         print("powerdp: audit NOT PASSED: the claimed epsilon rests on --sensitivity paper with output perturbation, "
               "which is not a proven bound (docs/privacy.md)", file=sys.stderr)
+        return EXIT_AUDIT_FAILED
+    return EXIT_OK
+
+
+def _print_resume(resume: dict) -> None:
+    for z, c in resume["zones"].items():
+        print(f"channel       resume, zone {z}: {c['releases_crossed']} releases of {c['rounds']} rounds crossed "
+              f"({c['repeated']} repeated), ε {c['epsilon_crossed']:.4g} composed, ledger ε {c['epsilon_ledger']:.4g}"
+              + (f" ({c['recharged_steps']} steps charged again)" if c["recharged_steps"] else "")
+              + (" FAILED" if c["failed"] else ""))
+
+
+def _market_audit(args: argparse.Namespace) -> int:
+    """``powerdp audit CASE --model dc``: the private DC market's audit (powerdp.studies.market_audit)."""
+    from ..apps.market.dc_market import default_market_rho
+    from ..grid.loading import load_case
+    from ..grid.partition import partition
+    from ..opf.dc import dc_model
+    from ..privacy.calibration import gaussian_noise_multiplier
+    from ..runs.sharing_run import SharingSettings
+    from ..studies.market_audit import run_market_audit
+
+    if args.algorithm != "outg":
+        raise ConfigError(f"--model dc --algorithm {args.algorithm}: the DC market's private algorithm is outg")
+    if args.target_epsilon is None or not args.target_delta:
+        raise ConfigError("--model dc: give the budget as --target-epsilon E --target-delta D (the market's Gaussian total)")
+    if args.runs < MIN_RUNS:
+        raise ConfigError(f"--runs {args.runs}: must be at least {MIN_RUNS}")
+    _check_output_file(args.json, "--json", args.force)
+    net = load_case(args.case)
+    part = partition(net, zones=args.zones)
+    if args.zone is not None and not 0 <= args.zone < part.n_zones:
+        raise ConfigError(f"--zone {args.zone}: a zone index 0..{part.n_zones - 1}")
+    bus = None if args.bus is None else net.bus_index(args.bus)
+    settings = SharingSettings(rounds=args.rounds, rho=0.03 * default_market_rho(dc_model(net)),
+                               noise_multiplier=gaussian_noise_multiplier(args.target_epsilon, args.target_delta, args.rounds),
+                               delta=args.target_delta)
+    res = run_market_audit(net, part.zone_of_bus, settings, args.beta, args.zone or 0, bus, args.runs, args.seed,
+                           faults=getattr(args, "_faults", None))
+    rel, sens = res["channels"]["release"], res["channels"]["release_sensitivity"]
+    if not args.quiet:
+        print(f"audit         outg (DC market) on {net.name} ({part.n_zones} zones), zone {res['zone']}, bus "
+              f"{int(net.bus_ids[res['bus']])} moved by β {args.beta:g}; {args.runs} runs per dataset, {args.rounds} rounds")
+        if rel is not None:  # not run when the sensitivity channel already failed the claim
+            print(f"channel       release: TPR {rel['tpr']:.3f}, FPR {rel['fpr']:.3f}, ε ≥ {rel['epsilon_lower_bound']:.3f}")
+        print(f"channel       release sensitivity: max ‖Δr‖₂/Δ₂ = {sens['max_ratio']:.6f} over {sens['pairs']} (round, load, "
+              f"±β) pairs, {sens['above']} above 1" + (" FAILED" if sens["failed"] else ""))
+        if res["claim"] is not None:
+            print(f"claimed       ε {res['claim']['epsilon']:.4g}, δ {res['claim']['delta']:g} per zone")
+        print(f"verdict       {'passed' if res['verdict'] == 'passed' else 'FAILED'}")
+    if args.json is not None:
+        write_json(args.json, res)
+    if res["verdict"] != "passed":
+        print(f"powerdp: audit FAILED: {'the release moved by ' + format(sens['max_ratio'], '.3f') + ' times the sensitivity its noise covers' if sens['failed'] else 'the lower bound ' + format(rel['epsilon_lower_bound'], '.3g') + ' exceeds the claim'}",
+              file=sys.stderr)
         return EXIT_AUDIT_FAILED
     return EXIT_OK
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..files.jsonable import jsonable
-from .mechanisms import MECHANISMS, GaussianMechanism, LaplaceMechanism, Mechanism
+from .mechanisms import MECHANISMS, GaussianMechanism, LaplaceMechanism, Mechanism, mechanism_from_dict, mechanism_to_dict
 from .params import check_delta, check_real
 
 __all__ = ["PrivacyLedger", "theorem_4_9_epsilon", "laplace_pld_epsilon", "TIGHT_METHODS"]
@@ -170,6 +170,10 @@ class PrivacyLedger:
         self._history: list[list[Any]] = []
         self._cache: dict[tuple[str, int, int], Any] = {}
         self._per_step_exact_eps: float | None = None
+        # a resumed zone repeating releases it journaled (privacy/journal.py): they are in the ledger already, so the
+        # steps of the rounds it repeats are not recorded again; and the steps charged twice because a replay diverged
+        self.paused = False
+        self.recharged: list[list[Any]] = []
 
     # -- recording ---------------------------------------------------------
 
@@ -207,7 +211,7 @@ class PrivacyLedger:
         mechanism = self.mechanism if mechanism is None else mechanism
         if not hasattr(mechanism, "per_step") or getattr(mechanism, "kind", None) not in MECHANISMS:
             raise ConfigError(f"mechanism must follow the mechanism protocol (kind, per_step, noise_multiplier), got {mechanism!r}")
-        if n_steps == 0:
+        if n_steps == 0 or self.paused:  # paused: a replayed round, charged when it first crossed
             return self._steps
         if self._history and self._signature(self._history[-1][0]) == self._signature(mechanism):
             self._history[-1][1] += int(n_steps)
@@ -223,6 +227,43 @@ class PrivacyLedger:
         key = (self._steps, len(self._history))
         self._cache = {k: v for k, v in self._cache.items() if k[1:] == key}
         return self._steps
+
+    # -- resume: the ledger in a zone's checkpoint and journal (docs/privacy.md, "Resume") ----------------
+
+    def releases(self) -> list[dict[str, Any]]:
+        """The privacy receipt's entries of this zone: each recorded run of steps as its mechanism describes itself
+        (``receipt()``, docs/contributing.md) with its ``count``."""
+        return [{**m.receipt(), "count": int(n)} for m, n in self._history]
+
+    def history_state(self) -> list[list[Any]]:
+        """The recorded steps as JSON values: [[mechanism as a dict, steps], ...] (:func:`mechanism_to_dict`)."""
+        return [[mechanism_to_dict(m), int(n)] for m, n in self._history]
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a zone's checkpoint keeps of its ledger (JSON values only)."""
+        return {"steps": self._steps, "history": self.history_state(),
+                "recharged": [[mechanism_to_dict(m), int(n)] for m, n in self.recharged]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (the ledger must be empty: a zone's fresh one)."""
+        self.replace_history(state.get("history") or [])
+        self.recharged = [[mechanism_from_dict(m), int(n)] for m, n in state.get("recharged") or []]
+
+    def replace_history(self, history: list[list[Any]]) -> None:
+        """Make the recorded steps ``history`` ([[mechanism dict, steps], ...], a checkpoint's or a journal entry's)."""
+        self._history, self._steps, self._cache = [], 0, {}
+        self.kind = self.mechanism.kind
+        paused, self.paused = self.paused, False
+        for m, n in history:
+            self.record(int(n), mechanism=m if hasattr(m, "per_step") else mechanism_from_dict(m))
+        self.paused = paused
+
+    def add_recharged(self, charges: list[list[Any]]) -> None:
+        """Note steps charged twice (``[[mechanism or its dict, steps], ...]``): the releases of rounds a resumed zone
+        released once and now releases again with fresh noise after its replay diverged (privacy/journal.py)."""
+        for m, n in charges:
+            if int(n):
+                self.recharged.append([m if hasattr(m, "per_step") else mechanism_from_dict(m), int(n)])
 
     # -- individual figures --------------------------------------------------
 
@@ -393,6 +434,10 @@ class PrivacyLedger:
                  "noise_multiplier": m.noise_multiplier, "steps": n}
                 for m, n in self._history
             ],
+            # steps charged twice: rounds a resumed zone released again with fresh noise after its replay diverged
+            "recharged_steps": int(sum(n for _, n in self.recharged)),
+            # what each run of releases was, from the mechanism objects that released (the privacy receipt's entries)
+            "releases": self.releases(),
         }
         if self.kind == "gaussian" and self.homogeneous:
             thm_eps, thm_delta = self.theorem_4_9()

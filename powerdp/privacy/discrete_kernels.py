@@ -7,11 +7,14 @@ V is read from one word through an alias table (Walker/Vose) whose integer weigh
 P(V = j) = W_j/2⁶⁴ *exactly*; the caller (sampler._tables) builds the tables.
 
 * Discrete Laplace, P(Z = z) ∝ exp(−|z|/t), t a positive integer: CKS **Algorithm 2** with block length T: U is kept
-  with probability exp(−U/t), V is geometric with ratio exp(−T/t) (table entries 0 … N − 2 are V = j; the last
-  entry means "V ≥ N − 1": add N − 1 and read another word, which is exact because the geometric is
-  memoryless), and (−, 0) is rejected. A kept (U, V) has probability ∝ exp(−(U + TV)/t) and each |z| has exactly one
-  (U, V), so Z is exact up to the rounding of W_j to integers (below 2⁻⁶⁴ per entry, as any table of the geometric's
-  levels). With T ≤ t/16 the U step keeps ≥ 97 %.
+  with probability exp(−U/t), V is geometric with ratio r = exp(−T/t), and (−, 0) is rejected. V from the table: an
+  entry j below the restart J is V = j; an entry j ≥ J (the region "V ≥ J", its weight the sum of theirs) means
+  "add J and read another word", exact because the geometric is memoryless. J is where r^J falls to 2⁻¹³
+  (sampler._laplace_table), so every entry used for itself weighs ≥ 2⁴⁶ and the region ≥ 2⁵¹ of the 2⁶⁴ words:
+  the integer rounding of the weights is below 2⁻⁴⁰ relative, and V = kJ + j has probability (R/2⁶⁴)^k·W_j/2⁶⁴,
+  the geometric's to (k + 1)·2⁻⁴⁰. (The table's far entries, rounded up to 1 of 2⁶⁴ where their level is far
+  smaller, would otherwise flatten the tail beyond ~28 scales: a δ of ~10⁻¹² a draw.) A kept (U, V) has probability
+  ∝ exp(−(U + TV)/t) and each |z| has exactly one (U, V). With T ≤ t/16 the U step keeps ≥ 97 %.
 * Discrete Gaussian, P(Z = z) ∝ exp(−z²/2σ²): CKS **Algorithm 3**'s rejection, from a proposal shaped like the
   Gaussian itself: block k (y ∈ [kT, (k + 1)T)) is picked with probability W_k/2⁶⁴ ≈ M_k/ΣM, M_k = exp(−(kT)²/2σ²)
   the density's largest value on the block (every block up to 40σ has W_k ≥ 1), U uniform, a sign; (−, 0) is
@@ -100,17 +103,17 @@ def _lookup(word, col_shift, low, prob, alias):
 
 
 @njit(cache=True)
-def fill_laplace(w, out, start, t, block_bits, chunk_bits, col_bits, prob, alias):
+def fill_laplace(w, out, start, t, block_bits, chunk_bits, col_bits, prob, alias, restart):
     """Discrete Laplace draws of scale t (CKS Algorithm 2, block length T = 2^block_bits, V from the alias table
-    prob/alias of 2^col_bits entries) into out[start:] from w: (draws done, position in w where the unfinished
-    draw began)."""
+    prob/alias of 2^col_bits entries, restarted at entry ``restart``) into out[start:] from w: (draws done, position
+    in w where the unfinished draw began)."""
     mask = (_ONE << np.uint64(block_bits)) - _ONE
     cmask = (_ONE << np.uint64(chunk_bits)) - _ONE
     cshift = np.uint64(block_bits)
     scale = 2.0**chunk_bits
     col_shift = np.uint64(64 - col_bits)
     low = (_ONE << col_shift) - _ONE
-    tail = np.int64(prob.size - 1)
+    tail = np.int64(restart)
     step = np.int64(1) << block_bits
     inv_t = 1.0 / t
     pos = 0
@@ -133,9 +136,10 @@ def fill_laplace(w, out, start, t, block_bits, chunk_bits, col_bits, prob, alias
                     return i, begin
                 j = _lookup(w[pos], col_shift, low, prob, alias)
                 pos += 1
-                v += j
-                if j != tail:
+                if j < tail:
+                    v += j
                     break
+                v += tail  # the region V ≥ J: add J, then V again (memoryless)
             x = u + step * v
             negative = (a >> _SIGN) != _ZERO
             if not (negative and x == 0):  # (−, 0) is rejected

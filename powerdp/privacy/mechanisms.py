@@ -4,12 +4,14 @@ A mechanism has ``kind`` (its registry name), ``norm`` (``"l1"`` or ``"l2"``: th
 sensitivity field it is calibrated to), ``from_sensitivity(sensitivity, epsilon,
 delta)``, ``per_step()`` → (ε, δ), ``noise_multiplier`` (scale / sensitivity, what
 an accountant composes), ``release(value, rng)`` → (released value, noise), ``sample(rng, size)`` (the
-noise alone) and ``dp_event()`` (the ``dp_accounting`` event one step stands for). Every draw goes through
+noise alone), ``dp_event()`` (the ``dp_accounting`` event one step stands for) and ``receipt()`` (what it
+released under, for the privacy receipt: docs/privacy.md, "The privacy receipt"). Every draw goes through
 :mod:`powerdp.privacy.sampler` (values on a data-independent grid, exact integer noise).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -20,15 +22,24 @@ import numpy as np
 from ..errors import ConfigError
 from .faults import InjectedFaults
 from .params import PrivacyWarning, check_delta, check_kind, check_positive, check_real
-from .sampler import NoiseSource, gaussian_release, grid_step, laplace_release
+from .sampler import NoiseSource, gaussian_grid_scale, gaussian_release, grid_step, laplace_grid_scale, laplace_release
 from .sensitivity import Sensitivity
 
 __all__ = [
     "LaplaceMechanism", "GaussianMechanism", "Mechanism", "MECHANISMS", "make_mechanism", "zone_rng", "noise_rng",
     "noise_source", "NOISE_SOURCES", "noise_magnitude", "Kind", "mechanism_to_dict", "mechanism_from_dict",
+    "PMF_RELATIVE_ERROR", "GAUSSIAN_TAIL_DELTA",
 ]
 
 Kind = Literal["laplace", "gaussian"]
+
+#: the samplers' pmf is the distribution's to this relative error (the binary64 exponentials and the Laplace table's
+#: weights, docs/privacy.md "The sampler"; the Laplace's grows by this per 9 scales of |z|): an additive privacy loss of
+#: at most twice it per value, which the receipt states and ``powerdp privacy verify`` adds
+PMF_RELATIVE_ERROR = 2.0**-40
+#: the discrete Gaussian never releases beyond ≈ 39.6σ (exp(−x) underflows): the δ of that cut, per release, at most
+#: m·exp(−780) for m values, below this for any m a run can have
+GAUSSIAN_TAIL_DELTA = 1e-300
 
 
 # --------------------------------------------------------------------------- #
@@ -97,7 +108,20 @@ class LaplaceMechanism:
 
     def release(self, value: Any, rng: Any) -> tuple[np.ndarray, np.ndarray]:
         """(``value`` released on the grid with discrete Laplace noise, the noise): :func:`sampler.laplace_release`."""
+        self.entries = int(np.asarray(value).size)
         return laplace_release(value, self.scale, self.sensitivity, rng)
+
+    def receipt(self) -> dict[str, Any]:
+        """What one release of this mechanism was, for the privacy receipt (docs/privacy.md, "The privacy receipt"):
+        the discrete Laplace on the grid γ, its integer scale t (grown by the rounding), the sensitivity it bounds
+        (L1; ``coordinates``: the entries a neighbouring change moves, when known), the values per release."""
+        m = getattr(self, "entries", None)
+        return {
+            "mechanism": "discrete_laplace", "norm": "l1", "sensitivity": self.sensitivity, "coordinates": self.coordinates,
+            "noise_scale": self.scale, "noise_multiplier": self.noise_multiplier, "epsilon": self.epsilon, "delta": 0.0,
+            "grid": self.grid, "entries": m, "grid_scale": laplace_grid_scale(self.scale, self.sensitivity, m) if m else None,
+            "tail": {"exact": True, "delta": 0.0, "pmf_relative_error": PMF_RELATIVE_ERROR}, "sampling": None,
+        }
 
     def sample(self, rng: Any, size: Any = None) -> np.ndarray:
         """The noise of one release of ``size`` entries (on the grid γℤ; see :meth:`release`)."""
@@ -135,16 +159,15 @@ class GaussianMechanism:
         return dp_accounting.GaussianDpEvent(noise_multiplier=self.noise_multiplier)
 
     @classmethod
-    def from_noise_multiplier(cls, l2_sensitivity: float, noise_multiplier: float, delta: float) -> GaussianMechanism:
-        """σ = noise_multiplier·Δ₂ (budget-first calibration); the per-step ε is the exact one at ``delta``
-        (the analytic Gaussian profile), so the per-step claim holds for any ε."""
-        import dp_accounting
-
+    def from_noise_multiplier(cls, l2_sensitivity: float, noise_multiplier: float, delta: float,
+                              sigma: float | None = None) -> GaussianMechanism:
+        """σ = noise_multiplier·Δ₂ (budget-first calibration; ``sigma``: that value as the caller computed it); the
+        per-step ε is the exact one at ``delta`` (the analytic Gaussian profile), so the per-step claim holds for any ε."""
         mech = cls.__new__(cls)
         mech.sensitivity = check_positive("l2_sensitivity", l2_sensitivity)
         mech.delta = check_delta("delta", delta)
-        mech.sigma = check_positive("noise_multiplier", noise_multiplier) * mech.sensitivity
-        mech.epsilon = float(dp_accounting.get_epsilon_gaussian(noise_multiplier, mech.delta))
+        mech.sigma = check_positive("noise_multiplier", noise_multiplier) * mech.sensitivity if sigma is None else float(sigma)
+        mech.epsilon = _gaussian_epsilon(float(noise_multiplier), mech.delta)
         return mech
 
     def __init__(self, l2_sensitivity: float, epsilon: float, delta: float):
@@ -184,7 +207,20 @@ class GaussianMechanism:
 
     def release(self, value: Any, rng: Any) -> tuple[np.ndarray, np.ndarray]:
         """(``value`` released on the grid with discrete Gaussian noise, the noise): :func:`sampler.gaussian_release`."""
+        self.entries = int(np.asarray(value).size)
         return gaussian_release(value, self.sigma, self.sensitivity, rng)
+
+    def receipt(self) -> dict[str, Any]:
+        """What one release of this mechanism was, for the privacy receipt: the discrete Gaussian on the grid γ, its σ
+        in grid steps (grown by the rounding), the L2 sensitivity it bounds, the values per release; its tail is cut
+        where exp underflows (≈ 39.6σ: a δ below 10⁻³⁰⁰ a release, stated)."""
+        m = getattr(self, "entries", None)
+        return {
+            "mechanism": "discrete_gaussian", "norm": "l2", "sensitivity": self.sensitivity, "coordinates": None,
+            "noise_scale": self.sigma, "noise_multiplier": self.noise_multiplier, "epsilon": self.epsilon, "delta": self.delta,
+            "grid": self.grid, "entries": m, "grid_scale": gaussian_grid_scale(self.sigma, self.sensitivity, m) if m else None,
+            "tail": {"exact": False, "delta": GAUSSIAN_TAIL_DELTA, "pmf_relative_error": PMF_RELATIVE_ERROR}, "sampling": None,
+        }
 
     def sample(self, rng: Any, size: Any = None) -> np.ndarray:
         """The noise of one release of ``size`` entries (on the grid γℤ; see :meth:`release`)."""
@@ -198,6 +234,14 @@ class GaussianMechanism:
 
 
 Mechanism = LaplaceMechanism | GaussianMechanism
+
+
+@functools.lru_cache(maxsize=256)
+def _gaussian_epsilon(noise_multiplier: float, delta: float) -> float:
+    """One Gaussian step's exact ε at δ (dp-accounting's analytic profile); cached: a run re-calibrates every round."""
+    import dp_accounting
+
+    return float(dp_accounting.get_epsilon_gaussian(noise_multiplier, delta))
 
 
 def _noise_only(mech: Mechanism, rng: Any, size: Any) -> np.ndarray:

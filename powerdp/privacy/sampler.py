@@ -19,10 +19,11 @@ Laplace scale in grid units is rounded up to an integer. With GRID_BITS = 40 the
 s·2⁻⁴¹ and the scale grows by a relative m·2⁻⁴⁰/ε at most: the utility is unchanged to many digits.
 
 Randomness (:class:`NoiseSource`): a secret run draws every bit from a cryptographic source: AES-256 in
-counter mode keyed by 32 bytes of ``os.urandom`` (the ``cryptography`` package, when installed: ~9× faster here),
-else ``os.urandom`` itself; nothing is kept, and a resumed secret run draws fresh bits. A seeded run draws from
-``PCG64(SeedSequence([seed, zone]))`` (reproducible, not secret); its state is what a checkpoint keeps, and the
-samplers consume only raw 64-bit words, so the same seed gives the same noise on every backend and after resume.
+counter mode keyed by 32 bytes of ``os.urandom`` (the ``cryptography`` package: ~9× faster than ``os.urandom``,
+which is the fallback). A seeded run draws from ``PCG64(SeedSequence([seed, zone]))`` (reproducible, not secret).
+Either source's state (the key, counter and position; the generator's state) is what the zone's own private
+checkpoint keeps, and the samplers consume only raw 64-bit words, so a resumed zone redraws the noise of every
+round it repeats bit for bit (docs/privacy.md, "Resume"), and the same seed gives the same noise on every backend.
 
 The samplers are compiled (:mod:`.discrete_kernels`, numba, loaded on the first draw): a release's words come
 from the source in batches (:func:`_draw`) and the kernel runs the exact algorithms one draw at a time over them,
@@ -43,7 +44,7 @@ from .faults import InjectedFaults
 
 __all__ = [
     "NoiseSource", "GRID_BITS", "grid_step", "snap", "discrete_laplace", "discrete_gaussian", "laplace_release",
-    "gaussian_release", "UNKNOWN_SENSITIVITY_MULTIPLIER", "as_source", "warm_up",
+    "gaussian_release", "UNKNOWN_SENSITIVITY_MULTIPLIER", "as_source", "warm_up", "laplace_grid_scale", "gaussian_grid_scale",
 ]
 
 #: the grid lies GRID_BITS binary digits below the noise scale
@@ -54,8 +55,13 @@ UNKNOWN_SENSITIVITY_MULTIPLIER = 1e4
 
 
 class NoiseSource:
-    """Where one zone's noise bits come from: ``generator`` None (secret: ``os.urandom``), or a seeded numpy
-    Generator whose bit generator yields the raw words (reproducible).
+    """Where one zone's noise bits come from: ``generator`` None (secret: AES-256-CTR keyed from ``os.urandom``), or a
+    seeded numpy Generator whose bit generator yields the raw words (reproducible).
+
+    Either way :attr:`state` is what the zone's own private checkpoint keeps (a secret stream's key, counter and
+    position; a seeded generator's state), so a resumed zone redraws the noise of the rounds it repeats bit for bit
+    (docs/privacy.md, "Resume"). ``journal`` (a :class:`~powerdp.privacy.journal.ReleaseJournal`, set by the zone) sees
+    every release the sampler makes and may ask for it to be drawn again with fresh bits (:meth:`accept`).
 
     ``faults`` (test-only, :class:`~powerdp.privacy.faults.InjectedFaults`) selects a deliberately broken
     sampler for the audit's self-test; a real run has none.
@@ -67,29 +73,61 @@ class NoiseSource:
         self._gen = generator
         self._numpy: np.random.Generator | None = generator
         self.faults = faults
-        self._stream = _keystream() if generator is None else None
+        self._stream = _SecretStream.fresh() if generator is None else None
+        self.journal = None  # the zone's ReleaseJournal (privacy/journal.py), when its releases are journaled
 
     @property
     def seeded(self) -> bool:
         return self._gen is not None
+
+    @property
+    def stream_id(self) -> str:
+        """Which stream the draws come from (the journal's tag): ``"seeded"``, or a digest of a secret stream's key and
+        counter (never the key itself), the same after a resume from its state."""
+        return "seeded" if self._gen is not None else self._stream.id
 
     def raw(self, n: int) -> np.ndarray:
         """``n`` uniform 64-bit words."""
         if n <= 0:
             return np.empty(0, dtype=np.uint64)
         if self._gen is None:
-            return self._stream(n)
+            return self._stream.words(n)
         return self._gen.bit_generator.random_raw(n)
 
     @property
     def state(self) -> dict[str, Any] | None:
-        """What a checkpoint keeps: the seeded bit generator's state; None for a secret source (nothing to keep)."""
-        return None if self._gen is None else self._gen.bit_generator.state
+        """What the zone's private checkpoint keeps: the seeded bit generator's state, or the secret stream's key,
+        counter and position (None only when the ``cryptography`` package is missing: ``os.urandom`` is not replayable)."""
+        if self._gen is not None:
+            return self._gen.bit_generator.state
+        return self._stream.state
 
     @state.setter
     def state(self, value: dict[str, Any] | None) -> None:
-        if value is not None and self._gen is not None:
-            self._gen.bit_generator.state = value
+        if value is None:
+            return
+        if self._gen is not None:
+            if value.get("stream") == _SecretStream.KIND:  # a seeded run that diverged on an earlier resume went on secret
+                self._gen, self._stream = None, _SecretStream.from_state(value)
+            else:
+                self._gen.bit_generator.state = value
+        elif value.get("stream") == _SecretStream.KIND:
+            self._stream = _SecretStream.from_state(value)
+        else:
+            raise ConfigError("a secret noise source cannot take a seeded generator's state (the run's seed setting changed)")
+
+    def rekey(self) -> None:
+        """Draw from a fresh secret stream from now on (a resumed zone whose replay diverged: privacy/journal.py)."""
+        self._gen = None
+        self._numpy = None
+        self._stream = _SecretStream.fresh()
+
+    def accept(self, released: np.ndarray) -> bool:
+        """Whether the release just drawn may be used: True unless the journal found that a resumed zone's replay
+        diverged from what it released before, in which case this source has been re-keyed and the caller draws
+        the release again (fresh noise, charged anew: privacy/journal.py)."""
+        journal = self.journal
+        return True if journal is None else journal.check(released, self)
 
     @property
     def numpy(self) -> np.random.Generator:
@@ -102,26 +140,65 @@ class NoiseSource:
         return f"NoiseSource({'seeded' if self.seeded else 'secret'})"
 
 
-def _keystream():
-    """``n`` → n secret 64-bit words (a writable array): AES-256-CTR keyed from the OS (``cryptography``), else
-    ``os.urandom``. The cipher encrypts a reused buffer of zeros straight into the array (allocating a fresh
-    plaintext per call cost more than the cipher)."""
-    try:
-        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-    except ImportError:  # the OS's CSPRNG directly (slower)
-        return lambda n: np.frombuffer(bytearray(os.urandom(8 * n)), dtype="<u8").astype(np.uint64, copy=False)
-    encrypt_into = Cipher(algorithms.AES(os.urandom(32)), modes.CTR(os.urandom(16))).encryptor().update_into
-    zeros = memoryview(b"")
+class _SecretStream:
+    """Secret 64-bit words: AES-256 in counter mode, keyed by 32 bytes of ``os.urandom`` with a random initial counter
+    block (the ``cryptography`` package), from ``position`` words on. The cipher encrypts a reused buffer of zeros
+    straight into the output array (allocating a fresh plaintext per call cost more than the cipher). Without
+    ``cryptography``, ``os.urandom`` itself (no state: not replayable)."""
 
-    def words(n: int) -> np.ndarray:
-        nonlocal zeros
-        if len(zeros) < 8 * n:
-            zeros = memoryview(bytes(max(8 * n, 2 * len(zeros))))
+    KIND = "aes-256-ctr"
+
+    def __init__(self, key: bytes | None, counter: bytes | None, position: int = 0):
+        import hashlib
+
+        self.key, self.counter, self.position = key, counter, int(position)
+        self.id = hashlib.blake2b(key + counter, digest_size=8).hexdigest() if key is not None else "urandom-" + os.urandom(8).hex()
+        self._zeros = memoryview(b"")
+        self._encrypt_into = None
+        if key is not None:
+            from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+            block = (int.from_bytes(counter, "big") + self.position // 2) % (1 << 128)  # 16-byte blocks: 2 words each
+            self._encrypt_into = Cipher(algorithms.AES(key), modes.CTR(block.to_bytes(16, "big"))).encryptor().update_into
+            if self.position % 2:  # the first word of a block already read
+                self._encrypt(1)
+
+    @classmethod
+    def fresh(cls) -> _SecretStream:
+        try:
+            import cryptography.hazmat.primitives.ciphers  # noqa: F401
+        except ImportError:  # the OS's CSPRNG directly (slower, and not replayable)
+            return cls(None, None)
+        return cls(os.urandom(32), os.urandom(16))
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> _SecretStream:
+        try:
+            key, counter, position = bytes.fromhex(state["key"]), bytes.fromhex(state["counter"]), int(state["position"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"a checkpoint's noise stream is not readable ({type(exc).__name__}: {exc})") from None
+        if len(key) != 32 or len(counter) != 16 or position < 0:
+            raise ConfigError("a checkpoint's noise stream is not readable (key, counter or position out of range)")
+        return cls(key, counter, position)
+
+    @property
+    def state(self) -> dict[str, Any] | None:
+        if self.key is None:
+            return None
+        return {"stream": self.KIND, "key": self.key.hex(), "counter": self.counter.hex(), "position": self.position}
+
+    def _encrypt(self, n: int) -> np.ndarray:
+        if len(self._zeros) < 8 * n:
+            self._zeros = memoryview(bytes(max(8 * n, 2 * len(self._zeros))))
         out = np.empty(8 * n + 15, dtype=np.uint8)  # update_into wants room for a block beyond the input
-        encrypt_into(zeros[: 8 * n], out)
+        self._encrypt_into(self._zeros[: 8 * n], out)
         return out[: 8 * n].view("<u8").astype(np.uint64, copy=False)
 
-    return words
+    def words(self, n: int) -> np.ndarray:
+        if self._encrypt_into is None:
+            return np.frombuffer(bytearray(os.urandom(8 * n)), dtype="<u8").astype(np.uint64, copy=False)
+        self.position += n
+        return self._encrypt(n)
 
 
 def as_source(rng: Any) -> NoiseSource:
@@ -143,6 +220,9 @@ _MAX_SCALE = 2**52
 _BLOCK_FRACTION = 16
 #: the Laplace's table of V: entries 0 … N − 2 and "V ≥ N − 1" (N = 2^10)
 _LAPLACE_COLUMN_BITS = 10
+#: the Laplace's V restarts (memoryless) at the first entry J whose level r^J falls below 2^-RESTART_BITS: every entry
+#: below J weighs ≥ 2^46 of the 2⁶⁴ words and the region "V ≥ J" ≥ 2^51, so their rounding is below 2⁻⁴⁰ relative
+_LAPLACE_RESTART_BITS = 13
 #: the Gaussian's blocks reach this many σ (exp(−x) underflows to 0 before: no value beyond is ever kept)
 _GAUSSIAN_REACH = 40.0
 #: words a batch takes from the source per expected use (plus 64): a little spare saves a second batch
@@ -187,17 +267,22 @@ def _alias(weights: list[int]) -> tuple[int, np.ndarray, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=64)
-def _laplace_table(t: int) -> tuple[int, int, np.ndarray, np.ndarray, float]:
-    """(log₂T, log₂N, prob, alias, words a draw reads on average) of the discrete Laplace of scale t: V's alias
-    table, P(V = j) = (1 − r)rʲ for j < N − 1 and rᴺ⁻¹ for the last entry ("V ≥ N − 1"), r = exp(−T/t). A run
-    draws at a few scales over and over: cached."""
+def _laplace_table(t: int) -> tuple[int, int, np.ndarray, np.ndarray, int, float]:
+    """(log₂T, log₂N, prob, alias, J, words a draw reads on average) of the discrete Laplace of scale t: V's alias
+    table, P(V = j) = (1 − r)rʲ for j < N − 1 and rᴺ⁻¹ for the last entry ("V ≥ N − 1"), r = exp(−T/t), each weight
+    rounded to 2⁻⁶⁴; and the restart J = ⌊13 ln 2 / (T/t)⌋ (at most N − 1): a look-up that gives an entry j ≥ J
+    (the region "V ≥ J", its share of the table r^J ≥ 2⁻¹³, exact to 2⁻⁴¹ relative) adds J to V and reads another
+    word. The geometric is memoryless, so V is geometric past J too: the far entries, whose 2⁻⁶⁴ rounding
+    flattened the tail beyond ~28 scales (a δ of ~10⁻¹² a draw), are never taken for what they are. A run draws at
+    a few scales over and over: cached."""
     bits = _block_bits(t)
     lam = 2.0**bits / t
     n = 1 << _LAPLACE_COLUMN_BITS
     real = [-math.expm1(-lam) * math.exp(-lam * j) for j in range(n - 1)] + [math.exp(-lam * (n - 1))]
     col_bits, prob, alias = _alias(_integer_weights(real))
+    restart = max(1, min(n - 1, math.floor(_LAPLACE_RESTART_BITS * math.log(2.0) / lam)))
     kept = -math.expm1(-lam) / lam  # the U step's mean acceptance
-    return bits, col_bits, prob, alias, (1.0 / kept + 1.0) / (1.0 - 0.5 / t)
+    return bits, col_bits, prob, alias, restart, (1.0 / kept + 1.0) / (1.0 - 0.5 / t)
 
 
 @functools.lru_cache(maxsize=64)
@@ -273,15 +358,16 @@ def discrete_laplace(src: NoiseSource, t: int, n: int) -> np.ndarray:
     """``n`` draws of the discrete Laplace distribution with integer scale ``t``: P(Z = z) ∝ exp(−|z|/t).
 
     Canonne–Kamath–Steinke Algorithm 2 with a block length T, a power of two ≤ t/16: U uniform on {0..T−1} kept with
-    probability exp(−U/t), V geometric (ratio exp(−T/t), from an alias table), |Z| = U + TV, a sign; (−, 0) is
-    rejected. No truncation: every integer is possible. Compiled (:mod:`.discrete_kernels` documents the words
-    each step reads); ~2.1 words a draw.
+    probability exp(−U/t), V geometric (ratio exp(−T/t), from an alias table, restarted past its ~9 scales:
+    :func:`_laplace_table`), |Z| = U + TV, a sign; (−, 0) is rejected. No truncation: every integer is possible, and
+    every value's probability is the pmf's to 2⁻⁴⁰ relative per 9 scales of |z| (no flattened tail: the release is pure
+    ε). Compiled (:mod:`.discrete_kernels` documents the words each step reads); ~2.1 words a draw.
     """
     t = int(t)
     if not 1 <= t < _MAX_SCALE:
         raise ValueError(f"discrete Laplace scale must be an integer in [1, 2^52), got {t}")
-    bits, col_bits, prob, alias, words = _laplace_table(t)
-    return _draw(_kernels().fill_laplace, src, n, words, t, bits, _chunk_bits(bits), col_bits, prob, alias)
+    bits, col_bits, prob, alias, restart, words = _laplace_table(t)
+    return _draw(_kernels().fill_laplace, src, n, words, t, bits, _chunk_bits(bits), col_bits, prob, alias, restart)
 
 
 def discrete_gaussian(src: NoiseSource, sigma: float, n: int) -> np.ndarray:
@@ -349,8 +435,11 @@ def laplace_release(value, scale: float, l1_sensitivity: float, rng) -> tuple[np
         return bad
     m = _size(value)
     gamma = grid_step(scale)
-    t = math.ceil(scale * (1.0 + m * gamma / l1_sensitivity) / gamma)
-    return _grid_release(value, gamma, discrete_laplace(src, t, m))
+    t = laplace_grid_scale(scale, l1_sensitivity, m)
+    while True:
+        out, noise = _grid_release(value, gamma, discrete_laplace(src, t, m))
+        if src.accept(out):  # False only when a resumed zone's replay diverged: drawn again from fresh bits
+            return out, noise
 
 
 def gaussian_release(value, sigma: float, l2_sensitivity: float | None, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -362,6 +451,23 @@ def gaussian_release(value, sigma: float, l2_sensitivity: float | None, rng) -> 
         return bad
     m = _size(value)
     gamma = grid_step(sigma)
+    sigma_grid = gaussian_grid_scale(sigma, l2_sensitivity, m)
+    while True:
+        out, noise = _grid_release(value, gamma, discrete_gaussian(src, sigma_grid, m))
+        if src.accept(out):  # False only when a resumed zone's replay diverged: drawn again from fresh bits
+            return out, noise
+
+
+def laplace_grid_scale(scale: float, l1_sensitivity: float, entries: int) -> int:
+    """The discrete Laplace's scale in grid steps for a release of ``entries`` values: s·(1 + m·γ/Δ₁)/γ rounded up, so
+    the noise multiplier holds for the rounded values (module docstring)."""
+    gamma = grid_step(scale)
+    return math.ceil(scale * (1.0 + entries * gamma / l1_sensitivity) / gamma)
+
+
+def gaussian_grid_scale(sigma: float, l2_sensitivity: float | None, entries: int) -> float:
+    """The discrete Gaussian's σ in grid steps for a release of ``entries`` values: σ·(1 + √m·γ/Δ₂)/γ (None: the
+    sensitivity is taken as σ/UNKNOWN_SENSITIVITY_MULTIPLIER)."""
+    gamma = grid_step(sigma)
     sens = sigma / UNKNOWN_SENSITIVITY_MULTIPLIER if l2_sensitivity is None else l2_sensitivity
-    sigma_grid = sigma * (1.0 + math.sqrt(m) * gamma / sens) / gamma
-    return _grid_release(value, gamma, discrete_gaussian(src, sigma_grid, m))
+    return sigma * (1.0 + math.sqrt(entries) * gamma / sens) / gamma

@@ -43,6 +43,9 @@ class Rounds:
     checkpoint_last: bool = True
     #: what else a failed round raises (the sharing agents' NaN checks raise ValueError)
     failures: tuple[type[BaseException], ...] = ROUND_FAILURES
+    #: also checkpoint before the first round of a new run (a private run: every release after it can be replayed
+    #: from a checkpoint, even one killed before its first periodic checkpoint; privacy/journal.py)
+    checkpoint_first: bool = False
 
 
 def run_rounds(rounds: Rounds, first: int, last: int, history: list[dict], record: RunRecord | None,
@@ -58,6 +61,8 @@ def run_rounds(rounds: Rounds, first: int, last: int, history: list[dict], recor
             rounds.checkpoint(history)
             last_checkpoint = t
 
+    if every and rounds.checkpoint_first and not resumed:
+        checkpoint(first - 1)
     with deferred_stop():  # Ctrl-C / SIGTERM during the rounds: finish the round in progress, then stop below
         for t in range(first, last + 1):
             try:

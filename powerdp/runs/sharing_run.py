@@ -114,6 +114,8 @@ class SharingProblem:
     inputs: dict = field(default_factory=dict)
     #: the command that resumes a run of this problem (messages: ``powerdp run --resume DIR``)
     command: str = "powerdp run"
+    #: the neighbouring relation a private run's agents protect ({"name", "text", ...}: the privacy receipt's)
+    relation: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -124,12 +126,21 @@ class SharingResult:
     y: np.ndarray
     total: np.ndarray
     diagnostics: dict
+    #: each private agent's ledger report (public); empty for a non-private run
+    privacy: dict = field(default_factory=dict)
+    #: the privacy receipt's run and relation parts (:func:`runs.receipt.write_receipt`), None when not private
+    receipt: dict | None = None
 
     def save(self, out: str | Path) -> None:
-        """The history and the summary, each in the two views (module docstring)."""
+        """The history and the summary, each in the two views (module docstring), and a private run's receipt."""
         out = Path(out)
         _write_history(out, self.history)
         self.save_summary(out)
+        if self.receipt is not None and self.privacy:
+            from .receipt import receipt_units, write_receipt
+
+            write_receipt(out, self.receipt["application"], self.receipt["run"], self.receipt["relation"],
+                          receipt_units(self.receipt["unit"], self.privacy))
 
     def save_summary(self, out: str | Path) -> None:
         save_summary_views(out, self.summary, COORDINATOR_KEYS)
@@ -237,6 +248,8 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
             record.start(history, legacy=("history.csv", "summary.json"))  # an earlier version's mixed files
             if not resume and problem.inputs:
                 record.record_inputs(problem.inputs)
+            if not resume and settings.noise_multiplier is not None:  # each agent journals its releases (privacy/journal.py)
+                backend.call("journal", str(out))
         setup_s = time.perf_counter() - t_setup
         diags: dict = {}
 
@@ -268,7 +281,11 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
         def partial(rows, stopped):
             if stopped != "failed" and problem.evaluate is not None and not diags:
                 diags.update(backend.call("diag"))
-            return _result(problem, settings, coordinator, rows, stopped, setup_s, diags if stopped != "failed" else {})
+            result = _result(problem, settings, coordinator, rows, stopped, setup_s, diags if stopped != "failed" else {})
+            if settings.noise_multiplier is not None and stopped != "failed":  # the agents' ledgers, for the receipt
+                result.privacy = backend.call("privacy") or {}
+                result.receipt = _receipt(problem, settings)
+            return result
 
         def checkpoint(rows):
             t = coordinator.round
@@ -282,6 +299,7 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
             converged=(lambda row: row["primal_residual"] <= settings.tol and row["dual_residual"] <= settings.tol)
             if settings.tol > 0 else None,
             failures=(PowerDPError, FloatingPointError, ValueError),  # a failed step, a lost host, a NaN release
+            checkpoint_first=settings.noise_multiplier is not None,
         )
         # a checkpoint every checkpoint_every rounds, and always after the last (0: only then)
         every = settings.checkpoint_every or settings.rounds
@@ -293,6 +311,15 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
     if out is not None:
         result.save(out)
     return result
+
+
+def _receipt(problem: SharingProblem, settings: SharingSettings) -> dict:
+    """The privacy receipt's parts a sharing run knows: the problem, its settings and its neighbouring relation."""
+    unit = "party" if problem.name.startswith("vertical") else "agent"
+    return {"application": problem.name, "unit": unit, "relation": problem.relation or {"name": "unstated"},
+            "run": {"algorithm": "gaussian output perturbation (sharing)", "noise_source": "seeded" if problem.config.get("seeded") else "secret",
+                    "private": True, "noise_multiplier": settings.noise_multiplier, "target_delta": settings.delta,
+                    "rounds": settings.rounds}}
 
 
 def _saved_history(out: Path, rounds: int) -> list[dict]:

@@ -55,9 +55,8 @@ class DispatchZoneAgent(ZoneAgent):
         cols = np.asarray(self.noise_cols, dtype=np.int64)
         self._clip_ok = bool(len(cols) == len(self._yp) + len(self._yq)
                              and np.array_equal(np.sort(cols), np.sort(np.concatenate([self._yp, self._yq]))))
-        if config.private:
+        if config.private and not self.perturbation.once:
             self.perturbation.perturb_objective = self._perturb_clipped  # the instance's own: clips when asked
-        self._pending_draw = False  # input perturbation: this period's fresh d̃ not yet in the ledger
         self.local_failures = 0  # private rounds whose local solve failed (the previous point released again)
 
     # ------------------------------------------------------------------ periods
@@ -65,8 +64,8 @@ class DispatchZoneAgent(ZoneAgent):
         """Take period ``data["period"]``: the zone's own loads ``pd``, ``qd`` (p.u., its own buses in order), its
         generators' available output ``pmax`` (p.u., its generators in order), and optional ramp limits
         (``ramp``: p.u. per period per generator, inf where none) around its own previous dispatch. ``cold``
-        forgets the previous period (duals, warm start: the caller then projects the flat start again);
-        ``redraw`` draws input perturbation's noise afresh for this period."""
+        forgets the previous period (duals, warm start: the caller then projects the flat start again). Input
+        perturbation draws the period's own d̃ from the period's loads (once per period)."""
         self.period = int(data["period"])
         self._set_loads(np.asarray(data["pd"], dtype=float), np.asarray(data["qd"], dtype=float))
         self._set_generation(np.asarray(data["pmax"], dtype=float), data.get("ramp"))
@@ -77,19 +76,48 @@ class DispatchZoneAgent(ZoneAgent):
         if data.get("cold"):
             self.lam = np.zeros(self.n_shared)
             self._warm = None
-        if data.get("redraw") and self.config.spec.perturbation == "input":
-            p = self.perturbation
-            p.xi = p.mechanism.sample(self.rng, len(p.noise_cols))  # the period's own d̃ (once per period)
-            self._pending_draw = True
-        if self.perturbation.from_loads:
-            # the totals of the period's own loads, released afresh (period 0's replaces the draw the zone was built with,
-            # which nothing was computed from); the rounds then solve with the release's loads
-            self.perturbation.draw(*self._own_loads)
-            self._aim_rounds()
-            self._pending_draw = bool(data.get("redraw"))
+        if self.perturbation.once:  # input perturbation (d̃) or the totals: the period's own, drawn once from its loads
+            self._draw_input()
+
+    def _draw_input(self) -> None:
+        """Input perturbation's draw for the period (:meth:`ZoneAgent._draw_input`); with public ratings the perturbed
+        loads it stands for, d̃ = n/(2ω), are projected onto their public range once, before the zone computes with
+        them: post-processing of the draw, from n alone."""
+        if getattr(self, "period", None) is None:  # the constructor: a day draws per period, from its loads (set_period)
+            return
+        if self.perturbation.from_loads:  # the totals of the period's own loads (no public clipping: refused)
+            super()._draw_input()
+            return
+        term = self.perturbation.draw(self._f_lin_true.c[self.noise_cols])
+        if self._rating is not None:
+            term = self._clip_term(term)
+        self.use_input_term(term)
+
+    def _clip_term(self, term: np.ndarray) -> np.ndarray:
+        """n = 2ω·d̃ on each perturbed load value, with d̃ projected onto its public range ([0, R] for p, [−R, R] for q),
+        back on the sampler's grid: a function of n and public ratings only."""
+        w2 = 2.0 * self._omega
+        cols = self.noise_cols
+        lo, hi = self._load_ranges(cols)
+        noisy = term / w2
+        out = (noisy < lo) | (noisy > hi)
+        gamma = self.perturbation.mechanism.grid
+        clipped = term.copy()
+        clipped[out] = np.round(w2 * np.clip(noisy[out], lo[out], hi[out]) / gamma) * gamma
+        return clipped
+
+    def _load_ranges(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per noise column, the public range of the load value it perturbs: [0, R] (p) or [−R, R] (q)."""
+        pos = {int(col): j for j, col in enumerate(cols)}
+        jp = np.array([pos[int(i)] for i in self._yp], dtype=np.int64)
+        jq = np.array([pos[int(i)] for i in self._yq], dtype=np.int64)
+        lo, hi = np.empty(len(cols)), np.empty(len(cols))
+        lo[jp], hi[jp] = 0.0, self._rating
+        lo[jq], hi[jq] = -self._rating, self._rating
+        return lo, hi
 
     def _perturb_clipped(self, c: np.ndarray) -> float:
-        """The perturbation's noise on the linear term, then (with public ratings) the perturbed loads it stands for
+        """Objective perturbation's noise on the linear term, then (with public ratings) the perturbed loads it stands for
         projected onto their public range: a load value's d̃ = d + ξ/(2ω) onto [0, R] (p) or [−R, R] (q), R the bus's
         public rated power. Post-processing of the noisy linear term (docs/privacy.md, "Privacy over time"): the
         local problem then sees 2ω(y + clip(d̃)) where it saw 2ω(y + d̃), and the ledger's account is unchanged."""
@@ -100,14 +128,11 @@ class DispatchZoneAgent(ZoneAgent):
         before = c[cols].copy()
         magnitude = perturb(c)
         w2 = 2.0 * self._omega
+        lo, hi = self._load_ranges(cols)
         d = np.empty(len(cols))
-        lo = np.empty(len(cols))
-        hi = np.empty(len(cols))
         pos = {int(col): j for j, col in enumerate(cols)}
-        jp = np.array([pos[int(i)] for i in self._yp], dtype=np.int64)
-        jq = np.array([pos[int(i)] for i in self._yq], dtype=np.int64)
-        d[jp], lo[jp], hi[jp] = self._pd, 0.0, self._rating
-        d[jq], lo[jq], hi[jq] = self._qd, -self._rating, self._rating
+        d[[pos[int(i)] for i in self._yp]] = self._pd
+        d[[pos[int(i)] for i in self._yq]] = self._qd
         noisy = d + (c[cols] - before) / w2  # d̃: the perturbed load value the noisy linear term stands for
         out = noisy < lo
         out |= noisy > hi
@@ -137,6 +162,7 @@ class DispatchZoneAgent(ZoneAgent):
         else:
             self._f_lin = self._f
         self._f_r = self.reduction.pull_objective(self._f)
+        self._data_changed()
         for name, vals in (("sp", pd), ("sq", qd)):
             lm = self.problem.expressions[name]
             const_e = np.array(lm.const, dtype=float)
@@ -161,15 +187,11 @@ class DispatchZoneAgent(ZoneAgent):
 
     def step(self, msg):
         try:
-            update = super().step(msg)
+            return super().step(msg)
         except SolverError:
             if not self.config.private:  # a non-private day stops at a failed solve (the runner says where)
                 raise
-            update = self._failed_step(msg)
-        if self._pending_draw and self.ledger is not None:
-            self.ledger.record(1)  # the period's fresh d̃ is released (through its post-processing) from its first round
-            self._pending_draw = False
-        return update
+            return self._failed_step(msg)
 
     def _failed_step(self, msg) -> ZoneUpdate:
         """A private round whose local solve failed (under large noise: Clarabel's iteration limit, Ipopt's local
@@ -227,13 +249,13 @@ class DispatchZoneAgent(ZoneAgent):
 
 
 def period_slices(own_buses: dict[int, np.ndarray], own_gens: dict[int, np.ndarray], pd: np.ndarray, qd: np.ndarray,
-                  pmax: np.ndarray, period: int, ramp: np.ndarray | None, cold: bool, redraw: bool,
+                  pmax: np.ndarray, period: int, ramp: np.ndarray | None, cold: bool,
                   rating: np.ndarray | None = None) -> dict[int, dict]:
     """Each zone's own slice of one period's data (what :meth:`DispatchZoneAgent.set_period` takes); ``rating``: the
     buses' public rated load (p.u.) when the perturbed loads are clipped."""
     return {
         z: {"period": int(period), "pd": pd[own_buses[z]], "qd": qd[own_buses[z]], "pmax": pmax[own_gens[z]],
-            "ramp": None if ramp is None else ramp[own_gens[z]], "cold": bool(cold), "redraw": bool(redraw),
+            "ramp": None if ramp is None else ramp[own_gens[z]], "cold": bool(cold),
             "rating": None if rating is None else rating[own_buses[z]]}
         for z in own_buses
     }

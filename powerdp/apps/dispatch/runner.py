@@ -16,7 +16,8 @@ D/simulation_evaluation/...          history.csv and periods.csv with the cost, 
                                      import, curtailment; res_gen/, res_sgen/, res_ext_grid/ (p_mw.csv per period);
                                      summary.json with max_relative_cost_gap and the periods
 D/zones.private/zone_P/              each zone's checkpoint (0700/0600)
-D/checkpoint/                        the coordinator's state after the last complete period
+D/checkpoint/                        the coordinator's state after the last complete period (state.*, periods.*: the
+                                     coordinator's columns) and the evaluation's (evaluation.*, periods_evaluation.*)
 ```
 
 Checkpoints are per period: a run stopped by Ctrl-C (or a failed round) keeps every complete period, and ``resume``
@@ -88,6 +89,7 @@ class DispatchResult:
     history: pd.DataFrame  # one row per round
     summary: dict[str, Any]  # the horizon: both views' keys
     dispatch: dict[str, pd.DataFrame] = field(default_factory=dict)  # res_gen / res_sgen / res_ext_grid: p_mw per period
+    privacy: dict[int, Any] = field(default_factory=dict)  # each zone's ledger report (public; the privacy receipt's)
 
     def views(self) -> dict[str, dict[str, Any]]:
         """The JSON of ``--json``: the coordinator's view and the simulation's evaluation, apart."""
@@ -120,7 +122,8 @@ def _zone_gens(net: Network, zone_of_bus: np.ndarray, n_zones: int) -> dict[int,
 def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None, resume: bool = False,
                  overwrite: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
                  status: Callable[[str], None] | None = None, reference: bool = True,
-                 ac_check: bool = False, ac_evaluation: bool = True) -> DispatchResult:
+                 ac_check: bool = False, ac_evaluation: bool = True,
+                 observe: Callable[[list], None] | None = None) -> DispatchResult:
     """Run the dispatch of ``horizon`` (a :class:`~powerdp.grid.profiles.Horizon`) with ``config`` (module docstring).
 
     ``progress`` is called after every round with its row (``period``, ``round``, residuals) and after every period
@@ -131,6 +134,7 @@ def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None,
     agreed values; :mod:`powerdp.apps.power_flow.implemented`); ``ac_evaluation`` evaluates it as an operator would,
     beside the period's centralized dispatch evaluated the same way (the ``implemented_*`` and
     ``implemented_reference_*`` columns; :mod:`powerdp.opf.ac_evaluation`).
+    ``observe`` is called with every round's updates: what the coordinator receives (the audits' and tests' hook).
     """
     config.validate()
     if horizon.pd.shape[0] != config.periods:
@@ -138,17 +142,17 @@ def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None,
     if out is None:
         if resume:
             raise ConfigError("resume needs the output directory of the run")
-        return _run(config, horizon, None, False, progress, status, reference, ac_check, ac_evaluation)
+        return _run(config, horizon, None, False, progress, status, reference, ac_check, ac_evaluation, observe)
     out_dir = ensure_dir(out)
     if resume and not (out_dir / "config.json").is_file():
         raise ConfigError(f"{out_dir} holds no dispatch run to resume")
     with DirectoryLock(out_dir):
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(config, horizon, out_dir, resume, progress, status, reference, ac_check, ac_evaluation)
+        return _run(config, horizon, out_dir, resume, progress, status, reference, ac_check, ac_evaluation, observe)
 
 
 def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, progress, status,
-         reference: bool, ac_check: bool = False, ac_evaluation: bool = True) -> DispatchResult:
+         reference: bool, ac_check: bool = False, ac_evaluation: bool = True, observe=None) -> DispatchResult:
     say = status or (lambda msg: None)
     t_setup = time.perf_counter()
     net: Network = horizon.network
@@ -206,12 +210,13 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
             coordinator.load_state_dict(state)
             backend.load_checkpoint(folders, coordinator.round)
             history = list(saved or [])
-            ev = load_state(out_dir / "checkpoint" / "periods")
-            periods = [dict(r) for r in ev["periods"]]
-            evaluation = {"central_pg": ev.get("central_pg"), "dispatch": [list(map(float, r)) for r in ev["dispatch"]]}
+            periods, evaluation = _load_periods(out_dir / "checkpoint")
             first = done + 1
             resumed_from = first
             log.info("resuming %s at period %d", out_dir, first)
+        elif record is not None and config.private:  # each zone journals its releases in its private folder, and the
+            backend.open_journals(folders)  # zones' states before period 0 are a checkpoint: every release can be replayed
+            _checkpoint(record, folders, backend, coordinator, -1, history, periods, evaluation)
         if record is not None:
             record.start(history)
         setup_s = time.perf_counter() - t_setup
@@ -221,7 +226,7 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
                 try:
                     row = _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record,
                                   progress, reference, evaluation, run_cfg, part if ac_check else None,
-                                  part if ac_evaluation else None)
+                                  part if ac_evaluation else None, observe)
                 except Interrupted:  # inside a period's rounds: the complete periods are kept
                     raise Interrupted(f"interrupted in period {k} of {config.periods}{_kept(out_dir, k)}", None) from None
                 except DispatchFailed as exc:
@@ -230,6 +235,8 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
                 if record is not None:
                     _checkpoint(record, folders, backend, coordinator, k, history, periods, evaluation)
                     _write_periods(out_dir, periods)
+                    if config.private:  # what the zones released so far, for anyone to re-account
+                        _write_receipt(out_dir, config, {int(d.zone): d.privacy for d in backend.diagnostics()})
                 if progress is not None:
                     progress({"period_done": k, **row})
                 if stop_requested() is not None and k < config.periods - 1:
@@ -248,9 +255,10 @@ def _kept(out_dir: Path | None, k: int) -> str:
     """What a run stopped in (or before) period ``k`` leaves, for its one-line message."""
     if out_dir is None:
         return " (no output directory: nothing kept)"
-    if k == 0:
+    if k == 0 and not (out_dir / "checkpoint" / "state.json").is_file():
         return f"; no period complete in {out_dir} (start it again)"
-    return f"; periods 0-{k - 1} kept in {out_dir} (powerdp dispatch --resume {out_dir} continues at period {k})"
+    kept = f"periods 0-{k - 1} kept" if k > 0 else "no period complete"  # a private day checkpoints before period 0
+    return f"; {kept} in {out_dir} (powerdp dispatch --resume {out_dir} continues at period {k})"
 
 
 def _check_saved(record: RunRecord, config: DispatchConfig) -> None:
@@ -287,7 +295,7 @@ def _ramp_limits(config: DispatchConfig, horizon) -> np.ndarray | None:
 
 
 def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record, progress, reference,
-            evaluation, run_cfg, ac_part=None, impl_part=None) -> dict[str, Any]:
+            evaluation, run_cfg, ac_part=None, impl_part=None, observe=None) -> dict[str, Any]:
     """One period: its data to the zones, (re)start, the rounds until the residuals meet the tolerance.
 
     Its times: ``wall_s``/``cpu_s`` are the dispatch's own (the zones' data, their solves, the coordinator; CPU of
@@ -302,7 +310,7 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
     f0 = _failures(backend, own_buses)
     pmax = np.asarray(horizon.gen_pmax[k], dtype=float)
     backend.call("set_period", period_slices(own_buses, own_gens, horizon.pd[k], horizon.qd[k], pmax, k, ramp,
-                                             config.cold_start and k > 0, k > 0, _bus_rating(config, horizon)))
+                                             config.cold_start and k > 0, _bus_rating(config, horizon)))
     if config.cold_start or k == 0:  # the flat start projected, zero duals (period 0 always)
         r = coordinator.round
         coordinator.w = np.zeros_like(coordinator.w)
@@ -318,6 +326,8 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
         tz = time.perf_counter()
         updates = backend.step(messages)
         clock["zones"] += time.perf_counter() - tz
+        if observe is not None:
+            observe(updates)
         res = coordinator.receive(updates)
         primal_rel, dual_rel = relative_residuals(coordinator, res)
         te, ce = time.perf_counter(), time.process_time()
@@ -549,15 +559,34 @@ def _central(k, horizon, evaluation, ramp, run_cfg) -> float | None:
 
 
 def _checkpoint(record, folders, backend, coordinator, k, history, periods, evaluation) -> None:
-    """After period ``k``: the zones' own states (their folders), the evaluation, then the coordinator's state."""
+    """After period ``k``: the zones' own states (their folders), the periods (the coordinator's columns in
+    ``periods.*``, the simulation's evaluation in ``periods_evaluation.*``: the two views apart here too), then the
+    coordinator's state."""
     def evaluation_files(d: Path) -> None:
         backend.save_checkpoint(folders)
-        save_state(d / "periods", {"periods": jsonable(periods), "central_pg": evaluation["central_pg"],
-                                   "dispatch": evaluation["dispatch"]})
+        coord = [{c: r[c] for c in PERIOD_COORDINATOR_COLUMNS if c in r} for r in periods]
+        ev = [{c: v for c, v in r.items() if c == "period" or c not in PERIOD_COORDINATOR_COLUMNS} for r in periods]
+        save_state(d / "periods_evaluation", {"periods": jsonable(ev), "central_pg": evaluation["central_pg"],
+                                              "dispatch": evaluation["dispatch"]})
+        save_state(d / "periods", {"periods": jsonable(coord), "columns": list(periods[0]) if periods else []})
 
     record.save_checkpoint({**coordinator.state_dict(), "period": k}, history,
                            coordinator.round, agents=evaluation_files,
                            prune=lambda d: backend.prune_checkpoints(folders, coordinator.round))
+
+
+def _load_periods(d: Path) -> tuple[list[dict], dict[str, Any]]:
+    """The periods and the evaluation's state of a checkpoint, the two views joined (a checkpoint of an earlier version
+    kept them in one ``periods`` file)."""
+    coord = load_state(d / "periods")
+    ev = load_state(d / "periods_evaluation") if (d / "periods_evaluation.json").is_file() else coord
+    by_period = {int(r["period"]): dict(r) for r in ev["periods"]}
+    order = list(coord.get("columns") or [])
+    periods = []
+    for r in coord["periods"]:
+        row = {**by_period.get(int(r["period"]), {}), **dict(r)}
+        periods.append({**{c: row[c] for c in order if c in row}, **row})  # the columns in the order they were made
+    return periods, {"central_pg": ev.get("central_pg"), "dispatch": [list(map(float, r)) for r in ev.get("dispatch", [])]}
 
 
 def _write_periods(out_dir: Path, periods: list[dict]) -> None:
@@ -601,7 +630,23 @@ def _result(config, horizon, run_cfg, part, history, periods, evaluation, diags,
         **_implemented_summary(frame),
     }
     dispatch = _tables(horizon, evaluation["dispatch"])
-    return DispatchResult(config=config, periods=frame, history=pd.DataFrame(history), summary=summary, dispatch=dispatch)
+    privacy = {int(d.zone): d.privacy for d in diags if d.privacy is not None}
+    return DispatchResult(config=config, periods=frame, history=pd.DataFrame(history), summary=summary, dispatch=dispatch,
+                          privacy=privacy)
+
+
+def _write_receipt(out_dir: Path, config: DispatchConfig, privacy: dict[int, Any]) -> None:
+    """``coordinator_view/privacy_receipt.json`` of a private day (docs/privacy.md, "The privacy receipt"): the ledger per
+    zone over the horizon, and the relation's claim (user: the horizon's total; event: one period's releases)."""
+    from ...runs.receipt import receipt_units, write_receipt
+
+    write_receipt(out_dir, "dispatch", run={
+        "algorithm": config.algorithm, "noise_source": "seeded" if config.seed is not None else "secret", "private": True,
+        "target_epsilon": config.target_epsilon, "target_delta": config.target_delta, "periods": config.periods,
+        "max_rounds": config.max_rounds,
+        "claim_scope": "the horizon (the ledger's total)" if config.relation == "user" else "one period's releases",
+    }, relation={"name": config.relation, "text": relation_text(config.relation, config.beta, config.periods), "beta": config.beta},
+        units=receipt_units("zone", privacy))
 
 
 def _implemented_summary(frame: pd.DataFrame) -> dict[str, Any]:
@@ -640,6 +685,8 @@ def _tables(horizon, rows: list[list[float]]) -> dict[str, pd.DataFrame]:
 
 def _save(result: DispatchResult, out_dir: Path) -> None:
     save_summary_views(out_dir, result.summary, COORDINATOR_KEYS)
+    if result.config.private and result.privacy:
+        _write_receipt(out_dir, result.config, result.privacy)
     _write_periods(out_dir, result.periods.to_dict("records"))
     for table, frame in result.dispatch.items():
         d = out_dir / EVALUATION_VIEW / table

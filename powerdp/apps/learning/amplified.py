@@ -188,6 +188,28 @@ class NoisyADMMRun:
         privacy = {"epsilon": s["epsilon_total"], "zcdp": s["zcdp_total"], "delta": s["delta_total"],
                    "scope": s["ledger_source"], "first_user": self.ledger.to_dict()}
         save_summary_views(out, s, COORDINATOR_KEYS, privacy=privacy)
+        if s["private"]:
+            self.save_receipt(out)
+
+    def save_receipt(self, out: str | Path) -> Path:
+        """``coordinator_view/privacy_receipt.json``: the headline's unit is every user, whose releases are the Gaussian
+        steps of its most-used function (m of them, each of L2 sensitivity ηΔ, noise σ on every entry of x), composed
+        by zCDP (docs/privacy.md, "The privacy receipt")."""
+        from ...privacy import GaussianMechanism
+        from ...runs.receipt import write_receipt
+
+        c, s = self.config, self.summary
+        step = float(s["eta"]) * float(s["gradient_sensitivity"])
+        mech = GaussianMechanism.from_noise_multiplier(step, c.sigma / step, c.delta, sigma=c.sigma)
+        mech.entries = int(self.problem.dim)  # every release is the whole x̃ of one run
+        unit = {"unit": "user", "id": 0, "ledger": {"epsilon": s["epsilon_total"], "delta": c.delta, "source": "zcdp",
+                                                    "steps": int(s["every_user"]["uses"])},
+                "releases": [{**mech.receipt(), "count": int(s["every_user"]["uses"])}], "recharged_steps": 0,
+                "scope": "every user: the most-used user's Gaussian steps over the published runs (no amplification)"}
+        return write_receipt(out, "noisy-admm", run={
+            "algorithm": c.algorithm, "noise_source": c.noise_source, "private": True, "runs": c.runs, "rounds": c.rounds,
+            "sigma": c.sigma, "eta": s["eta"], "target_delta": c.delta}, relation={"name": "target", "text": s["adjacency"]},
+            units=[unit])
 
 
 # ------------------------------------------------------------------ data
@@ -361,8 +383,9 @@ def _run(c: NoisyADMMConfig, problem: ElasticNet | None, test, out, overwrite) -
     setup_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     edges = user_blocks(problem.users, c.clients)
+    step_sensitivity = eta * problem.gradient_sensitivity(c.target_shift)  # ηΔ: one step's L2 sensitivity (public)
     specs = user_specs(problem.features, problem.targets, c.clients, eta=eta, beta=c.beta, ridge_in_f=problem.ridge_in_f,
-                       sigma=c.sigma, seed=c.seed)
+                       sigma=c.sigma, seed=c.seed, sensitivity=step_sensitivity if step_sensitivity > 0 else None)
     backend = make_sharing_backend(c.backend, specs, c)
     try:
         x, lam, obj = iterate(problem, order, c.rounds, c.beta, edges, backend)

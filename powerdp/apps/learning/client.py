@@ -29,6 +29,8 @@ from ...engine.consensus.updates import UPDATES, LocalUpdate
 from ...opf.box import BoxProblem, IdentityReduction
 from ...opf.local_solver import BOX_SOLVERS, solver_class
 from ...privacy import PrivacyLedger, Sensitivity
+from ...privacy.faults import replays
+from ...privacy.journal import ReleaseJournal, privacy_report
 from .config import LearnConfig
 from .model import SoftmaxLoss, lipschitz_bound
 from .sensitivity import gradient_sensitivity, paper_sensitivity
@@ -96,6 +98,9 @@ class ClientAgent:
             engine, gradient_sensitivity=self.grad_sensitivity, rng=self.rng, noise_cols=np.arange(self.n),
             n=self.n, zone=self.zone, update=self.update, lipschitz=self.lipschitz,
         )
+        # what the client has released, so that a resumed client never releases a round again with fresh noise
+        # (privacy/journal.py); its host opens it in the client's private checkpoint folder
+        self.journal = ReleaseJournal(self.zone, self.rng, self.ledger) if engine.private and replays(config.faults) else None
         self.z_last: np.ndarray | None = None
         self.z_released: np.ndarray | None = None
         self.lam = np.zeros(self.n)
@@ -169,7 +174,7 @@ class ClientAgent:
             noise_magnitude=self.last_noise,
             max_violation=viol,
             epsilon_spent=(ledger.epsilon_spent() if privacy else float("nan")) if ledger is not None else 0.0,
-            privacy=ledger.report() if (ledger is not None and privacy) else None,
+            privacy=privacy_report(ledger, self.journal) if privacy else None,
         )
 
     # ----------------------------------------------------------------- checkpoint
@@ -180,9 +185,10 @@ class ClientAgent:
         meta = {
             "zone": self.zone,
             "round": self.round,
-            # the generator only when seeded (bit-identical resume); a secret run resumes with fresh entropy
-            "rng": self.rng.state if self.config.seed is not None else None,
+            # the noise stream, secret or seeded: a resumed client redraws the noise of the rounds it repeats
+            "rng": self.rng.state if (self.rng.seeded or replays(self.config.faults)) else None,
             "ledger_steps": ledger.steps if ledger is not None else 0,
+            "ledger": ledger.state_dict() if ledger is not None else None,
         }
         if isinstance(self.update, BacktrackingLinearizedUpdate):
             meta["step"] = self.update.state()
@@ -199,7 +205,9 @@ class ClientAgent:
             self.rng.state = meta["rng"]
         if isinstance(self.update, BacktrackingLinearizedUpdate):
             self.update.load(meta["step"])
-        if self.ledger is not None and int(meta["ledger_steps"]) > self.ledger.steps:
+        if self.ledger is not None and meta.get("ledger") is not None:
+            self.ledger.load_state_dict(meta["ledger"])
+        elif self.ledger is not None and int(meta["ledger_steps"]) > self.ledger.steps:  # an earlier version's checkpoint
             if self.config.spec.perturbation == "output":  # the mechanism of each past round, as it was recorded
                 for t in range(1, self.round + 1):
                     self.perturbation.start_round(t)

@@ -32,6 +32,11 @@ class HostedClient:
     def __init__(self, agent: int, X: np.ndarray, y: np.ndarray, K: int, I: int, config: LearnConfig, R2: float, R1: float):
         self.client = ClientAgent(agent, X, y, K, I, config, R2, R1)
 
+    @property
+    def journal(self):
+        """The client's release journal (the host journals each release before it leaves)."""
+        return self.client.journal
+
     def initialize(self) -> ZoneUpdate:
         return self.client.initialize()
 

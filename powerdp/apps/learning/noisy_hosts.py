@@ -54,10 +54,11 @@ class HostedUsers:
     private_kind = "client"  # its folder would be OUT/clients.private/client_P; noisy-admm keeps no checkpoint, so none is made
 
     def __init__(self, agent: int, features: np.ndarray, targets: np.ndarray, eta: float, beta: float, ridge_in_f: float,
-                 sigma: float, seed: int | None):
+                 sigma: float, seed: int | None, sensitivity: float | None = None):
         self.agent = agent
         self.features, self.targets = features, targets
         self.eta, self.beta, self.ridge_in_f, self.sigma = eta, beta, ridge_in_f, sigma
+        self.sensitivity = sensitivity  # ηΔ, public: what the sampler's rounding is calibrated to (None: σ/10⁴ assumed)
         self.rng = noise_rng(seed, agent)  # made on this host: a secret run's bits never leave it
 
     def step(self, msg: IterateMessage) -> ZoneUpdate:
@@ -67,7 +68,7 @@ class HostedUsers:
         x = primal_step(msg.x, msg.y, msg.lam, self.features[msg.users], self.targets[msg.users], eta=self.eta,
                         beta=self.beta, ridge_in_f=self.ridge_in_f)
         if self.sigma > 0:
-            x = gaussian_release(x, self.sigma, None, self.rng)[0]  # the product's sampler, as the in-process noisy_admm
+            x = gaussian_release(x, self.sigma, self.sensitivity, self.rng)[0]  # the product's sampler, as in-process noisy_admm
         return ZoneUpdate(round=msg.round, zone=self.agent, released=x)
 
 
@@ -80,14 +81,15 @@ def user_blocks(users: int, clients: int) -> np.ndarray:
 
 
 def user_specs(features: np.ndarray, targets: np.ndarray, clients: int, *, eta: float, beta: float, ridge_in_f: float,
-               sigma: float, seed: int | None) -> list[SharingAgentSpec]:
-    """One spec per client: its block of samples and the public settings."""
+               sigma: float, seed: int | None, sensitivity: float | None = None) -> list[SharingAgentSpec]:
+    """One spec per client: its block of samples and the public settings (``sensitivity``: ηΔ, one step's L2
+    sensitivity, which the sampler's rounding is calibrated to)."""
     edges = user_blocks(len(targets), clients)
     return [
         SharingAgentSpec(
             agent=p, factory="powerdp.apps.learning.noisy_hosts:HostedUsers", weight=int(hi - lo),
             kwargs=dict(features=features[lo:hi].copy(), targets=targets[lo:hi].copy(), eta=eta, beta=beta, ridge_in_f=ridge_in_f,
-                        sigma=sigma, seed=seed),
+                        sigma=sigma, seed=seed, sensitivity=sensitivity),
         )
         for p, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))
     ]

@@ -113,6 +113,18 @@ class LearnResult:
         (out / COORDINATOR_VIEW).mkdir(parents=True, exist_ok=True)
         atomic_write(out / COORDINATOR_VIEW / "model.npz", lambda fh: np.savez(fh, w=self.model), binary=True)
         save_summary_views(out, self.summary, COORDINATOR_KEYS, privacy=self.privacy)  # the ledger: public
+        if self.config.private and self.privacy:  # what each client released under, for anyone to re-account
+            from ...runs.receipt import receipt_units, write_receipt
+
+            cfg = self.config
+            neighbours = {"replace-one": "one training sample of the client replaced by another (features and label)",
+                          "add-remove": "one training sample of the client added or removed"}.get(cfg.adjacency, cfg.adjacency)
+            write_receipt(out, "learning", run={
+                "algorithm": cfg.algorithm, "noise_source": cfg.noise_source, "private": cfg.sensitivity != "paper",
+                "target_epsilon": cfg.target_epsilon, "target_delta": cfg.target_delta, "rounds": cfg.rounds,
+                "local_updates": cfg.local_updates, "sensitivity_rule": cfg.sensitivity,
+            }, relation={"name": cfg.adjacency, "text": neighbours, "sensitivity": self.summary.get("sensitivity_note")},
+                units=receipt_units("client", self.privacy))
 
 
 @dataclass
@@ -294,6 +306,8 @@ def _loop(config, prepared, central, coordinator, backend, record, resumed, prog
         if record is not None:
             _start_files(record, config, history)
             _record_inputs(record, config)
+            if config.private and config.checkpoint_every:  # each client journals its releases (privacy/journal.py)
+                backend.call("journal", str(record.directory))
     start = coordinator.round + 1
     setup_s = time.perf_counter() - t_setup
     run_start = time.perf_counter()
@@ -328,7 +342,7 @@ def _loop(config, prepared, central, coordinator, backend, record, resumed, prog
         record.save_checkpoint(coordinator.state_dict(), rows, t, agents=lambda cd: backend.call("save", (str(record.directory), t)),
                                prune=lambda cd: backend.call("prune", (str(record.directory), t)))
 
-    rounds = Rounds(step=step, partial=partial, checkpoint=checkpoint,
+    rounds = Rounds(step=step, partial=partial, checkpoint=checkpoint, checkpoint_first=config.private,
                     converged=lambda row: converged["round"] == row["round"],
                     failed=lambda t, detail, result, exc: LearnFailed(f"run stopped in round {t}: {detail}", result))
     stopped = run_rounds(rounds, start, config.rounds, history, record, config.checkpoint_every, progress, resumed is not None)

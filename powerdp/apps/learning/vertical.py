@@ -43,7 +43,6 @@ from scipy.linalg import cho_factor, cho_solve
 from ...engine.sharing.coordinator import LogisticZStep, SharingAgent, SharingMessage
 from ...engine.sharing.hosts import SharingAgentSpec
 from ...errors import ConfigError
-from ...privacy.sampler import gaussian_release
 from ...runs.sharing_run import SharingProblem, SharingSettings, run_sharing
 
 __all__ = ["VerticalData", "VerticalParty", "load_dataset", "DATASETS", "split_blocks", "centralized_logreg", "logloss",
@@ -138,7 +137,8 @@ class VerticalParty(SharingAgent):
     """A party holding one feature block: exact ridge x-step, optional Gaussian release noise."""
 
     def __init__(self, agent: int, D: np.ndarray, D_test: np.ndarray, lam: float, noise_multiplier: float | None = None,
-                 neighbours: str = "column", clip: float = 1.0, seed: int | None = None, margin_clip: float = 5.0):
+                 neighbours: str = "column", clip: float = 1.0, seed: int | None = None, margin_clip: float = 5.0,
+                 delta: float = 1e-5):
         super().__init__(agent)
         self.margin_clip = float(margin_clip)
         self.D = np.asarray(D, float)
@@ -154,11 +154,7 @@ class VerticalParty(SharingAgent):
             else:
                 norms = np.linalg.norm(self.D, axis=1, keepdims=True)
                 self.D = self.D / np.maximum(1.0, norms)
-            from ...privacy import noise_rng
-
-            self.rng = noise_rng(None if seed is None else int(seed), agent)
-        else:
-            self.rng = None
+            self._private(seed, noise_multiplier, delta)  # its noise source, ledger and release journal
         self.x = np.zeros(self.D.shape[1])
         self._kappa = None
         self.noise_l1 = 0.0  # Σ|ξ| stays with the party (simulation's evaluation only)
@@ -191,7 +187,7 @@ class VerticalParty(SharingAgent):
         if self.rng is None:
             return contribution
         sigma = self.noise_multiplier * release_sensitivity(self._w, self.neighbours, self.lam, msg.rho + msg.tau, self.clip)
-        released, xi = gaussian_release(contribution, sigma, sigma / self.noise_multiplier, self.rng)
+        released, xi = self._release(contribution, sigma)
         self.noise_l1 += float(np.abs(xi).sum())
         return released
 
@@ -200,26 +196,21 @@ class VerticalParty(SharingAgent):
                 "noise_l1": self.noise_l1}
 
     def extra_state(self) -> dict:
-        meta = {"noise_l1": self.noise_l1}
-        if self.rng is not None:
-            meta["rng"] = self.rng.state
-        return {"arrays": {"x": self.x}, "meta": meta}
+        return {"arrays": {"x": self.x}, "meta": {"noise_l1": self.noise_l1}}
 
     def load_extra_state(self, state: dict) -> None:
         self.x = np.asarray(state["arrays"]["x"], float)
         self.noise_l1 = float(state["meta"].get("noise_l1", 0.0))
-        if self.rng is not None and "rng" in state["meta"]:
-            self.rng.state = state["meta"]["rng"]
 
 
 def vertical_problem(data: VerticalData, lam: float, noise_multiplier: float | None = None, neighbours: str = "column",
-                     clip: float = 1.0, seed: int | None = None, margin_clip: float = 5.0) -> SharingProblem:
+                     clip: float = 1.0, seed: int | None = None, margin_clip: float = 5.0, delta: float = 1e-5) -> SharingProblem:
     if neighbours not in NEIGHBOURS:
         raise ConfigError(f"neighbours must be one of {', '.join(NEIGHBOURS)}, got {neighbours!r}")
     specs = [
         SharingAgentSpec(agent=m, factory="powerdp.apps.learning.vertical:VerticalParty", weight=len(cols), kwargs=dict(
             D=data.X_train[:, cols], D_test=data.X_test[:, cols], lam=lam, noise_multiplier=noise_multiplier,
-            neighbours=neighbours, clip=clip, seed=seed, margin_clip=margin_clip))
+            neighbours=neighbours, clip=clip, seed=seed, margin_clip=margin_clip, delta=delta))
         for m, cols in enumerate(data.blocks)
     ]
     ytr, yte = data.y_train, data.y_test
@@ -230,8 +221,11 @@ def vertical_problem(data: VerticalData, lam: float, noise_multiplier: float | N
         return {"train_objective": logloss(ytr * tr) + sum(d["penalty"] for d in diags.values()),
                 "test_logloss": logloss(yte * te), "test_error": error_rate(yte, te)}
 
+    text = {"column": f"one feature column of the party moves (columns clipped to norm {clip:g})",
+            "row": "one sample's features of the party move (rows of norm at most 1)"}[neighbours]
     return SharingProblem(
         name="vertical-logreg", zstep=LogisticZStep(ytr), specs=specs, evaluate=evaluate,
+        relation={"name": neighbours, "text": text},
         config={"dataset": data.name, "parties": len(data.blocks), "blocks": [len(c) for c in data.blocks], "lam": lam,
                 "noise_multiplier": noise_multiplier, "neighbours": neighbours, "clip": clip, "margin_clip": margin_clip,
                 "seeded": seed is not None,
@@ -287,7 +281,7 @@ def run_vertical_learning(data: VerticalData, lam: float, settings: SharingSetti
                           clip: float = 1.0, seed: int | None = None, out=None, resume: bool = False,
                           overwrite: bool = False, progress=None, observe=None, margin_clip: float = 5.0):
     """Train by sharing ADMM; returns (SharingResult, baselines) on rank 0 (None elsewhere under MPI)."""
-    problem = vertical_problem(data, lam, settings.noise_multiplier, neighbours, clip, seed, margin_clip)
+    problem = vertical_problem(data, lam, settings.noise_multiplier, neighbours, clip, seed, margin_clip, delta=settings.delta)
     result = run_sharing(problem, settings, out=out, resume=resume, overwrite=overwrite, progress=progress, observe=observe)
     if result is None:
         return None

@@ -15,7 +15,10 @@ Privacy (loads; docs/market.md "Private loads"): output perturbation of each
 release with Gaussian noise σ = z·Δ₂, Δ₂ = β·max_{b ∈ zone} ‖[1; H_{:,b}]‖₂. Sound
 per round given the public history, because the zone's step uses only public
 values and its own *released* contribution, and the release is a proximal map
-of an affine function of the loads (the derivation is in docs/market.md).
+of an affine function of the loads (the derivation is in docs/market.md). The map is
+a proximal map only when the step penalizes every row it releases: a private market
+therefore never screens its line rows (issue 36: with only the binding rows in the
+penalty, the other rows moved with the generators' redistribution, up to 1.41·Δ₂).
 """
 
 from __future__ import annotations
@@ -29,18 +32,10 @@ from ...engine.sharing.hosts import SharingAgentSpec
 from ...errors import ConfigError
 from ...grid.network import Network
 from ...opf.dc import DCModel, dc_model, max_line_violation, solve_dc_opf
-from ...privacy.sampler import gaussian_release
 from ...runs.inputs import case_entry
 from ...runs.sharing_run import SharingProblem, SharingSettings, run_sharing
 
 __all__ = ["MarketZone", "market_problem", "run_market", "market_sensitivity", "cost_sensitivity", "default_market_rho"]
-
-
-def _rng(seed: int | None, agent: int):
-    """The agent's noise generator: powerdp.privacy.noise_rng (OS entropy unless the run is seeded)."""
-    from ...privacy import noise_rng
-
-    return noise_rng(None if seed is None else int(seed), agent)
 
 
 class MarketZone(SharingAgent):
@@ -48,7 +43,8 @@ class MarketZone(SharingAgent):
 
     def __init__(self, agent: int, B: np.ndarray, K: np.ndarray, loads: np.ndarray, c2: np.ndarray, c1: np.ndarray,
                  c0: np.ndarray, pmin: np.ndarray, pmax: np.ndarray, noise_sigma: float = 0.0, seed: int | None = None,
-                 noise_multiplier: float | None = None, cost_gamma: float | None = None):
+                 noise_multiplier: float | None = None, cost_gamma: float | None = None, delta: float = 1e-5,
+                 faults=None):
         super().__init__(agent)
         self.B = np.asarray(B, float)  # [1ᵀ; H_gens] (n × G_m)
         self.loads = np.asarray(loads, float)  # private
@@ -59,7 +55,11 @@ class MarketZone(SharingAgent):
         # private costs: one generator's c1 moving by γ moves the release by at most √(γ·max range/κ) (docs/market.md)
         self.cost_gamma = cost_gamma
         self.noise_multiplier = noise_multiplier
-        self.rng = _rng(seed, agent) if self.noise_sigma > 0 or cost_gamma else None
+        if noise_multiplier and (self.noise_sigma > 0 or cost_gamma):  # its noise source, ledger and release journal
+            self._private(seed, noise_multiplier, delta)
+        # a private zone penalizes every row it releases (the bound of docs/market.md covers only those rows); the
+        # test-only fault InjectedFaults(market_release="screened") brings back the old step (active rows only)
+        self._all_rows = self.rng is not None and getattr(faults, "market_release", "all") == "all"
         self.p = np.clip(np.zeros(len(self.c1)), self.pmin, self.pmax)
         self._kappa = self._active = None
 
@@ -86,7 +86,7 @@ class MarketZone(SharingAgent):
         import clarabel
 
         kappa = msg.rho + msg.tau
-        active = np.ones(len(self.e), dtype=bool) if msg.active is None else msg.active
+        active = np.ones(len(self.e), dtype=bool) if (msg.active is None or self._all_rows) else msg.active
         if self._kappa != kappa or not np.array_equal(self._active, active):
             self._qp(kappa, active)
         a = self.others_minus_z(msg)  # Σ_{k≠m} r_k − z, public
@@ -108,21 +108,17 @@ class MarketZone(SharingAgent):
         sigma = self.noise_sigma
         if self.cost_gamma:
             sigma = max(sigma, self.noise_multiplier * cost_sensitivity(self.pmin, self.pmax, self.cost_gamma, msg.rho + msg.tau))
-        sensitivity = sigma / self.noise_multiplier if self.noise_multiplier else None
-        return gaussian_release(contribution, sigma, sensitivity, self.rng)[0]
+        return self._release(contribution, sigma)[0]
 
     def diagnostics(self) -> dict:
         return {"pg": self.p.copy(), "cost": float(np.sum(self.c2 * self.p**2 + self.c1 * self.p + self.c0)),
                 "true_release": self.B @ self.p - self.e}
 
     def extra_state(self) -> dict:
-        meta = {"rng": self.rng.state} if self.rng is not None else {}
-        return {"arrays": {"p": self.p}, "meta": meta}
+        return {"arrays": {"p": self.p}, "meta": {}}
 
     def load_extra_state(self, state: dict) -> None:
         self.p = np.asarray(state["arrays"]["p"], float)
-        if self.rng is not None and "rng" in state["meta"]:
-            self.rng.state = state["meta"]["rng"]
 
 
 def market_sensitivity(model: DCModel, buses: np.ndarray, beta: float, line_scale: float = 1.0) -> float:
@@ -153,15 +149,21 @@ def default_market_rho(model: DCModel) -> float:
 
 def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: float | None = None, beta: float = 0.01,
                    seed: int | None = None, model: DCModel | None = None, reference=None,
-                   line_scale: float = 1.0, screen: bool = True, cost_gamma: float | None = None) -> tuple[SharingProblem, DCModel, dict]:
+                   line_scale: float = 1.0, screen: bool = True, cost_gamma: float | None = None,
+                   delta: float = 1e-5, faults=None) -> tuple[SharingProblem, DCModel, dict]:
     """The sharing problem of the zonal market (one agent per zone) and its evaluation.
 
     ``line_scale`` s multiplies the line rows of every contribution (and their limits): a public row
     scaling, i.e. a penalty s²ρ on the flows against ρ on the balance; the prices are scaled back.
-    ``screen``: a line's row joins the penalty only once its limit binds (docs/market.md).
+    ``screen``: a line's row joins the penalty only once its limit binds (docs/market.md); a private market
+    (``noise_multiplier`` set) never screens: its zones penalize every row they release, which is what the
+    sensitivity bound covers (docs/market.md, "Why this is a sound sensitivity").
     ``cost_gamma``: also protect the generators' linear costs (neighbours: one c1 moves by γ $/h per p.u.).
+    ``faults``: test-only (:class:`~powerdp.privacy.faults.InjectedFaults`).
     """
     model = model or dc_model(net)
+    if noise_multiplier is not None and getattr(faults, "market_release", "all") == "all":
+        screen = False
     zone_of_bus = np.asarray(zone_of_bus, dtype=np.int64)
     n_zones = int(zone_of_bus.max()) + 1
     gen_zone = zone_of_bus[model.gen_bus]
@@ -178,6 +180,7 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
             B=K_full[:, model.gen_bus[gens]], K=K_full[:, buses], loads=model.load[buses],
             c2=model.c2[gens], c1=model.c1[gens], c0=model.c0[gens], pmin=model.pmin[gens], pmax=model.pmax[gens],
             noise_sigma=sigma, seed=seed, noise_multiplier=noise_multiplier, cost_gamma=cost_gamma if noise_multiplier else None,
+            delta=delta, faults=faults,
         )))
     screened = np.concatenate([[False], np.ones(model.n_mon, dtype=bool)]) if screen else None
     zstep = BoxZStep(scale * np.concatenate([[0.0], model.flow_lo]), scale * np.concatenate([[0.0], model.flow_hi]), screened)
@@ -196,8 +199,11 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
             out["max_price_error"] = float(np.max(np.abs(lmp - reference.lmp)))
         return out
 
+    relation = {"name": "load", "beta": beta,
+                "text": f"one load value d_b of the zone moves by at most beta = {beta:g} p.u."
+                        + (f"; or one generator's linear cost c1 by at most {cost_gamma:g} $/h per p.u." if cost_gamma else "")}
     problem = SharingProblem(
-        name="dc-market", zstep=zstep, specs=specs, evaluate=evaluate, inputs={"case": case_entry(net.source)},
+        name="dc-market", zstep=zstep, specs=specs, evaluate=evaluate, inputs={"case": case_entry(net.source)}, relation=relation,
         config={"case": model.name, "zones": n_zones, "zone_of_bus": zone_of_bus.tolist(), "beta": beta,
                 "noise_multiplier": noise_multiplier, "seeded": seed is not None, "seed": seed, "line_scale": line_scale,
                 "screen": screen, "cost_gamma": cost_gamma},
@@ -209,16 +215,17 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
 
 def run_market(net: Network, zone_of_bus: np.ndarray, settings: SharingSettings, beta: float = 0.01, seed: int | None = None,
                out=None, resume: bool = False, overwrite: bool = False, progress=None, observe=None, reference: bool = True,
-               line_scale: float = 1.0, screen: bool = True, cost_gamma: float | None = None):
+               line_scale: float = 1.0, screen: bool = True, cost_gamma: float | None = None, faults=None):
     """Clear the zonal DC market by sharing ADMM; returns (SharingResult, DCModel, centralized DCResult or None, tables).
 
-    Under MPI every rank calls it; ranks other than 0 return None.
+    Under MPI every rank calls it; ranks other than 0 return None. ``faults`` is test-only.
     """
     model = dc_model(net)
     central = solve_dc_opf(model) if reference else None
     if central is not None and not central.success:
         raise ConfigError(f"{net.name}: the centralized DC-OPF did not solve ({central.status}); the case is infeasible as a DC model")
-    problem, model, sigmas = market_problem(net, zone_of_bus, settings.noise_multiplier, beta, seed, model, central, line_scale, screen, cost_gamma)
+    problem, model, sigmas = market_problem(net, zone_of_bus, settings.noise_multiplier, beta, seed, model, central, line_scale, screen,
+                                            cost_gamma, delta=settings.delta, faults=faults)
     t0 = time.perf_counter()
     result = run_sharing(problem, settings, out=out, resume=resume, overwrite=overwrite, progress=progress, observe=observe)
     if result is None:

@@ -38,7 +38,9 @@ from ...opf.local_solver import LocalSolver, solver_class
 from ...opf.objectives import OBJECTIVES, generation_cost, total_shedding_mw
 from ...opf.reduction import eliminate, sparse_elimination
 from ...privacy import PrivacyLedger, noise_rng
-from ...privacy.mechanisms import mechanism_from_dict, mechanism_to_dict
+from ...privacy.faults import replays
+from ...privacy.journal import ReleaseJournal, privacy_report
+from ...privacy.mechanisms import mechanism_from_dict
 from ...privacy.sampler import warm_up as warm_up_sampler
 from .config import RunConfig
 from .implemented import held_flows, solve_implemented
@@ -248,10 +250,15 @@ class ZoneAgent:
         self._y_own = (prob.index_of([("yp", int(i)) for i in own]), prob.index_of([("yq", int(i)) for i in own])) \
             if y_cols.size else None
         self._round_f: QuadraticObjective | None = None  # f_p with the perturbation's loads (totals), else None
-        if self.perturbation.round_loads() is not None:
-            self._aim_rounds()
         self._held = held_flows(net, prob, own_buses, shared_keys)  # the tie-line flows the implemented dispatch holds
         self.z_implemented: np.ndarray | None = None  # the implemented point, once computed (implement)
+        # what the zone has released, so that a resumed zone never releases a round again with fresh noise
+        # (privacy/journal.py); opened in its private checkpoint folder when the run keeps checkpoints
+        replay = replays(config.faults)  # False only under the test-only old resume (privacy/faults.py)
+        self.journal = ReleaseJournal(self.zone, self.rng, self.ledger) if config.private and replay else None
+        self._data_changed()
+        if self.perturbation.once:
+            self._draw_input()
         self.z_last: np.ndarray | None = None  # last local iterate (the next round starts here)
         self.z_released: np.ndarray | None = None  # z_p^{t+1}, the mean of the round's iterates
         self.lam = np.zeros(self.n_shared)
@@ -262,18 +269,47 @@ class ZoneAgent:
         # build_s: the compiled problem (Pyomo's build and compile, or opf.direct); compile_s: the collection after it
         self.setup_s = {"build_s": t1 - t0, "compile_s": t2 - t1, "solver_s": time.perf_counter() - t2}
 
+    # ------------------------------------------------------------ input perturbation
+    def _draw_input(self) -> None:
+        """Input perturbation: release the zone's data term on the noise support once (its loads' 2ωd) and compute with
+        that noisy term from now on (:meth:`use_input_term`). A perturbation that releases from the loads themselves
+        (the totals): release them and aim the rounds at the loads the release stands for (:meth:`_aim_rounds`)."""
+        if self.perturbation.from_loads:
+            self.perturbation.draw(*self._own_loads)
+            self._aim_rounds()
+            return
+        self.use_input_term(self.perturbation.draw(self._f_lin_true.c[self.noise_cols]))
+
+    def _data_changed(self) -> None:
+        """The zone's objectives were (re)built on its true data: the linearized one and the exact step's are those."""
+        self._f_lin_true = self._f_lin
+        self._f_exact = self._f_r  # what an exact step solves with (input perturbation: its noisy term in place of d)
+
+    def use_input_term(self, term: np.ndarray) -> None:
+        """Put the released noisy term ``term`` where the zone's objective holds its data (the linear term on the noise
+        support): the linearized steps' gradient and an exact step's objective are then those of f_p with d̃, computed
+        from ``term`` alone (no rounding that involves d after the one draw); the true f_p stays for the evaluation."""
+        cols = self.noise_cols
+        data = self._f_lin_true.c
+        lin = data.copy()
+        lin[cols] = term
+        full = self._f.c.copy()
+        full[cols] = (self._f.c[cols] - data[cols]) + term  # the data-free rest (0 on the data's entries) + n
+        self._f_lin = dataclasses.replace(self._f_lin_true, c=lin)
+        self._f_exact = self.reduction.pull_objective(dataclasses.replace(self._f, c=full))
+
     # ------------------------------------------------------------ internals
     def _aim_rounds(self) -> None:
         """The objective the rounds solve with: f_p itself, or (a perturbation whose release stands for the loads: the
         totals) f_p with the release's loads written in place of the zone's own, so nothing of the true loads is left
-        in what the rounds compute. Refreshes the linearized part and the solver's form (:attr:`_f_lin`, :attr:`_f_r`);
-        the true f_p (:attr:`_f`) stays for the evaluation and the implemented dispatch."""
+        in what the rounds compute. Refreshes the linearized part and the exact step's form (:attr:`_f_lin`,
+        :attr:`_f_exact`); the true f_p (:attr:`_f`) stays for the evaluation and the implemented dispatch."""
         loads = self.perturbation.round_loads()
         f = self._f
         if loads is not None:
             f = self._round_f = self._with_loads(*loads)
         self._f_lin = f.split(self._y_cols)[0] if self._free_r is not None else f
-        self._f_r = self.reduction.pull_objective(f)
+        self._f_exact = self.reduction.pull_objective(f)
 
     def _with_loads(self, pd: np.ndarray, qd: np.ndarray) -> QuadraticObjective:
         """f_p with the loads ``pd``, ``qd`` (own buses, p.u.) instead of the zone's: the loads enter f_p only as the
@@ -339,7 +375,7 @@ class ZoneAgent:
     def _solve(self, c: np.ndarray, diag: np.ndarray, step: int | None, exact: bool = False):
         """Solve min_{z ∈ W_p} c·z + ½ Σ diag_k z_k² (+ f_p if ``exact``, else + its data-free part if it is
         kept exact); returns (z, SolveResult)."""
-        objective = self.reduction.pull(c, diag, base=self._f_r if exact else self._free_r)
+        objective = self.reduction.pull(c, diag, base=self._f_exact if exact else self._free_r)
         if self._warm is not None:
             # primal-dual warm start from the previous local solve (benchmarks/warmstart.py)
             x_prev, mult_g, zl, zu = self._warm
@@ -449,10 +485,14 @@ class ZoneAgent:
             cost=generation_cost(self._net, z[self._gen_cols], self._gens) if evaluate else math.nan,
             shedding_mw=total_shedding_mw(self.problem.expressions["sp"](z), self._net.base_mva) if evaluate else math.nan,
             epsilon_spent=self.ledger.epsilon_spent() if self.ledger is not None else 0.0,
-            privacy=self.ledger.report() if self.ledger is not None else None,
+            privacy=self.privacy_report(),
             solution=solution,
             stats=self.last_stats if evaluate else None,
         )
+
+    def privacy_report(self) -> dict[str, Any] | None:
+        """The ledger's report (public: data-independent), with what the zone's journal replayed after a resume."""
+        return privacy_report(self.ledger, self.journal)
 
     def save_solution(self, folders: ZoneFolders) -> Path:
         """Write the zone's released solution z_p and its own per-round statistics into its private folder
@@ -481,10 +521,10 @@ class ZoneAgent:
 
     # ----------------------------------------------------------- checkpoint
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume this agent (kept on the zone's side): arrays and JSON values only.
+        """Everything needed to resume this agent (kept on the zone's side, in its private folder): arrays and JSON values.
 
-        The noise generator's state only when the run is seeded (a seeded run resumes bit-identically); a
-        secret-noise run keeps no generator state anywhere: a resumed zone draws from fresh OS entropy, as good.
+        The noise stream's state too, secret or seeded (a secret stream's AES key, counter and position), so that the
+        resumed zone redraws the noise of the rounds it repeats and releases them bit for bit (privacy/journal.py).
         """
         state: dict[str, Any] = {
             "zone": self.zone,
@@ -494,12 +534,12 @@ class ZoneAgent:
             "z_released": self.z_released,
             "lam": self.lam,
             "ledger_steps": self.ledger.steps if self.ledger is not None else 0,
-            "ledger_history": [[mechanism_to_dict(m), int(n)] for m, n in self.ledger.history] if self.ledger is not None else [],
+            "ledger": self.ledger.state_dict() if self.ledger is not None else None,
             "warm": self._warm,
             "private_inputs": self.private_inputs,  # the zone's own input files and their hashes (a deployment's loads)
+            # the noise stream (zone-private: with it the zone's noise can be replayed); the old resume kept a secret one's not
+            "rng": self.rng.state if (self.rng.seeded or replays(self.config.faults)) else None,
         }
-        if self.config.noise_source == "seeded":
-            state["rng"] = self.rng.state  # the seeded stream's state; a secret source keeps nothing
         state.update(self.perturbation.state_arrays())
         return state
 
@@ -514,6 +554,13 @@ class ZoneAgent:
             path = folders.checkpoint_stem(self.zone, round)
             raise ConfigError(f"zone {self.zone} has no checkpoint for round {round} ({path}.json/.npz is missing)")
         self.load_state_dict(folders.load_state(self.zone, round))
+        if self.journal is not None:  # what it released after that round: the replay (privacy/journal.py)
+            self.journal.open(folders.checkpoint_dir(self.zone), round)
+
+    def open_journal(self, folders: ZoneFolders) -> None:
+        """A new run: start the release journal in the zone's private checkpoint folder (on its own host)."""
+        if self.journal is not None:
+            self.journal.open(folders.checkpoint_dir(self.zone))
 
     def _check_private_inputs(self, saved: dict[str, dict]) -> None:
         """The zone checks its own input files against the hashes in its own checkpoint: a resumed run on an edited
@@ -527,8 +574,10 @@ class ZoneAgent:
                 )
 
     def prune_checkpoints(self, folders: ZoneFolders, keep_round: int) -> None:
-        """Delete this zone's checkpoint files of rounds other than ``keep_round``."""
+        """Delete this zone's checkpoint files of rounds other than ``keep_round``, and the journal's entries up to it."""
         folders.prune(self.zone, keep_round)
+        if self.journal is not None:
+            self.journal.prune(keep_round)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["zone"]) != self.zone:
@@ -538,9 +587,11 @@ class ZoneAgent:
         self.z_last = np.asarray(state["z_last"], dtype=float)
         self.z_released = np.asarray(state["z_released"], dtype=float)
         self.lam = np.asarray(state["lam"], dtype=float)
-        if "rng" in state and self.config.noise_source == "seeded":  # a secret run goes on with fresh entropy
+        if state.get("rng") is not None:  # the stream where it stood (a checkpoint of an older secret run has none)
             self.rng.state = state["rng"]
-        if self.ledger is not None:
+        if self.ledger is not None and state.get("ledger") is not None:
+            self.ledger.load_state_dict(state["ledger"])
+        elif self.ledger is not None:  # a checkpoint of an earlier version
             if self.ledger.steps == 0 and state.get("ledger_history"):
                 for mechanism, steps in state["ledger_history"]:
                     self.ledger.record(int(steps), mechanism=mechanism_from_dict(mechanism))
@@ -548,6 +599,14 @@ class ZoneAgent:
             if missing > 0:  # checkpoints written before the ledger kept its history
                 self.ledger.record(missing)
         self.perturbation.load_state_arrays(state)
+        if self.perturbation.from_loads:  # the zone computes with the release it drew, not the constructor's fresh one
+            self._aim_rounds()
+        elif self.perturbation.once and self.perturbation.term is not None:  # the zone computes with the term it drew
+            self.use_input_term(self.perturbation.term)
+        elif self.perturbation.once and state.get("input_noise") is not None:  # an earlier version kept ξ alone
+            gamma = self.perturbation.mechanism.grid
+            self.perturbation.term = np.round(self._f_lin_true.c[self.noise_cols] / gamma) * gamma + self.perturbation.xi
+            self.use_input_term(self.perturbation.term)
         warm = state.get("warm")
         self._set_warm(tuple(np.asarray(a, dtype=float) for a in warm) if warm is not None else None)
 

@@ -223,6 +223,8 @@ class RunResult:
             "view": VIEW_LABELS[EVALUATION_VIEW],
             "summary": views["simulation_evaluation"],
         }), indent=2) + "\n")
+        if self.config.private and self.privacy:  # what each zone released under, for anyone to re-account
+            self.save_receipt(d)
         folders = simulation_folders(d)  # the simulation's evaluation holds every zone's solution: zone-private files
         for zone, sol in self.zone_solutions.items():
             keys = list(sol)
@@ -234,6 +236,14 @@ class RunResult:
             self.tables.save(evaluation)
         remove_legacy_files(d)
         return d
+
+    def save_receipt(self, directory: str | Path) -> Path:
+        """``coordinator_view/privacy_receipt.json`` (docs/privacy.md, "The privacy receipt")."""
+        from ...runs.receipt import receipt_units, write_receipt
+
+        cfg = self.config
+        return write_receipt(directory, "power_flow", run=privacy_claim(cfg), relation=adjacency_relation(cfg),
+                             units=receipt_units("zone", self.privacy))
 
     @classmethod
     def load(cls, directory: str | Path) -> RunResult:
@@ -308,3 +318,18 @@ def _index(i: Any) -> Any:
         return int(i)
     except (TypeError, ValueError):
         return i
+
+
+def privacy_claim(cfg) -> dict[str, Any]:
+    """The receipt's ``run`` part of a power-flow (or dispatch) configuration: what the run claims and how."""
+    return {"algorithm": cfg.algorithm, "noise_source": cfg.noise_source, "private": bool(cfg.claim_holds),
+            "target_epsilon": cfg.target_epsilon, "target_delta": cfg.target_delta, "epsilon_per_step": cfg.epsilon,
+            "delta_per_step": cfg.delta, "rounds": cfg.rounds, "local_updates": cfg.local_updates,
+            "sensitivity_rule": cfg.sensitivity}
+
+
+def adjacency_relation(cfg) -> dict[str, Any]:
+    """The receipt's neighbouring relation of a power-flow run (docs/privacy.md, "What is private")."""
+    text = {"value": f"one load value pd_i or qd_i of the zone moves by at most beta = {cfg.beta:g} p.u.",
+            "bus": f"pd_i and qd_i of one bus of the zone both move by at most beta = {cfg.beta:g} p.u."}[cfg.adjacency]
+    return {"name": cfg.adjacency, "text": text, "beta": cfg.beta}

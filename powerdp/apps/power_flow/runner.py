@@ -180,7 +180,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
     last_diags: dict[int, Any] = {}  # each zone's latest report: its privacy spend survives a lost host
     zone_times: dict[int, list[float]] = {}  # zone → [solver s, round s] summed over the rounds (evaluation only)
     try:
-        setup_times = backend.setup_times()
+        # the zones' set-up times and memory: the simulation's evaluation only (a deployment's zones keep theirs)
+        setup_times = backend.setup_times() if config.evaluate else {}
         if plan.resume:
             state, saved = record.load_checkpoint()
             coordinator.load_state_dict(state)
@@ -198,6 +199,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
             if record is not None:
                 _start_files(record, config, part, history)
                 _record_inputs(record, config)
+                if config.private and config.checkpoint_every:  # each zone journals its releases (privacy/journal.py)
+                    backend.open_journals(plan.folders)  # in its private folder: what a resume must not send again
         start_round = coordinator.round + 1
         setup_s = time.perf_counter() - t_setup - reference_s
         run_start = time.perf_counter()
@@ -241,7 +244,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
 
         tol = config.tol_primal > 0 or config.tol_dual > 0
         rounds = Rounds(
-            step=step, partial=partial, failed=failed, checkpoint=checkpoint,
+            step=step, partial=partial, failed=failed, checkpoint=checkpoint, checkpoint_first=config.private,
             converged=(lambda row: row["feasibility"] <= config.tol_primal and row["dual_residual"] <= config.tol_dual) if tol else None,
         )
         stopped = run_rounds(rounds, start_round, config.rounds, history, record, config.checkpoint_every, progress, plan.resume)
@@ -497,7 +500,7 @@ def _result(
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     try:
         diags = backend.diagnostics(with_solution=True) if (history or complete) else []
-        host_mb = backend.host_memory()
+        host_mb = backend.host_memory() if config.evaluate else []
     except PowerDPError:
         if complete:
             raise

@@ -18,7 +18,7 @@ from ..consensus.messages import ConsensusMessage, ZoneUpdate
 from ..consensus.settings import ConsensusSettings
 
 __all__ = ["AgentSpec", "Backend", "HostedBackend", "WorkerError", "assign_zones", "build_agents", "private_view", "serve",
-           "restore_zone", "peak_rss_mb", "single_threaded_pools", "zone_failure", "ZONE_FAILED"]
+           "restore_zone", "peak_rss_mb", "single_threaded_pools", "zone_failure", "ZONE_FAILED", "released", "open_journal"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,23 @@ def private_view(net: Network, own_buses: np.ndarray) -> Network:
     keep = np.zeros(net.n_bus, dtype=bool)
     keep[own_buses] = True
     return net.with_loads(np.where(keep, net.pd, 0.0), np.where(keep, net.qd, 0.0))
+
+
+def released(agent, update):
+    """A zone's message on its way out of its host: journaled (and fsynced) first when the zone keeps a release
+    journal (:mod:`powerdp.privacy.journal`), so that a resumed zone never sends a counted release again with fresh
+    noise. Every host loop sends what this returns."""
+    journal = getattr(agent, "journal", None)
+    if journal is not None and journal.active:
+        journal.release(update.round, update.released)
+    return update
+
+
+def open_journal(agent, folders) -> None:
+    """A new run: the zone starts its release journal in its private checkpoint folder (agents without one: nothing)."""
+    start = getattr(agent, "open_journal", None)
+    if start is not None:
+        start(folders)
 
 
 def restore_zone(agent, folders, round: int) -> None:
@@ -83,6 +100,12 @@ def zone_failure(config: ConsensusSettings, zones, exc: BaseException, detail: s
             pass
     names = ", ".join(str(z) for z in zones)
     return ZONE_FAILED, f"zone {names} failed"
+
+
+def _measures_cross(config: ConsensusSettings) -> bool:
+    """Whether a host may send its zones' set-up times and peak memory: only to a simulation's evaluation (one machine
+    holds every zone's data anyway); never in a deployment or a run without the evaluation."""
+    return getattr(config, "deployment", None) is None and bool(getattr(config, "evaluate", True))
 
 
 def peak_rss_mb() -> float:
@@ -152,7 +175,11 @@ class Backend:
         raise NotImplementedError
 
     def load_checkpoint(self, folders, round: int) -> None:
-        """Every zone restores the state it saved after ``round``."""
+        """Every zone restores the state it saved after ``round`` (and reopens its release journal)."""
+        raise NotImplementedError
+
+    def open_journals(self, folders) -> None:
+        """A new run with checkpoints: every zone starts its release journal in its private folder, on its own host."""
         raise NotImplementedError
 
     def prune_checkpoints(self, folders, round: int) -> None:
@@ -238,7 +265,7 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consens
                 out = []
                 for m in arg:
                     zone = m.zone
-                    out.append(agents[m.zone].step(m))
+                    out.append(released(agents[m.zone], agents[m.zone].step(m)))
             elif cmd == "diag":
                 out = [agents[z].diagnostics(arg) for z in sorted(agents)]
             elif cmd == "save":  # each zone writes its own file; nothing but an acknowledgement returns
@@ -250,6 +277,11 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consens
                         if isinstance(exc, _errors.OutputError):
                             raise
                         raise _errors.OutputError(f"cannot write {exc.filename or f'the checkpoint of zone {z}'}: {exc.strerror or exc}") from None
+                out = None
+            elif cmd == "journal":  # a new run: each zone starts its release journal in its own folder
+                for z in sorted(agents):
+                    zone = z
+                    open_journal(agents[z], arg)
                 out = None
             elif cmd == "restore":
                 folders, rnd = arg
@@ -273,6 +305,10 @@ def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consens
                 for z in sorted(by_zone):
                     zone = z
                     out[z] = getattr(agents[z], method)(by_zone[z])
+            elif cmd in ("setup", "memory") and not _measures_cross(config):
+                # a deployment's zone keeps its set-up times and memory: how long its model took to build and how much
+                # memory it holds are measured on its data's host, outside the message allow-list (issue 36)
+                out = {} if cmd == "setup" else float("nan")
             elif cmd == "setup":
                 out = {z: a.setup_s for z, a in agents.items()}
             elif cmd == "memory":
@@ -368,6 +404,9 @@ class HostedBackend(Backend):
     def load_checkpoint(self, folders, round: int) -> None:
         self._call("restore", [(folders, int(round))] * self.n_hosts)
 
+    def open_journals(self, folders) -> None:
+        self._call_all("journal", [folders] * self.n_hosts)
+
     def prune_checkpoints(self, folders, round: int) -> None:
         self._call("prune", [(folders, int(round))] * self.n_hosts)
 
@@ -375,7 +414,7 @@ class HostedBackend(Backend):
         self._call("solutions", [folders] * self.n_hosts)
 
     def host_memory(self) -> list[float]:
-        return [float(m) for m in self._call("memory")]
+        return [float(m) for m in self._call("memory") if m == m]  # a deployment's hosts keep theirs (NaN)
 
     def call(self, method: str, by_zone: dict[int, Any]) -> dict[int, Any]:
         out: dict[int, Any] = {}

@@ -8,7 +8,18 @@ from typing import Any
 from ...grid.network import Network
 from ..consensus.messages import ConsensusMessage, ZoneUpdate
 from ..consensus.settings import ConsensusSettings
-from .base import AgentSpec, Backend, WorkerError, build_agents, peak_rss_mb, restore_zone, single_threaded_pools, zone_failure
+from .base import (
+    AgentSpec,
+    Backend,
+    WorkerError,
+    build_agents,
+    open_journal,
+    peak_rss_mb,
+    released,
+    restore_zone,
+    single_threaded_pools,
+    zone_failure,
+)
 
 __all__ = ["SerialBackend"]
 
@@ -49,7 +60,7 @@ class SerialBackend(Backend):
         return [self._zone_call(z, self.agents[z].initialize) for z in self.zones]
 
     def step(self, messages: Sequence[ConsensusMessage]) -> list[ZoneUpdate]:
-        return [self._zone_call(m.zone, lambda m=m: self.agents[m.zone].step(m)) for m in messages]
+        return [self._zone_call(m.zone, lambda m=m: released(self.agents[m.zone], self.agents[m.zone].step(m))) for m in messages]
 
     def diagnostics(self, with_solution: bool = False) -> list:
         return [self.agents[z].diagnostics(with_solution) for z in self.zones]
@@ -64,6 +75,10 @@ class SerialBackend(Backend):
     def load_checkpoint(self, folders, round: int) -> None:
         for z in self.zones:
             restore_zone(self.agents[z], folders, round)
+
+    def open_journals(self, folders) -> None:
+        for z in self.zones:
+            open_journal(self.agents[z], folders)
 
     def prune_checkpoints(self, folders, round: int) -> None:
         for z in self.zones:

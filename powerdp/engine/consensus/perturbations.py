@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from ...privacy import MECHANISMS, GaussianMechanism, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
-from ...privacy.sampler import snap
 from ...privacy.sensitivity import hierarchical_sensitivity, totals_sensitivity
 
 if TYPE_CHECKING:
@@ -169,11 +168,13 @@ class InputPerturbation(Perturbation):
     """InpPert (baseline, load obfuscation): the zone perturbs its loads once, d̃ = d + ξ/2, and then runs
     the non-private update on d̃ (docs/privacy.md).
 
-    In the paper's coordinates the loads enter f_p = Σ (y + d)² only through the linear term 2⟨d, y⟩, so
-    f_p with d̃ is f_p + ⟨ξ, y⟩ + const: the zone adds the same ξ to the linear term of every local
-    problem. ξ is drawn once, from the mechanism calibrated to the gradient sensitivity (2β for one
-    load value), which is the load sensitivity β with d̃ − d = ξ/2. Everything the zone releases is
-    post-processing of d̃, so the whole run costs one step's ε (the ledger records one step).
+    In the paper's coordinates the loads enter f_p = Σ (y + d)² only through the linear term 2⟨d, y⟩, so f_p with d̃ is
+    f_p with that term replaced. The zone releases the term once (:meth:`draw`): n = γ(round(2d/γ) + Z) on the sampler's
+    grid, Z calibrated to the gradient sensitivity (2β for one load value, which is the load sensitivity β with
+    d̃ − d = ξ/2), and from then on its objective holds n where it held 2d (the agent installs it): every step computes
+    with n, never with d, so the noisy term is rounded once per draw (issue 36: rounding 2(y + d) again at every step
+    made the differences between steps noise-free). Everything the zone releases is post-processing of n, so the whole
+    run costs one draw's ε, whatever T and E (the ledger records it at the end of the round after the draw).
     """
 
     name: ClassVar[str] = "input"
@@ -185,27 +186,41 @@ class InputPerturbation(Perturbation):
                  noise_cols: np.ndarray, zone: int, **_: Any):
         super().__init__(config)
         self.noise_cols = noise_cols
+        self.rng = rng
         self.mechanism = _mechanism(config, gradient_sensitivity)
         self.ledger = _ledger(config, self.mechanism, zone)
-        # the zone's first draw, before any round: a resumed run rebuilds the same d̃
-        self.xi = self.mechanism.sample(rng, len(noise_cols))
+        self.term: np.ndarray | None = None  # n: the released noisy term, what the zone's objective holds
+        self.xi: np.ndarray | None = None  # its noise (the simulation's Σ|ξ|)
+        self._uncharged = False  # a draw not yet in the ledger
+
+    def draw(self, data_term: np.ndarray) -> np.ndarray:
+        """Release the zone's data term (its linear term on the noise support) once: n = γ(round(c/γ) + Z); returns n,
+        which the zone puts in its objective in place of the data."""
+        self.term, self.xi = self.mechanism.release(np.asarray(data_term, dtype=float), self.rng)
+        self._uncharged = True
+        return self.term
 
     def perturb_objective(self, c: np.ndarray) -> float:
-        # ξ lies on the mechanism's grid; the linear term is put on it too, so c + ξ is exact (the sampler's rule)
-        gamma = self.mechanism.grid
-        c[self.noise_cols] = snap(c[self.noise_cols], gamma) * gamma + self.xi
-        return noise_magnitude(self.xi)
+        return noise_magnitude(self.xi)  # n is in the zone's objective already: nothing is added per step
 
     def state_arrays(self) -> dict[str, np.ndarray]:
-        return {"input_noise": self.xi}  # drawn once: a resumed run (secret noise too) must keep this d̃
+        # drawn once: a resumed run (secret noise too) must keep this d̃
+        return {"input_noise": self.xi, "input_term": self.term, "input_uncharged": np.array(self._uncharged)}
 
     def load_state_arrays(self, state: dict[str, Any]) -> None:
-        if "input_noise" in state:
+        if state.get("input_noise") is not None:
             self.xi = np.asarray(state["input_noise"], dtype=float)
+        if state.get("input_term") is not None:
+            self.term = np.asarray(state["input_term"], dtype=float)
+        if "input_uncharged" in state:
+            self._uncharged = bool(np.asarray(state["input_uncharged"]))
+        elif self.ledger is not None:  # an earlier version's checkpoint: charged from the first round on
+            self._uncharged = self.ledger.steps == 0
 
     def end_round(self, steps: int) -> None:
-        if self.ledger.steps == 0:  # d̃ is released (through its post-processing) from the first round on
+        if self._uncharged:  # d̃ is released (through its post-processing) from the round after its draw on
             self.ledger.record(1)
+            self._uncharged = False
 
 
 class TotalsPerturbation(Perturbation):
@@ -217,8 +232,10 @@ class TotalsPerturbation(Perturbation):
     release's ε, whatever its rounds. The boundary of a zone depends on its loads mostly through these totals
     (its net injection); the implemented dispatch puts the true loads back inside the zone.
 
-    The release is drawn from the loads (``loads``: the zone's own buses' pd and qd, in its own-bus order) when the
-    zone is built, and again by :meth:`draw` when a dispatch gives it a new period's loads."""
+    The zone draws the release (:meth:`draw`, from its own buses' pd and qd) once when it is built, and a dispatch's
+    zone once per period; like input perturbation's term, the release is in the zone's private checkpoint (a resumed
+    zone computes with the same totals, never a fresh noisy copy) and charged once, after the round that follows
+    its draw."""
 
     name: ClassVar[str] = "totals"
     summary: ClassVar[str] = ("the zone's two load totals perturbed once and shared equally over its buses, then the "
@@ -227,28 +244,35 @@ class TotalsPerturbation(Perturbation):
     exact_privacy_loss: ClassVar[bool] = True
     from_loads: ClassVar[bool] = True
 
-    def __init__(self, config: ConsensusSettings, *, rng: np.random.Generator, zone: int,
-                 loads: tuple[np.ndarray, np.ndarray] | None = None, **_: Any):
+    def __init__(self, config: ConsensusSettings, *, rng: np.random.Generator, zone: int, **_: Any):
         super().__init__(config)
         self.rng = rng
         self.zone = int(zone)
         # the loads' own adjacency (β, one value or one bus): a power-flow run's settings (RunConfig)
-        self.mechanism = _mechanism(config, totals_sensitivity(config.beta, config.adjacency))
+        self.mechanism = _mechanism(config, self._sensitivity(config))
         self.ledger = _ledger(config, self.mechanism, zone)
-        self.totals: np.ndarray | None = None  # the release: (Σ pd, Σ qd) + noise, on the sampler's grid (p.u.)
+        self.totals: np.ndarray | None = None  # the release, on the sampler's grid (p.u.)
         self.n_buses = 0
-        self._noise = 0.0
-        if loads is not None:
-            self.draw(*loads)
+        self.xi: np.ndarray | None = None  # its noise (the simulation's Σ|ξ|)
+        self._uncharged = False  # a draw not yet in the ledger
+
+    @staticmethod
+    def _sensitivity(config: ConsensusSettings) -> Sensitivity:
+        return totals_sensitivity(config.beta, config.adjacency)
+
+    def _value(self, pd: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        return np.array([float(np.sum(pd)), float(np.sum(qd))])
 
     def draw(self, pd: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Release the totals of ``pd`` and ``qd`` (the zone's own buses' loads) with fresh noise; the loads the
-        rounds then solve with (:meth:`round_loads`)."""
-        value = np.array([float(np.sum(pd)), float(np.sum(qd))])
-        self.totals, xi = self.mechanism.release(value, self.rng)
-        self._noise = noise_magnitude(xi)
+        """Release what this perturbation releases of ``pd`` and ``qd`` (the zone's own buses' loads) with fresh noise
+        (through the sampler: a resumed zone's journal checks it); the loads the rounds then solve with."""
+        self.totals, self.xi = self.mechanism.release(self._value(pd, qd), self.rng)
         self.n_buses = len(pd)
+        self._uncharged = True
         return self.round_loads()
+
+    def perturb_objective(self, c: np.ndarray) -> float:
+        return noise_magnitude(self.xi) if self.xi is not None else 0.0  # the release is in the loads already
 
     def round_loads(self) -> tuple[np.ndarray, np.ndarray] | None:
         if self.totals is None:
@@ -258,15 +282,28 @@ class TotalsPerturbation(Perturbation):
 
     def state_arrays(self) -> dict[str, np.ndarray]:
         # released once: a resumed run (secret noise too) keeps the same totals, never a fresh noisy copy
-        return {"released_totals": self.totals} if self.totals is not None else {}
+        if self.totals is None:
+            return {}
+        return {"released_totals": self.totals, "released_totals_noise": self.xi,
+                "released_totals_buses": np.array(self.n_buses), "released_totals_uncharged": np.array(self._uncharged)}
 
     def load_state_arrays(self, state: dict[str, Any]) -> None:
-        if state.get("released_totals") is not None:
-            self.totals = np.asarray(state["released_totals"], dtype=float)
+        if state.get("released_totals") is None:
+            return
+        self.totals = np.asarray(state["released_totals"], dtype=float)
+        if state.get("released_totals_noise") is not None:
+            self.xi = np.asarray(state["released_totals_noise"], dtype=float)
+        if state.get("released_totals_buses") is not None:
+            self.n_buses = int(np.asarray(state["released_totals_buses"]))
+        if "released_totals_uncharged" in state:
+            self._uncharged = bool(np.asarray(state["released_totals_uncharged"]))
+        elif self.ledger is not None:  # an earlier version's checkpoint: charged from the first round on
+            self._uncharged = self.ledger.steps == 0
 
     def end_round(self, steps: int) -> None:
-        if self.ledger.steps == 0:  # the totals are released (through their post-processing) from the first round on
+        if self._uncharged:  # the release is out (through its post-processing) from the round after its draw on
             self.ledger.record(1)
+            self._uncharged = False
 
 
 class HierarchicalPerturbation(TotalsPerturbation):
@@ -282,25 +319,14 @@ class HierarchicalPerturbation(TotalsPerturbation):
     summary: ClassVar[str] = ("the zone's load totals and bus loads perturbed once, the bus loads shrunk toward equal shares "
                               "of the totals; then the non-private update (the run costs ε once)")
 
-    def __init__(self, config: ConsensusSettings, *, rng: np.random.Generator, zone: int,
-                 loads: tuple[np.ndarray, np.ndarray] | None = None, **_: Any):
-        Perturbation.__init__(self, config)
-        self.rng = rng
-        self.zone = int(zone)
-        self.mechanism = _mechanism(config, hierarchical_sensitivity(config.beta, config.adjacency))
-        self.ledger = _ledger(config, self.mechanism, zone)
-        self.totals = None  # the release: [Σ pd, Σ qd, pd_1..pd_n, qd_1..qd_n] + noise, on the sampler's grid (p.u.)
-        self.n_buses = 0
-        self._noise = 0.0
-        if loads is not None:
-            self.draw(*loads)
+    @staticmethod
+    def _sensitivity(config: ConsensusSettings) -> Sensitivity:
+        return hierarchical_sensitivity(config.beta, config.adjacency)
 
-    def draw(self, pd: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        value = np.concatenate([[float(np.sum(pd)), float(np.sum(qd))], np.asarray(pd, dtype=float), np.asarray(qd, dtype=float)])
-        self.totals, xi = self.mechanism.release(value, self.rng)
-        self._noise = noise_magnitude(xi)
-        self.n_buses = len(pd)
-        return self.round_loads()
+    def _value(self, pd: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        # [Σ pd, Σ qd, pd_1..pd_n, qd_1..qd_n]
+        return np.concatenate([[float(np.sum(pd)), float(np.sum(qd))], np.asarray(pd, dtype=float),
+                               np.asarray(qd, dtype=float)])
 
     def round_loads(self) -> tuple[np.ndarray, np.ndarray] | None:
         if self.totals is None:

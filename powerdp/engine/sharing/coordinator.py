@@ -306,6 +306,39 @@ class SharingAgent:
         self.last_stats = SharingStats(0, 0, 0.0)  # agent-private: what its last local step cost
         self.own = None  # r̂_m^t: the released contribution, over-relaxed (= r̃_m^t when relaxation = 1)
         self.steps_released = 0
+        self.rng = None  # a private agent's noise source (privacy.noise_rng), its ledger and its release journal
+        self.ledger = None
+        self.journal = None
+        self._noise_multiplier = self._delta = None
+
+    def _private(self, seed: int | None, noise_multiplier: float, delta: float) -> None:
+        """Make this agent private: its noise source (secret unless seeded), a ledger of Gaussian releases of noise
+        multiplier ``noise_multiplier`` accounted at ``delta``, and its release journal (privacy/journal.py)."""
+        from ...privacy import GaussianMechanism, PrivacyLedger, noise_rng, noise_source
+        from ...privacy.journal import ReleaseJournal
+
+        self.rng = noise_rng(None if seed is None else int(seed), self.agent)
+        self._noise_multiplier, self._delta = float(noise_multiplier), float(delta)
+        nominal = GaussianMechanism.from_noise_multiplier(1.0, self._noise_multiplier, self._delta)
+        self.ledger = PrivacyLedger(nominal, target_delta=self._delta, zone=self.agent, noise_source=noise_source(seed))
+        self.journal = ReleaseJournal(self.agent, self.rng, self.ledger)
+
+    def _release(self, value: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+        """``value`` released with the discrete Gaussian of standard deviation ``sigma`` = noise multiplier × this
+        round's sensitivity (the product's sampler), and recorded in the agent's ledger: (release, noise)."""
+        from ...privacy import GaussianMechanism
+
+        z = self._noise_multiplier
+        mech = GaussianMechanism.from_noise_multiplier(sigma / z, z, self._delta, sigma=sigma)
+        released, noise = mech.release(value, self.rng)
+        self.ledger.record(1, mechanism=mech)
+        return released, noise
+
+    def privacy_report(self) -> dict | None:
+        """The agent's ledger report (public: data-independent), with what its journal replayed after a resume."""
+        from ...privacy.journal import privacy_report
+
+        return privacy_report(self.ledger, self.journal)
 
     # --- to implement
     def initial_release(self) -> np.ndarray:
@@ -357,10 +390,22 @@ class SharingAgent:
     def state_dict(self) -> dict:
         extra = self.extra_state()
         arrays = {"released": self.released, "own": self.own, **extra["arrays"]}
-        return {"arrays": arrays, "meta": {"agent": self.agent, "steps_released": self.steps_released, **extra["meta"]}}
+        meta = {"agent": self.agent, "steps_released": self.steps_released, **extra["meta"]}
+        if self.rng is not None:  # the noise stream, secret or seeded: a resumed agent redraws what it repeats
+            meta["rng"] = self.rng.state
+            meta["ledger"] = self.ledger.state_dict()
+        return {"arrays": arrays, "meta": meta}
 
     def load_state_dict(self, state: dict) -> None:
         self.released = np.asarray(state["arrays"]["released"], dtype=float)
         self.own = np.asarray(state["arrays"].get("own", self.released), dtype=float)
         self.steps_released = int(state["meta"]["steps_released"])
+        meta = state["meta"]
+        if self.rng is not None:
+            if meta.get("rng") is not None:
+                self.rng.state = meta["rng"]
+            if meta.get("ledger") is not None:
+                self.ledger.load_state_dict(meta["ledger"])
+            else:  # an earlier version's checkpoint: one release a round
+                self.ledger.record(self.steps_released)
         self.load_extra_state(state)

@@ -23,8 +23,8 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...files import checkpoint
-from ...files.zone_folders import agent_checkpoint_stem, prune_agent_checkpoints
-from ..backends.base import HostedBackend, assign_zones, single_threaded_pools
+from ...files.zone_folders import agent_checkpoint_stem, agent_private_dir, prune_agent_checkpoints
+from ..backends.base import HostedBackend, assign_zones, released, single_threaded_pools
 from ..backends.process import PipeHosts, start_context
 
 __all__ = ["SharingAgentSpec", "SHARING_BACKENDS", "make_sharing_backend", "launch_sharing", "save_state", "load_state"]
@@ -109,6 +109,13 @@ def _kind(agent: Any) -> str:
     return getattr(agent, "private_kind", "agent")
 
 
+def _journal(agent: Any, out: str, index: int, resumed_round: int | None = None) -> None:
+    """Open an agent's release journal (privacy/journal.py) in its private checkpoint folder, if it keeps one."""
+    journal = getattr(agent, "journal", None)
+    if journal is not None:
+        journal.open(agent_private_dir(out, _kind(agent), index) / "checkpoint", resumed_round)
+
+
 # --------------------------------------------------------------------------- the host loop
 
 
@@ -117,18 +124,24 @@ def handle(agents: dict, cmd: str, arg: Any):
     order = sorted(agents)
     if cmd == "init":
         return [agents[a].initialize() for a in order]
-    if cmd == "step":
-        return [agents[a].step(arg) for a in order]
+    if cmd == "step":  # each release journaled before it leaves the host (engine.backends.base.released)
+        return [released(agents[a], agents[a].step(arg)) for a in order]
     if cmd == "step_each":  # one message per agent, {agent: message} (consensus runs: learning clients)
-        return [agents[a].step(arg[a]) for a in order]
+        return [released(agents[a], agents[a].step(arg[a])) for a in order]
     if cmd == "diag":  # arg: the diagnostics' keyword arguments, if any
         return {a: agents[a].diagnostics(**(arg or {})) for a in order}
     if cmd == "stats":  # the simulation's evaluation only: what each agent's local step cost
         return {a: agents[a].last_stats for a in order}
+    if cmd == "privacy":  # each private agent's ledger report (public: the privacy receipt's entries)
+        return {a: agents[a].privacy_report() for a in order if getattr(agents[a], "privacy_report", None) is not None}
     if cmd == "save":  # each agent's own state into its own private folder (arg: the run's directory)
         out, rnd = arg
         for a in order:
             save_state(agent_path(out, a, rnd, _kind(agents[a])), agents[a].state_dict(), private=True)
+        return None
+    if cmd == "journal":  # a new run: each agent starts its release journal (arg: the run's directory)
+        for a in order:
+            _journal(agents[a], arg, a)
         return None
     if cmd == "restore":
         out, rnd = arg
@@ -137,11 +150,15 @@ def handle(agents: dict, cmd: str, arg: Any):
             if not stem.with_name(stem.name + ".json").is_file() and legacy.with_suffix(".json").is_file():
                 stem = legacy  # a run directory of an earlier version
             agents[a].load_state_dict(load_state(stem))
+            _journal(agents[a], out, a, int(rnd))  # what it released after that round: the replay
         return None
     if cmd == "prune":
         directory, rnd = arg
         for a in order:
             _prune(directory, a, rnd, _kind(agents[a]))
+            journal = getattr(agents[a], "journal", None)
+            if journal is not None:
+                journal.prune(int(rnd))
         return None
     raise ValueError(f"unknown command {cmd!r}")
 
@@ -203,7 +220,7 @@ class _Hosted(HostedBackend):
             out = self._call(cmd, [arg] * self.n_hosts)
         if cmd in ("init", "step", "step_each"):
             return sorted((u for host in out for u in host), key=_sender)
-        if cmd in ("diag", "stats"):
+        if cmd in ("diag", "stats", "privacy"):
             merged: dict = {}
             for part in out:
                 merged.update(part)

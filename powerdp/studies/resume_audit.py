@@ -1,0 +1,183 @@
+"""The audit's resume channel: interrupt a run and resume it, and count what the coordinator received against the
+ledger (docs/privacy.md, "Resume"; issue 36).
+
+:func:`interrupted_run` runs an application in a child process with the command line's own stop handler
+(:func:`powerdp.runs.stopping.stop_signals`: SIGINT ends the round in progress, writes the checkpoint and stops), records
+every update the coordinator receives through the run's ``observe`` hook, and stops it as the plan says: ``("int", k)``
+sends SIGINT once the attempt has run k rounds (what an operator's Ctrl-C does), ``("kill", k)`` sends SIGKILL (a crash:
+the last checkpoint may be rounds behind). Each stop is followed by a resume, the last attempt runs to the end.
+
+:func:`count_releases` then counts, per zone, the distinct releases of every round that crossed (a resumed zone that
+repeats a round bit for bit sends the same release again: one; a fresh noisy copy: two), and
+:func:`resume_channel` composes them with the ledger's own per-step mechanism and compares the result with what the
+final ledger charged: the channel fails when the coordinator received more than the ledger counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["interrupted_run", "count_releases", "crossed_epsilon", "resume_channel", "audit_resume", "stop_plan"]
+
+#: an attempt that records no new round for this long is reported as stuck
+_STALL_S = 600.0
+
+
+def _sender(update) -> int:
+    return int(update.zone if hasattr(update, "zone") else update.agent)
+
+
+def _child(start: Callable[[bool, Callable], Any], resume: bool, records: str) -> None:  # pragma: no cover - a child
+    from ..errors import Interrupted
+    from ..runs.stopping import stop_signals
+
+    status = 0
+    with open(records, "a", encoding="utf-8") as fh:
+        def observe(updates) -> None:
+            for u in updates:
+                digest = hashlib.blake2b(np.ascontiguousarray(np.asarray(u.released, dtype=float)).tobytes(), digest_size=16)
+                fh.write(f"{_sender(u)} {int(u.round)} {digest.hexdigest()}\n")
+            fh.flush()
+
+        with stop_signals():  # the command line's own handler: Ctrl-C finishes the round and checkpoints
+            try:
+                start(resume, observe)
+            except Interrupted:
+                status = 130
+            except BaseException:  # noqa: BLE001 - reported by the exit status
+                status = 1
+    os._exit(status)
+
+
+def _rounds_recorded(path: Path, offset: int) -> int:
+    """How many rounds (≥ 1) the records written after ``offset`` bytes reach."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            rounds = {int(line.split()[1]) for line in fh.read().decode().splitlines() if line.strip()}
+    except FileNotFoundError:
+        return 0
+    return len({r for r in rounds if r > 0})
+
+
+def interrupted_run(start: Callable[[bool, Callable], Any], plan: list[tuple[str, int]], records: str | Path) -> list[int]:
+    """Run ``start(resume, observe)`` in child processes (fork), stopped as ``plan`` says (module docstring) and resumed
+    after each stop; every update the coordinator receives is appended to ``records`` as "zone round digest". Returns
+    the exit status of each attempt (130 stopped, 0 finished, -9 killed)."""
+    ctx = multiprocessing.get_context("fork")
+    records = Path(records)
+    statuses = []
+    for i, step in enumerate([*plan, None]):
+        offset = records.stat().st_size if records.exists() else 0
+        child = ctx.Process(target=_child, args=(start, i > 0, str(records)), daemon=True)
+        child.start()
+        if step is not None:
+            kind, rounds = step
+            t0, seen = time.monotonic(), 0
+            while child.is_alive() and _rounds_recorded(records, offset) < rounds:
+                now = _rounds_recorded(records, offset)
+                if now > seen:
+                    seen, t0 = now, time.monotonic()
+                if time.monotonic() - t0 > _STALL_S:
+                    break
+                time.sleep(0.01)
+            if child.is_alive():
+                os.kill(child.pid, signal.SIGINT if kind == "int" else signal.SIGKILL)
+        child.join()
+        statuses.append(int(child.exitcode))
+    return statuses
+
+
+def count_releases(records: str | Path) -> dict[int, dict[int, int]]:
+    """Per zone, per round (≥ 1), how many distinct releases crossed."""
+    seen: dict[int, dict[int, set[str]]] = {}
+    for line in Path(records).read_text().splitlines():
+        if not line.strip():
+            continue
+        zone, rnd, digest = line.split()
+        if int(rnd) > 0:
+            seen.setdefault(int(zone), {}).setdefault(int(rnd), set()).add(digest)
+    return {z: {r: len(v) for r, v in rounds.items()} for z, rounds in seen.items()}
+
+
+def crossed_epsilon(unit: dict[str, Any], steps: float) -> float:
+    """ε of ``steps`` releases of the unit's per-step mechanism (``unit``: its entry in the privacy receipt), at the
+    ledger's δ: pure ε summed (Laplace), or the analytic composition of the Gaussian steps (dp-accounting)."""
+    import dp_accounting
+
+    releases = unit.get("releases") or []
+    if not releases or steps <= 0:
+        return 0.0
+    delta = float(unit["ledger"]["delta"])
+    if all(r["mechanism"] == "discrete_laplace" for r in releases) and delta == 0.0:
+        return steps * max(float(r["epsilon"]) for r in releases)
+    z = min(float(r["noise_multiplier"]) for r in releases)  # the largest per-step loss among the runs of steps
+    return float(dp_accounting.get_epsilon_gaussian(z / math.sqrt(steps), delta)) if delta > 0 else math.inf
+
+
+def resume_channel(records: str | Path, receipt: dict[str, Any], claim: float | None) -> dict[str, Any]:
+    """The channel's verdict from the records and the run's privacy receipt: per unit the rounds, the releases that
+    crossed, the steps they stand for (the honest steps per round times the releases), their ε composed with the
+    ledger's mechanism, the ledger's ε and its recharged steps; failed when, for some unit, what crossed composes to
+    more than the ledger's ε, or the ledger's ε exceeds the claim."""
+    counts = count_releases(records)
+    units = {}
+    failed = False
+    for unit in receipt["units"]:
+        z = int(unit["id"])
+        rounds = counts.get(z, {})
+        distinct_rounds, crossed = len(rounds), sum(rounds.values())
+        ledger_steps = int(unit["ledger"]["steps"])
+        recharged = int(unit.get("recharged_steps") or 0)
+        honest = float(ledger_steps - recharged)  # one copy of every round's steps
+        steps = honest * crossed / distinct_rounds if distinct_rounds else 0.0
+        eps_crossed = crossed_epsilon(unit, steps)
+        eps_ledger = float(unit["ledger"]["epsilon"])
+        over = eps_crossed > eps_ledger * (1 + 1e-9) + 1e-12 or (claim is not None and eps_ledger > claim * (1 + 1e-9) + 1e-12)
+        failed |= over
+        units[z] = {"rounds": distinct_rounds, "releases_crossed": crossed, "repeated": crossed - distinct_rounds,
+                    "steps_crossed": steps, "ledger_steps": ledger_steps, "recharged_steps": recharged,
+                    "epsilon_crossed": eps_crossed, "epsilon_ledger": eps_ledger, "failed": bool(over)}
+    return {"zones": units, "claim": claim, "failed": bool(failed),
+            "method": "interrupted and resumed through the command line's stop handler; distinct releases per round "
+                      "that crossed, composed with the ledger's per-step mechanism, against the ledger's total"}
+
+
+def stop_plan(interrupts: int, every: int = 1) -> list[tuple[str, int]]:
+    """``interrupts`` stops alternating Ctrl-C and a crash, each after ``every`` more rounds (a crash lands between
+    checkpoints: the run it audits checkpoints only when stopped or done)."""
+    return [("int" if i % 2 == 0 else "kill", every + i % 2) for i in range(interrupts)]
+
+
+def audit_resume(config, interrupts: int) -> dict[str, Any]:
+    """``powerdp audit``'s resume channel on a power-flow ``config``: the run made in a temporary folder with its
+    checkpoints only when stopped or done (plus the first), stopped ``interrupts`` times (:func:`stop_plan`) and
+    resumed; :func:`resume_channel` on what crossed and the final ledger."""
+    import json
+    import tempfile
+
+    from ..apps.power_flow.runner import run_distributed
+
+    rounds = max(int(config.rounds), interrupts * 2 + 1)
+    cfg = config.replace(rounds=rounds, checkpoint_every=rounds + 1, evaluate=False)
+    with tempfile.TemporaryDirectory(prefix="powerdp-resume-audit-") as tmp:
+        out, records = Path(tmp) / "run", Path(tmp) / "records.txt"
+
+        def start(resume: bool, observe) -> None:
+            run_distributed(cfg, out=out, resume=resume, observe=observe, reference=False)
+
+        statuses = interrupted_run(start, stop_plan(interrupts), records)
+        receipt = json.loads((out / "coordinator_view" / "privacy_receipt.json").read_text())
+        res = resume_channel(records, receipt, config.target_epsilon)
+    res.update(statuses=statuses, rounds=rounds, interrupts=interrupts)
+    return res
