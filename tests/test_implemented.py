@@ -101,6 +101,33 @@ def test_an_impossible_hold_becomes_a_penalty_not_a_failure(case14):
     assert np.all(np.isfinite(point.z)) and prob.max_violation(point.z) < 1e-5
 
 
+def test_a_hold_kept_only_by_shedding_is_left_before_the_zone_sheds(case14):
+    """A schedule the zone can keep only by shedding (the centralized tie-line flows of the zone with the least
+    generation, each own-end flow moved out of the zone by 1 p.u.: 100 MW more per tie-line; it sheds 112 MW to keep
+    it) is tried soft: the zone leaves the schedule and sheds a few % of what the exact hold shed (3 %)."""
+    from powerdp.apps.power_flow.implemented import SHED_BEFORE_SOFT_PU, _shed_pu, _with_rows
+
+    cfg, part = _setup(case14)
+    central = _central(case14, cfg)
+    by_zone = part.shared_by_zone("variables")
+    d = central.dispatch
+    z = int(np.argmin([case14.pmax[np.isin(case14.gen_bus, part.own_buses(k))].sum() for k in range(part.n_zones)]))
+    own = part.own_buses(z)
+    prob = compile_zone(case14, own, objective="cost+shedding", shedding_weight=cfg.shedding_weight)
+    held = held_flows(case14, prob, own, by_zone[z])
+    agreed = np.array([float(getattr(d, k)[i]) + 1.0 if k in ("pf", "pt") else 0.0 for k, i in by_zone[z]])
+    from powerdp.opf.conic import LOCAL_SETTINGS, ClarabelSolver, column_scaling
+
+    exact = _with_rows(prob, held.A, held.values(agreed))
+    hard = ClarabelSolver(exact, options=LOCAL_SETTINGS, objective_scale=1e4 / (2 * cfg.shedding_weight),
+                          column_scale=column_scaling(exact, prob.objective)).solve(prob.objective)
+    assert _shed_pu(prob, hard.x) > 10 * SHED_BEFORE_SOFT_PU  # the exact hold sheds
+    point = solve_implemented(prob, prob.objective, held, agreed, cfg.shedding_weight)
+    assert point.held == "soft"
+    assert _shed_pu(prob, point.z) < 0.05 * _shed_pu(prob, hard.x)
+    assert prob.max_violation(point.z) < 1e-5
+
+
 @pytest.fixture(scope="module")
 def private_run():
     cfg = RunConfig(case="case14", zones=2, objective="cost+shedding", algorithm="inpl", target_epsilon=0.1, rounds=40,

@@ -16,8 +16,9 @@ reactive powers, its interior flows) free; shedding stays the last resort (the p
   (docs/results/utility.md).
 * **How**: the zone's compiled problem (the one its ADMM steps solve, with the true loads in ``f_p``) with one
   equality row per held flow, solved by Clarabel. Should the held values be infeasible together for the zone (they
-  come from two zones' releases), the rows become a penalty κ‖a·z − v‖² (κ = :data:`SOFT_HOLD_WEIGHT` × ω, below
-  the shedding weight: a zone deviates from the schedule before it sheds), and the result says so (``held``).
+  come from two zones' releases), or keepable only by shedding (more than :data:`SHED_BEFORE_SOFT_PU`), the rows
+  become a penalty κ‖a·z − v‖² (κ = :data:`SOFT_HOLD_WEIGHT` × ω, below the shedding weight: a zone deviates from
+  the schedule before it sheds; kept when it sheds less), and the result says so (``held``).
 * **Privacy**: the agreed values are a function of the releases; the zone's solve uses its own data and its result
   crosses to no one (a deployment's zone writes its set-points into its own private folder). What the coordinator
   can *meter* once the set-points are applied is docs/privacy.md's "What the boundary shows".
@@ -37,10 +38,14 @@ from ...opf.compiled import CompiledProblem, QuadraticObjective
 from ...opf.formulation import branch_flow_coefficients
 from ...opf.local_solver import SUCCESS_OUTCOMES
 
-__all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "SOFT_HOLD_WEIGHT", "HOLDS"]
+__all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "SOFT_HOLD_WEIGHT", "SHED_BEFORE_SOFT_PU",
+           "HOLDS"]
 
 #: the soft hold's penalty κ as a fraction of the shedding weight ω (per p.u.² of deviation from the schedule)
 SOFT_HOLD_WEIGHT = 0.01
+#: the shedding (p.u., Σ over the zone's buses) beyond which an exact hold is tried soft as well: above the penalty's own
+#: rounding (case118's centralized dispatch sheds ~1e-3 p.u. everywhere), below what an operator would call shedding
+SHED_BEFORE_SOFT_PU = 5e-3
 #: what a zone may hold (:func:`held_flows`): its own end of each tie-line's active power (the product's), both ends,
 #: or every shared variable (the boundary's W and flows; benchmarks/implemented_holds.py measures why not)
 HOLDS = ("own-end", "both-ends", "shared")
@@ -151,14 +156,25 @@ def solve_implemented(problem: CompiledProblem, objective: QuadraticObjective, h
     solver = ClarabelSolver(exact, options=LOCAL_SETTINGS, objective_scale=objective_scale,
                             column_scale=column_scaling(exact, objective))
     res = solver.solve(objective)
-    if res.outcome in SUCCESS_OUTCOMES or held.n == 0:
+    exact_ok = res.outcome in SUCCESS_OUTCOMES
+    if held.n == 0 or (exact_ok and _shed_pu(problem, res.x) <= SHED_BEFORE_SOFT_PU):
         return ImplementedPoint(z=res.x, held="exact", outcome=res.outcome, solver_s=res.solver_s)
+    # the schedule cannot be kept without shedding (or at all): the holds become a penalty below the shedding weight,
+    # so the zone leaves the schedule before it sheds; kept when it sheds less than the exact hold
     kappa = SOFT_HOLD_WEIGHT * float(shedding_weight or 1.0)
     soft = _plus_penalty(objective, held.A, values, kappa)
     solver = ClarabelSolver(problem, objective_pattern=soft, options=LOCAL_SETTINGS, objective_scale=objective_scale,
                             column_scale=column_scaling(problem, soft))
     res2 = solver.solve(soft)
+    if exact_ok and not (res2.outcome in SUCCESS_OUTCOMES and _shed_pu(problem, res2.x) < _shed_pu(problem, res.x)):
+        return ImplementedPoint(z=res.x, held="exact", outcome=res.outcome, solver_s=res.solver_s + res2.solver_s)
     return ImplementedPoint(z=res2.x, held="soft", outcome=res2.outcome, solver_s=res.solver_s + res2.solver_s)
+
+
+def _shed_pu(problem: CompiledProblem, z: np.ndarray) -> float:
+    """The active power the point sheds (Σ|yp + pd| over the zone's own buses, p.u.; 0 without shedding variables)."""
+    sp_expr = problem.expressions.get("sp")
+    return float(np.sum(np.abs(sp_expr(z)))) if sp_expr is not None else 0.0
 
 
 def _with_rows(problem: CompiledProblem, A: sp.csr_matrix, values: np.ndarray) -> CompiledProblem:
