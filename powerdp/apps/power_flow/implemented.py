@@ -44,8 +44,8 @@ __all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "
 #: the soft hold's penalty κ as a fraction of the shedding weight ω (per p.u.² of deviation from the schedule)
 SOFT_HOLD_WEIGHT = 0.01
 #: the shedding (p.u., Σ over the zone's buses) beyond which an exact hold is tried soft as well: above the penalty's own
-#: rounding (case118's centralized dispatch sheds ~1e-3 p.u. everywhere), below what an operator would call shedding
-SHED_BEFORE_SOFT_PU = 5e-3
+#: rounding (case118's centralized dispatch sheds ~3e-4 p.u. a zone), below what an operator would call shedding
+SHED_BEFORE_SOFT_PU = 1e-3
 #: what a zone may hold (:func:`held_flows`): its own end of each tie-line's active power (the product's), both ends,
 #: or every shared variable (the boundary's W and flows; benchmarks/implemented_holds.py measures why not)
 HOLDS = ("own-end", "both-ends", "shared")
