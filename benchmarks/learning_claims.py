@@ -195,9 +195,10 @@ def figures(args) -> None:
             targets = sorted(g.target_epsilon.unique())
             ax.set_xticks(np.arange(len(targets)) + 0.3, [f"total ε = {e:g}" for e in targets])
             ax.set_ylabel(col.replace("_", " "))
-        axes[0].legend(fontsize=7)
+        handles, labels = axes[0].get_legend_handles_labels()  # beside the bars, never over them
+        fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=7, frameon=False)
         fig.suptitle(f"MNIST subset, 10 clients: equal total budgets per client (δ = 1e-6), mean of {df.seed.nunique()} seeds")
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
         fig.savefig(args.out / "learning_budget.png", dpi=120)
     path = args.out / "learning_paper000.csv"
     if path.exists():
@@ -212,7 +213,8 @@ def figures(args) -> None:
                 ax.set_xlabel("ε̄ per local step")
                 ax.set_ylabel(col.replace("_", " "))
             axes[0].legend(fontsize=8)
-            fig.suptitle(f"000 §6.2 on {ds}: ObjG vs OutG (u = 0.1, δ̄ = 1e-6, ρ̂_t), mean of {sub.seed.nunique()} seeds")
+            fig.suptitle(f"Ryu and Kim's section 6.2 on {ds}: ObjG vs OutG (u = 0.1, δ̄ = 1e-6, ρ̂_t), "
+                         f"mean of {sub.seed.nunique()} seeds")
             fig.tight_layout()
             fig.savefig(args.out / f"learning_paper000_{ds}.png", dpi=120)
 

@@ -55,7 +55,20 @@ class OutputError(PowerDPError, OSError):
 
 
 class ConfigError(PowerDPError, ValueError):
-    """Bad run configuration (unknown option, out-of-range value)."""
+    """Bad run configuration (unknown option, out-of-range value).
+
+    An error about one setting (:meth:`for_setting`) keeps its ``setting``, ``value`` and ``detail`` apart, so that
+    the command line can name the flag the user typed (``--target-delta``) where the API names the key
+    (``target_delta = None``): powerdp.cli.args.flag_message."""
+
+    def __init__(self, message: str, *, setting: str | None = None, value=None, detail: str | None = None):
+        super().__init__(message)
+        self.setting, self.value, self.detail = setting, value, detail
+
+    @classmethod
+    def for_setting(cls, setting: str, value, detail: str) -> ConfigError:
+        """``setting = value: detail``, with the three parts kept for the command line."""
+        return cls(f"{setting} = {value!r}: {detail}", setting=setting, value=value, detail=detail)
 
 
 class Interrupted(PowerDPError):

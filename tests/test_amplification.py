@@ -237,3 +237,12 @@ def test_zcdp_conversion_takes_the_smaller_of_two_sound_bounds():
     moderate = zcdp_to_dp(0.5, 1e-5)
     assert moderate < 0.5 + 2 * math.sqrt(0.5 * math.log(1e5)) - 0.1  # the accountant's optimal conversion
     assert 4.5 < moderate < 4.9
+
+
+def test_the_bounds_refuse_constants_beyond_double_precision():
+    """Issue 38, bug 2 at its cause: σ = 1e-300 makes η²Δ²/(2σ²) overflow; every bound built on it says so."""
+    with pytest.raises(amp.AssumptionError, match="double precision"):
+        amp.one_step_zcdp(1.0, 1.0, 1e-300)
+    with pytest.raises(amp.AssumptionError, match="double precision"):
+        amp.zcdp_convex(11, 1.0, 0.5, 1.0, 1e-300, 1.0)
+    assert amp.one_step_zcdp(2.0, 3.0, 1e-3) == pytest.approx(0.5 * (2.0 * 3.0 / 1e-3) ** 2, rel=1e-15)

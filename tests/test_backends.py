@@ -37,7 +37,7 @@ def _run(backend, n, maps, rounds=5):
 
 
 def test_registry_and_unknown_backend():
-    assert set(BACKENDS) == {"serial", "process", "mpi"}
+    assert set(BACKENDS) == {"serial", "process", "mpi", "net"}
     assert backend_class("serial") is SerialBackend
     with pytest.raises(ConfigError, match="unknown backend 'cloud'"):
         backend_class("cloud")

@@ -389,3 +389,23 @@ def test_json_dash_keeps_standard_output_for_the_json_alone(capsys):
                  "--json", "-"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["eta"] == pytest.approx(4.8113, abs=1e-4) and "eq. (23)" in err
+
+
+def test_no_evaluation_prints_no_nan_objective(capsys):
+    """``objective nan`` in every progress line of a --no-evaluation run (and of learn's): the zones keep their
+    objectives, so the lines leave it out, and so does the legend."""
+    assert main(["run", "case14", "--rounds", "2", "--no-evaluation", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out and "objective Σ_p" not in out and "round     2  feasibility" in out, out
+    assert main(["learn", "digits", "--rounds", "2", "--clients", "2", "--no-evaluation", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out and "not evaluated" in out, out
+
+
+def test_learn_prints_its_legend_only_after_reading_its_input(capsys, tmp_path):
+    """``columns: ...`` came before the input was checked, so an error arrived after it."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text("x1,label\n1,a\n")
+    assert main(["learn", str(bad), "--label", "y"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no label column 'y'" in err

@@ -134,3 +134,11 @@ def test_a_repeated_warning_is_shown_once(caplog):
         warnings.showwarning = saved
     lines = [r.getMessage() for r in caplog.records if r.name == "powerdp.warnings"]
     assert len(lines) == 2 and "epsilon=1 >= 1" in lines[0] and lines[1] == "another warning"
+
+
+def test_every_sign_powerdp_prints_has_an_ascii_spelling():
+    """The ASCII fallback turned § (and ⌊, µ, € ...) into ?: every non-ASCII character in powerdp's source now has a
+    spelling."""
+    chars = {ch for p in (ROOT / "powerdp").rglob("*.py") for ch in p.read_text(encoding="utf-8") if ord(ch) > 127}
+    assert not [ch for ch in chars if "?" in spell_ascii(ch)], sorted(ch for ch in chars if "?" in spell_ascii(ch))
+    assert spell_ascii("001 §10, ⌊x⌋") == "001 section 10, floor(x)"

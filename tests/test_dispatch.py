@@ -167,7 +167,7 @@ def test_a_stopped_run_resumes_at_its_period_bit_identically(profile, tmp_path):
     (["--periods", "2", "--ramp", "-1"], "--ramp"),
     (["--periods", "2", "--base-mva", "0"], "--base-mva"),
     (["--periods", "2", "--base-mva", "nan"], "--base-mva"),
-    (["--periods", "2", "--base-mva", "10"], "base_mva"),  # a MATPOWER case keeps its baseMVA
+    (["--periods", "2", "--base-mva", "10"], "--base-mva 10: a MATPOWER case keeps"),  # a MATPOWER case keeps its baseMVA
 ])
 def test_bad_dispatch_arguments_are_one_line_and_exit_2(profile, capsys, argv, says):
     try:
@@ -483,11 +483,11 @@ def test_a_failed_private_solve_does_not_end_the_day(profile, monkeypatch, tmp_p
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--algorithm", "objg", "--target-epsilon", "1"], "target_delta"),
+    (["--algorithm", "objg", "--target-epsilon", "1"], "--target-delta: objg (Gaussian) needs"),
     (["--algorithm", "outl", "--target-epsilon", "1", "--target-delta", "1e-5"], "target_delta"),
     (["--algorithm", "totl", "--target-epsilon", "1", "--clip-loads"], "nothing to clip"),
     (["--algorithm", "objl", "--target-epsilon", "1", "--clip-loads"], "load ratings"),
-    (["--algorithm", "exact", "--clip-loads"], "clip_loads"),
+    (["--algorithm", "exact", "--clip-loads"], "--clip-loads: clips"),
 ])
 def test_bad_private_dispatch_settings_are_one_line_and_exit_2(profile, capsys, argv, says):
     status = main(["dispatch", "case14", "--profiles", str(profile), "--periods", "2", "--max-rounds", "2", "-q", *argv])
@@ -516,5 +516,89 @@ def test_a_run_saved_before_a_setting_existed_resumes(profile, tmp_path):
     for key in ("clip_loads", "target_delta"):
         saved.pop(key)
     path.write_text(json.dumps(saved))
+    inputs = tmp_path / "d" / "inputs.json"  # an older version recorded no hash of its config.json either
+    inputs.write_text(json.dumps({k: v for k, v in json.loads(inputs.read_text()).items() if k != "config.json"}))
     resumed = run_dispatch(cfg, h, out=tmp_path / "d", resume=True, reference=False)
     assert resumed.summary["resumed_from_period"] == 1 and len(resumed.periods) == 2
+
+
+DISPATCH_RESUME_CASES = [  # every algorithm of powerdp dispatch (cli/dispatch.py: ALGORITHMS), both local solvers
+    ("nonprivate", "clarabel"), ("nonprivate", "ipopt"), ("exact", "clarabel"), ("exact", "ipopt"),
+    ("objl", "clarabel"), ("inpl", "clarabel"), ("outl", "clarabel"), ("exact/input/laplace", "clarabel"),
+    ("objg", "clarabel"), ("inpg", "clarabel"), ("exact/input/gaussian", "clarabel"),
+]
+
+
+@pytest.fixture(scope="module")
+def uneven_profile(tmp_path_factory):
+    """case14's loads, each scaled by its own random factor in every period (loads far apart from period to period)."""
+    path = day_profile(tmp_path_factory.mktemp("profiles") / "case14_uneven.csv", 4)
+    frame = pd.read_csv(path)
+    (frame * np.random.default_rng(11).uniform(0.7, 1.3, size=frame.shape)).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("algorithm, solver", DISPATCH_RESUME_CASES, ids=lambda v: v.replace("/", "-"))
+def test_every_algorithm_resumes_bit_identically(uneven_profile, tmp_path, algorithm, solver):
+    """Issue 38, bug 7: a seeded day stopped after period 1 and resumed equals the day run through, to the last bit,
+    for every algorithm (the zone's linear term of a period is computed from the period's loads alone, not updated
+    from the loads the agent held before: a fresh agent on resume holds other ones)."""
+    from powerdp.errors import Interrupted
+    from powerdp.runs.stopping import stop_signals
+
+
+
+    h = horizon(uneven_profile)
+    private = algorithm not in ("nonprivate", "exact")
+    gaussian = algorithm in ("objg", "inpg", "exact/input/gaussian")
+    cfg = DispatchConfig(source="case14", periods=4, zones=3, algorithm=algorithm, local_solver=solver, max_rounds=6, tolerance=0.0,
+                 seed=5 if private else None, target_epsilon=5.0 if private else None,
+                 target_delta=1e-5 if gaussian else None)
+    run_dispatch(cfg, h, out=tmp_path / "a", reference=False)
+
+    def stop_after_period_1(row):
+        if row.get("period_done") == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with stop_signals(), pytest.raises(Interrupted):
+        run_dispatch(cfg, h, out=tmp_path / "b", progress=stop_after_period_1, reference=False)
+    run_dispatch(cfg, h, out=tmp_path / "b", resume=True, reference=False)
+    times = ["wall_s", "cpu_s", "zones_s", "coordinator_s", "evaluation_s", "evaluation_cpu_s", "zones_cpu_s"]
+    for view in ("coordinator_view", "simulation_evaluation"):
+        for table in ("periods.csv", "history.csv"):
+            a = pd.read_csv(tmp_path / "a" / view / table).drop(columns=times, errors="ignore")
+            b = pd.read_csv(tmp_path / "b" / view / table).drop(columns=times, errors="ignore")
+            pd.testing.assert_frame_equal(a, b, check_exact=True, obj=f"{view}/{table}")
+
+
+def test_a_periods_objective_does_not_depend_on_the_periods_before():
+    """Issue 38, bug 7 at its cause: a zone agent that took periods 0, 1, 2 holds, in period 2, the very bits of a fresh
+    agent (a resumed day's) that took period 2 alone: its objective, reduced objective and linearized part."""
+    net = load_case("case14")
+    cfg = resolve_config(RunConfig(case="case14", zones=3, objective="cost+shedding", algorithm="nonprivate"), net)
+    part = resolve_partition(net, cfg)
+    keys = part.shared_by_zone(cfg.flows)
+    own = part.own_buses(0)
+    rng = np.random.default_rng(3)
+    scales = rng.uniform(0.6, 1.4, size=(3, net.n_bus))
+    through = DispatchZoneAgent(net, 0, own, tuple(keys[0]), cfg)
+    fresh = DispatchZoneAgent(net, 0, own, tuple(keys[0]), cfg)
+
+    def period(k):
+        return {"period": k, "pd": (net.pd * scales[k])[through._own], "qd": (net.qd * scales[k][::-1])[through._own],
+                "pmax": net.pmax[through._gens]}
+
+    for k in range(3):
+        through.set_period(period(k))
+    fresh.set_period(period(2))
+    for name in ("_f", "_f_r", "_f_lin"):
+        a, b = getattr(through, name), getattr(fresh, name)
+        assert np.array_equal(a.c, b.c) and a.const == b.const, name
+
+
+def test_the_summary_names_only_the_evaluation_that_ran(profile, capsys):
+    """The summary said "the simulation's evaluation (centralized reference, AC check)" with neither asked for."""
+    assert main(["dispatch", "case14", "--profiles", str(profile), "--periods", "2", "--zones", "3", "--max-rounds", "3",
+                 "--no-reference"]) == 0
+    out = capsys.readouterr().out
+    assert "AC check" not in out and "centralized reference" not in out and "the evaluation of every round" in out, out

@@ -1,6 +1,7 @@
-"""Every figure in docs/ comes from a command the README names, and that command still draws it.
+"""Every figure in docs/ comes from a command docs/results/README.md names, and that command still draws it.
 
-The README's table "Every figure in docs/ comes from a command" maps each figure to its command. Here
+The table "Every figure in docs/ comes from a command" (docs/results/README.md, linked from the README) maps each
+figure to its command. Here
 each command runs in a reduced form (2 rounds, one seed, few runs; the benchmark scripts' own flags for
 that, into a temporary --out) and must write a figure of the name the table gives; a figure in docs/
 that the table does not list fails the first test.
@@ -17,12 +18,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+RESULTS = (ROOT / "docs" / "results" / "README.md").read_text(encoding="utf-8")
 
 
 def _table_rows() -> list[str]:
-    start = README.index("Every figure in `docs/` comes from a command")
-    block = README[start:].split("\n\n", 2)[1]
+    start = RESULTS.index("Every figure in `docs/` comes from a command")
+    block = RESULTS[start:].split("\n\n", 2)[1]
     return [ln for ln in block.splitlines() if ln.startswith("| `docs/")]
 
 
@@ -36,7 +37,7 @@ def test_every_figure_in_docs_has_a_command():
     assert "docs/trajectories_case14.png" in entries
     for png in sorted(ROOT.glob("docs/**/*.png")):
         rel = png.relative_to(ROOT).as_posix()
-        assert any(_pattern(e).match(rel) for e in entries), f"{rel} is in docs/ but the README names no command for it"
+        assert any(_pattern(e).match(rel) for e in entries), f"{rel} is in docs/ but docs/results/README.md names no command for it"
     for e in entries:
         assert any(_pattern(e).match(p.relative_to(ROOT).as_posix()) for p in ROOT.glob("docs/**/*.png")), f"{e}: no such figure"
 
@@ -86,7 +87,7 @@ def test_budget_benchmark_still_draws_its_figure(tmp_path):
 
 
 def _script(tmp_path: Path, script: str, *args: str, timeout: int = 120) -> None:
-    """Run ``python benchmarks/<script> <args>`` as the README says (PYTHONPATH = the checkout); it must exit 0."""
+    """Run ``python benchmarks/<script> <args>`` as docs/results/README.md says (PYTHONPATH = the checkout); it must exit 0."""
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], capture_output=True, text=True, timeout=timeout,
                        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr[-2000:]

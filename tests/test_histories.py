@@ -20,7 +20,7 @@ _spec = importlib.util.spec_from_file_location("make_histories", HERE / "make.py
 make = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make)
 
-RTOL = 1e-10  # README "Reproducible": recorded histories are compared at this relative tolerance
+RTOL = 1e-10  # docs/cli.md, "Tests and reproducibility": recorded histories are compared at this relative tolerance
 ATOL = 1e-13  # for columns that are 0 up to rounding (a residual of an exact consensus)
 
 

@@ -560,7 +560,7 @@ def test_solve_out_never_replaces_a_solve_silently(tmp_path, capsys):
     out = tmp_path / "s"
     assert main(["-q", "solve", "case14", "--out", str(out)]) == 0
     assert main(["-q", "solve", "case14", "--objective", "shedding", "--out", str(out)]) == 2
-    one_error(capsys, str(out), "already holds a solve", "--overwrite")
+    one_error(capsys, str(out), "already holds result.json", "--force")
     assert main(["-q", "solve", "case14", "--objective", "shedding", "--out", str(out), "--overwrite"]) == 0
     import json
 

@@ -283,7 +283,8 @@ def test_learning_run_writes_two_views_never_mixed(tmp_path, digits):
     res = run_federated(cfg, data=digits, out=tmp_path / "r")
     d, s = tmp_path / "r", res.summary
     assert s["final_objective"] is not None and s["centralized_objective"] is not None
-    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]  # nothing mixed at the top level
+    # nothing mixed at the top level (inputs.json: config.json's hash, checked on resume)
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json", "inputs.json"]
     coord, ev = d / "coordinator_view", d / "simulation_evaluation"
     assert sorted(p.name for p in coord.iterdir()) == ["history.csv", "model.npz", "privacy_receipt.json", "summary.json"]
     assert not _keys(json.loads((coord / "privacy_receipt.json").read_text())) & DATA_DERIVED_KEYS

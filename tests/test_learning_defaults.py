@@ -11,6 +11,7 @@ import pytest
 from powerdp.apps.learning import LearnConfig
 from powerdp.apps.learning.data import load_dataset
 from powerdp.apps.learning.runner import run_federated
+from powerdp.cli import main
 from powerdp.cli.learn import audit_as_learn
 from powerdp.errors import ConfigError
 
@@ -176,3 +177,44 @@ def test_audit_argv_translation():
     assert got == ["-q", "learn", "data.csv", "--audit-client", "1", "--clients=3", "--audit", "50", "--rounds", "5"]
     with pytest.raises(ConfigError, match="--bus"):
         audit_as_learn(["audit", "digits", "--bus", "3"])
+
+
+def _small_csv(path, labels):
+    rows = ["x1,x2,label"] + [f"{0.1 * (i % 7):.1f},{0.1 * (i % 5):.1f},{lab}" for i, lab in enumerate(labels)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _one_line(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("powerdp: error: "), err
+    return err[0]
+
+
+def test_a_bounds_row_that_is_not_a_number_is_one_line(tmp_path, capsys):
+    """Issue 38, bug 1: a bounds row ``x1,0,abc`` was a ValueError traceback; now one line naming the line and field."""
+    data = _small_csv(tmp_path / "my.csv", ["a", "b"] * 6)
+    bounds = tmp_path / "b.csv"
+    bounds.write_text("column,low,high\nx1,0,abc\nx2,0,1\n")
+    err = _one_line(capsys, ["-q", "learn", str(data), "--bounds", str(bounds), "--clients", "2", "--rounds", "1"])
+    assert f"{bounds}, line 2: column 'x1': high is not a number" in err and "abc" not in err, err
+
+
+def test_conflicting_bounds_rows_are_refused_and_equal_ones_accepted(tmp_path):
+    data = _small_csv(tmp_path / "my.csv", ["a", "b"] * 6)
+    bounds = tmp_path / "b.csv"
+    bounds.write_text("column,low,high\nx1,0,1\nx2,0,1\nx1,0,2\n")
+    with pytest.raises(ConfigError, match=r"line 4: column 'x1' is listed again with other bounds"):
+        load_dataset(str(data), bounds=bounds)
+    bounds.write_text("column,low,high\nx1,0,1\nx2,0,1\nx1,0,1\n")
+    assert load_dataset(str(data), bounds=bounds).feature_range[1].tolist() == [1.0, 1.0]
+
+
+def test_an_empty_label_is_refused_not_a_class(tmp_path, capsys):
+    """Issue 38, bug 3: an empty label became a third class ("3 classes", exit 0); labels are checked like features."""
+    data = _small_csv(tmp_path / "my.csv", ["a", "b", "", "a", "b", "a", "b", "a", "b", "a", "b", "a"])
+    err = _one_line(capsys, ["-q", "learn", str(data), "--clients", "2", "--rounds", "1"])
+    assert "row 3 (line 4) has no label in column 'label'" in err, err
+    data.write_text(data.read_text().replace(",a\n", ",  \n", 1))  # blanks only: no label either
+    assert "has no label" in _one_line(capsys, ["-q", "learn", str(data), "--clients", "2", "--rounds", "1"])

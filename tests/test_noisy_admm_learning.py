@@ -290,3 +290,14 @@ def test_clients_hold_their_block_and_draw_their_own_noise():
         "serial", user_specs(prob.features, prob.targets, 3, eta=0.5, beta=0.9, ridge_in_f=0.0, sigma=0.1, seed=None)))[0]
         for _ in range(2)]
     assert np.abs(noisy[0] - noisy[1]).max() > 1e-3 and np.abs(noisy[0] - x).max() > 1e-3
+
+
+def test_a_vanishing_sigma_is_one_line_not_a_zero_division(capsys):
+    """Issue 38, bug 2: ``--sigma 1e-300`` divided by σ² = 0 in the accountant (a ZeroDivisionError traceback through
+    the learning command; only ``privacy amplification`` caught it). The accountant itself now refuses the constants."""
+    from powerdp.cli import main
+
+    status = main(["-q", "learn", "elastic-net", "--algorithm", "noisy-admm", "--sigma", "1e-300", "--users", "50",
+                   "--dim", "4", "--rounds", "5"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "σ (--sigma) = 1e-300" in err[0] and "double precision" in err[0], err

@@ -174,3 +174,30 @@ def test_hvdc_line_is_a_pandapower_dcline(hvdc_case):
     # pandapower delivers p_mw·(1 − 2 %) − 1 MW at bus 4, as the relaxation's loss relation does
     assert pdd.net.dcline.iloc[0]["p_mw"] * 0.98 - 1.0 == pytest.approx(-res.dclines["p_dc_to"].iloc[0] * 100.0, abs=1e-3)
     assert abs(check.slack_mismatch_mw) < 5.0
+
+
+def test_export_is_written_whole_or_not_at_all(tmp_path):
+    """Issue 38, bug 6: under a file-size limit (``ulimit -f 10``) ``export --pandapower FILE`` left a truncated
+    10 240-byte JSON, and the error named no file. Now the old FILE is kept (or none made) and the line names it."""
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from powerdp.cli import main
+
+    assert main(["-q", "solve", "case118", "--out", str(tmp_path / "s")]) == 0
+    target = tmp_path / "net.json"
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (10 * 1024, 10 * 1024))
+
+    root = Path(__file__).resolve().parents[1]
+    argv = [sys.executable, "-m", "powerdp_entry", "export", str(tmp_path / "s"), "--pandapower", str(target)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, preexec_fn=limited, cwd=root)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"powerdp: error: cannot write {target}: File too large"]
+    assert not target.exists() and not (tmp_path / "net.json.tmp").exists()
+    target.write_text("the earlier export\n")
+    proc = subprocess.run([*argv, "--force"], capture_output=True, text=True, timeout=300, preexec_fn=limited, cwd=root)
+    assert proc.returncode == 2 and target.read_text() == "the earlier export\n"

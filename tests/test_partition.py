@@ -542,3 +542,14 @@ def test_automatic_zones_run_on_one_blas_thread(case118, monkeypatch):
     assert seen and set(seen) == {1}
     monkeypatch.setitem(zoning._AUTOMATIC, "spectral", spectral)
     assert np.array_equal(a.zone_of_bus, partition(case118, zones=4, method="spectral", seed=0).zone_of_bus)
+
+
+def test_disconnected_zones_are_named_in_good_grammar(case14):
+    """"zones 1 are not connected either" (one zone) and a hint in config keys only; now "zone 1 is ... either", and the
+    command line's flag."""
+    zones = {b: ("A" if b in (1, 8) else "B" if b in (2, 14) else "C") for b in range(1, 15)}
+    with pytest.raises(PartitionError) as err:
+        partition(case14, zones)
+    text = str(err.value)
+    assert "; zone 'B' is not connected either" in text and "zones 'B' are" not in text
+    assert "drop --no-allow-disconnected" in text

@@ -4,6 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -116,3 +118,139 @@ def test_network_map(tmp_path, case118):
     lines = [c for c in ax.collections if isinstance(c, LineCollection)]
     assert sum(len(c.get_segments()) for c in lines) == case118.n_pair
     assert any(len(c.get_segments()) == len(part.tie_pairs()) for c in lines)
+
+
+# ---------------------------------------------------------------- issue 38: every figure powerdp plot makes, checked
+
+
+def _drawn_ticklabels(axis):
+    """The tick labels an axis draws: visible, non-empty, at a tick inside the view interval."""
+    lo, hi = sorted(axis.get_view_interval())
+    out = []
+    for ticks in (axis.get_major_ticks(), axis.get_minor_ticks()):
+        for tick in ticks:
+            label = tick.label1
+            if label.get_visible() and label.get_text() and lo - 1e-12 <= tick.get_loc() <= hi + 1e-12:
+                out.append(label)
+    return out
+
+
+def check_figure(fig, name: str) -> list[str]:
+    """What is wrong with a figure: an axes showing nothing, a text (title, label, tick label, legend entry, note)
+    reaching outside the canvas, tick labels of one axis overlapping."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    problems = []
+    for k, ax in enumerate(fig.axes):
+        if not ax.axison:
+            continue
+        finite = [ln for ln in ax.get_lines() if np.isfinite(np.asarray(ln.get_ydata(), float)).any()]
+        shapes = [c for c in ax.collections if len(c.get_offsets()) or len(c.get_paths())]
+        if not (finite or shapes or ax.patches or ax.images):
+            problems.append(f"{name}: axes {k} ({ax.get_title() or ax.get_ylabel()!r}) shows nothing")
+        for axis in (ax.xaxis, ax.yaxis):
+            boxes = [t.get_window_extent(renderer) for t in _drawn_ticklabels(axis)]
+            for a, b in zip(boxes, boxes[1:]):
+                if a.overlaps(b) and a.intersection(a, b).width > 1 and a.intersection(a, b).height > 1:
+                    problems.append(f"{name}: axes {k}: tick labels overlap on its {axis.axis_name} axis")
+                    break
+    tick_labels, drawn = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
+                tick_labels.update((id(tick.label1), id(tick.label2)))
+            drawn.update(id(t) for t in _drawn_ticklabels(axis))
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip():
+            continue
+        if id(text) in tick_labels and id(text) not in drawn:  # a tick outside the view: never drawn
+            continue
+        box = text.get_window_extent(renderer)
+        if box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1:
+            problems.append(f"{name}: text {text.get_text()[:40]!r} reaches outside the canvas")
+    return problems
+
+
+def _every_kind_of_run(root: Path) -> list[Path]:
+    """One small run (or sweep) of every kind powerdp plot draws."""
+    from powerdp.cli import main
+
+    repo = Path(__file__).resolve().parents[1]
+    sweep = root / "sweep.toml"
+    sweep.write_text('[sweep]\ncases = ["case14"]\npartitions = [{ zones = 2 }, { zones = 3 }]\nalgorithms = ["objl"]\n'
+                     'epsilons = [0.1, 1.0]\nseeds = [0]\n\n[run]\nrounds = 3\n')
+    learning = root / "learning.toml"
+    learning.write_text('[sweep]\ndatasets = ["digits"]\nalgorithms = ["objg"]\nepsilons = [0.5]\nseeds = [0, 1]\n\n'
+                        '[learn]\nrounds = 4\nclients = 2\nevaluate_every = 2\n')
+    day = str(repo / "examples" / "case14_day.csv")
+    commands = {
+        "run": ["run", "case14", "--rounds", "3", "--no-reference"],
+        "deployment": ["run", "--deployment", str(root / "split"), "--rounds", "3"],
+        "sweep": ["sweep", str(sweep), "--jobs", "1"],
+        "market": ["run", "case14", "--model", "dc", "--rounds", "300"],
+        "market-private": ["run", "case14", "--model", "dc", "--algorithm", "outg", "--target-epsilon", "5",
+                           "--target-delta", "1e-5", "--rounds", "50"],
+        "learn": ["learn", "digits", "--clients", "2", "--rounds", "4", "--algorithm", "objg", "--epsilon", "0.5",
+                  "--evaluate-every", "2", "--no-reference"],
+        "learn-no-evaluation": ["learn", "digits", "--clients", "2", "--rounds", "4", "--no-evaluation"],
+        "learning-sweep": ["sweep", str(learning)],
+        "noisy-admm": ["learn", "elastic-net", "--algorithm", "noisy-admm", "--users", "50", "--dim", "4", "--rounds", "20"],
+        "vertical": ["learn", "breast_cancer", "--vertical", "--rounds", "5"],
+        "dispatch": ["dispatch", "case14", "--profiles", day, "--periods", "3", "--max-rounds", "3"],
+        "dispatch-private": ["dispatch", "case14", "--profiles", day, "--periods", "3", "--max-rounds", "3", "--algorithm",
+                             "objl", "--target-epsilon", "1", "--no-reference"],
+    }
+    assert main(["-q", "partition", "case14", "--zones", "3", "--split", str(root / "split")]) == 0
+    dirs = []
+    for name, argv in commands.items():
+        d = root / name
+        assert main(["-q", *argv, "--out", str(d)]) == 0, name
+        dirs.append(d)
+    return dirs
+
+
+def test_every_figure_powerdp_plot_makes_is_finished(tmp_path, monkeypatch):
+    """Issue 38: single-run titles were cut off, the deployment's figure had two empty panels, a DC market's history
+    was every column on linear axes, a budget axis's labels overlapped, a dispatch's cost scale hid its reference, and
+    the network map drew a zone in the tie-lines' red. Every figure of every kind of run is drawn here and checked:
+    no empty panel, no text outside the canvas, no overlapping tick labels; and the fixes' own marks."""
+    from matplotlib.figure import Figure
+
+    from powerdp.cli import main
+    from powerdp.studies.plots import TIE_LINE_COLOUR, ZONE_COLOURS
+
+    problems, drawn = [], []
+    save = Figure.savefig
+
+    def checked(fig, path, *args, **kwargs):
+        problems.extend(check_figure(fig, Path(str(path)).name))
+        drawn.append((Path(str(path)).name, fig))
+        return save(fig, path, *args, **kwargs)
+
+    dirs = _every_kind_of_run(tmp_path)
+    monkeypatch.setattr(Figure, "savefig", checked)
+    for d in dirs:
+        assert main(["-q", "plot", str(d)]) == 0, d
+    assert not problems, problems
+    names = {n for n, _ in drawn}
+    assert {"trajectories_case14.png", "privacy_utility_case14.png", "privacy_budget_case14.png",
+            "partition_sensitivity_case14.png", "history.png", "learning_digits.png", "dispatch_day.png"} <= names, names
+    assert "network_split_3-modularity.png" in names and "network_case14_2-modularity.png" in names, names  # deployment
+    import matplotlib.colors as mcolors
+
+    for name, fig in drawn:
+        if name.startswith("network_"):  # no zone in the tie-lines' colour, and no red at all
+            from matplotlib.collections import PathCollection
+
+            colours = {mcolors.to_hex(c.get_facecolor()[0]) for c in fig.axes[0].collections if isinstance(c, PathCollection)}
+            assert colours <= set(ZONE_COLOURS) and mcolors.to_hex(TIE_LINE_COLOUR) not in colours, colours
+            assert "#d62728" not in colours
+        if name == "dispatch_day.png" and fig.axes[0].get_title().startswith("relative cost gap"):
+            assert fig.axes[0].get_yscale() == "log"  # the gap to the reference, not two costs 1e5 apart on one scale
+        if name == "history.png" and "DC market" in fig.get_suptitle():  # magnitudes on log axes, each panel named
+            panels = [ax for ax in fig.axes if ax.axison]
+            assert all(ax.get_title() for ax in panels)
+            assert all(ax.get_yscale() == "log" for ax in panels if "ε" not in ax.get_title())

@@ -387,3 +387,22 @@ def test_simbench_hv_period_solves(hv_day):
 def test_simbench_horizon_past_the_year(simbench_hv):
     with pytest.raises(CaseDataError, match=r"simbench:1-HV-mixed--0-sw: start 35100 \+ periods 96 = 35196 is past the 35136 rows"):
         load_horizon("simbench:1-HV-mixed--0-sw", periods=96, start=35100)
+
+
+def test_a_users_table_over_a_grids_profiles_replaces_only_its_columns(caplog):
+    """``--profiles`` on a SimBench grid replaced the grid's whole group of columns (load p: every load's) silently;
+    now only the columns the table names, and one warning says which."""
+    import logging
+
+    from powerdp.grid.profiles import _override
+
+    base = {("load", "p_mw"): (np.array([0, 1, 2]), np.arange(6.0).reshape(2, 3)),
+            ("sgen", "p_mw"): (np.array([5]), np.ones((2, 1)))}
+    user = {("load", "p_mw"): (np.array([1, 7]), np.array([[10.0, 70.0], [11.0, 71.0]]))}
+    with caplog.at_level(logging.WARNING, logger="powerdp"):
+        out = _override(base, user, "profile table day.csv", "SimBench grid X")
+    idx, values = out[("load", "p_mw")]
+    assert idx.tolist() == [0, 1, 2, 7]
+    np.testing.assert_array_equal(values, [[0.0, 10.0, 2.0, 70.0], [3.0, 11.0, 5.0, 71.0]])
+    assert out[("sgen", "p_mw")] is base[("sgen", "p_mw")]
+    assert "profile table day.csv replaces 1 profile column(s) of SimBench grid X: load.1.p_mw" in caplog.text

@@ -63,6 +63,27 @@ def test_power_flow_interrupted_and_crashed_releases_no_round_twice(tmp_path, al
     assert all(r["supported"] and r["agrees"] for r in verify_receipt(load_receipt(out)))
 
 
+def test_checkpoints_by_time_journal_and_checkpoint_before_round_1_too(tmp_path):
+    """The default checkpoints come by time (checkpoint_every None, issue 38): the zones still journal every release
+    and a checkpoint comes before round 1, so a crash before the first timed checkpoint, Ctrl-C and another crash
+    resume with no round released twice."""
+    out = tmp_path / "run"
+    cfg = RunConfig(case="case14", zones=2, algorithm="objl", target_epsilon=0.5, rounds=12)
+    assert cfg.checkpoint_every is None
+
+    def start(resume, observe):
+        run_distributed(cfg, out=out, resume=resume, observe=observe, reference=False)
+
+    res, statuses = _channel(start, [("kill", 2), *stop_plan(2)], out, tmp_path, cfg.target_epsilon)
+    assert statuses[:3] == [-9, 130, -9]  # the crash comes before any timed checkpoint
+    assert not res["failed"], res
+    for z in res["zones"].values():
+        assert z["rounds"] == cfg.rounds and z["repeated"] == 0 and z["recharged_steps"] == 0
+        assert z["epsilon_crossed"] <= z["epsilon_ledger"] * (1 + 1e-9) <= cfg.target_epsilon * (1 + 1e-9)
+    assert sorted(p.parent.parent.name for p in (out / "zones.private").glob(f"zone_*/checkpoint/{JOURNAL_FILE}")) == [
+        "zone_0", "zone_1"]
+
+
 def test_the_old_resume_sends_fresh_copies_the_ledger_does_not_count(tmp_path):
     """InjectedFaults(resume="fresh"): the crash's repeated rounds go out with fresh noise, uncounted: the channel fails."""
     cfg, out, start = _power_flow(tmp_path, faults=InjectedFaults(resume="fresh"))

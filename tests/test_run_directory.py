@@ -2,6 +2,7 @@
 zone's private file by the zone itself), `--resume DIR` alone, atomic files that name the file on failure, and
 `plot`/`export` on every kind of run (working, or one line saying why not). Each test fails on c7046ae."""
 
+import json
 import os
 import resource
 import shutil
@@ -184,3 +185,91 @@ def test_plot_and_export_on_noisy_admm_dc_vertical_and_deployment_runs(tmp_path,
         status = main(["-q", "export", str(tmp_path / name), "--pandapower", str(tmp_path / f"{name}.json")])
         err = capsys.readouterr().err.strip()
         assert status == 2 and len(err.splitlines()) == 1 and f"cannot export {tmp_path / name}: it is a" in err, (name, err)
+
+
+def _edit_json(path, edit):
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+@pytest.mark.parametrize("kind", ["run", "learn", "dispatch", "market", "vertical"])
+def test_resume_refuses_an_edited_config_json(tmp_path, capsys, kind):
+    """Issue 38, bug 11: ε changed to 5 in config.json and ``--resume`` continued the run at ε 5 (exit 0, a summary of
+    "0.1 per step, total 15.8"). config.json's SHA-256 is recorded with the run's inputs, and every command that
+    resumes refuses an edited one, before any round."""
+    d = tmp_path / "D"
+    if kind == "dispatch":
+        prof = tmp_path / "day.csv"
+        pd.DataFrame({"load.2.p_mw": [20.0, 21.0, 22.0]}).to_csv(prof, index=False)
+        make = None  # made below, stopped after its first period
+        resume = ["dispatch", "--resume", str(d)]
+
+        def edit(doc):
+            doc["target_epsilon"] = 5.0
+    elif kind == "run":
+        make = ["run", "case14", "--rounds", "2", "--no-reference", "--checkpoint-every", "1", "--out", str(d)]
+        resume = ["run", "--resume", str(d), "--rounds", "3"]
+
+        def edit(doc):
+            doc["epsilon"] = 5.0
+    elif kind == "learn":
+        make = ["learn", "digits", "--algorithm", "objl", "--rounds", "2", "--clients", "2", "--no-reference",
+                "--checkpoint-every", "1", "--out", str(d)]
+        resume = ["learn", "--resume", str(d), "--rounds", "3"]
+
+        def edit(doc):
+            doc["epsilon"] = 5.0
+    elif kind == "market":
+        make = ["run", "case14", "--model", "dc", "--algorithm", "outg", "--epsilon", "1", "--rounds", "4",
+                "--checkpoint-every", "2", "--out", str(d)]
+        resume = ["run", "--resume", str(d)]
+
+        def edit(doc):
+            doc["settings"]["rho"] *= 2.0
+    else:
+        make = ["learn", "breast_cancer", "--vertical", "--rounds", "4", "--checkpoint-every", "2", "--out", str(d)]
+        resume = ["learn", "--resume", str(d), "--rounds", "6"]
+
+        def edit(doc):
+            doc["config"]["lam"] *= 5.0
+    if make is not None:
+        assert main(["-q", *make]) == 0
+    else:
+        import signal
+
+        from powerdp.apps.dispatch.config import DispatchConfig
+        from powerdp.apps.dispatch.runner import run_dispatch
+        from powerdp.errors import Interrupted
+        from powerdp.grid.profiles import load_horizon
+        from powerdp.runs.stopping import stop_signals
+
+        cfg = DispatchConfig(source="case14", periods=3, zones=3, algorithm="objl", target_epsilon=1.0, max_rounds=2,
+                             profiles=str(prof))
+
+        def stop(row):
+            if row.get("period_done") == 0:
+                os.kill(os.getpid(), signal.SIGINT)
+
+        with stop_signals(), pytest.raises(Interrupted):
+            run_dispatch(cfg, load_horizon("case14", periods=3, profiles=prof), out=d, progress=stop, reference=False)
+    _edit_json(d / "config.json", edit)
+    capsys.readouterr()
+    assert main(["-q", *resume]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "config.json was edited after the run wrote it" in err[0], err
+
+
+def test_resume_names_the_missing_checkpoint_file_and_a_damaged_config(tmp_path, capsys):
+    """"state.json is missing" was said when state.npz was; a damaged config.json was "not a powerdp run"."""
+    d = tmp_path / "D"
+    assert main(["-q", "run", "case14", "--rounds", "2", "--no-reference", "--out", str(d)]) == 0
+    (d / "checkpoint" / "state.npz").unlink()
+    assert main(["-q", "run", "--resume", str(d), "--rounds", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "state.npz is missing" in err and "state.json" not in err, err
+    (d / "config.json").write_text('{"case": "case14", "algorithm": ')
+    for argv in (["plot", str(d)], ["export", str(d), "--pandapower", str(tmp_path / "n.json")], ["learn", "--resume", str(d)]):
+        assert main(["-q", *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{d / 'config.json'} is damaged" in err[0] and "not a powerdp run" not in err[0], (argv, err)

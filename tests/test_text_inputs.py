@@ -95,3 +95,56 @@ def test_vertical_error_counts_a_zero_margin_once():
     y = np.array([1.0, -1.0, 1.0, -1.0])
     assert error_rate(y, np.zeros(4)) == 0.5  # one class right, one wrong: not 100 %
     assert error_rate(y, np.array([2.0, -1.0, -0.5, 0.5])) == 0.5
+
+
+# ---------------------------------------------------------------- issue 38: one UTF-8 reader for every text input
+
+
+def _latin1(path, text: str):
+    path.write_bytes(text.encode("latin-1"))
+    return path
+
+
+def test_every_csv_input_names_a_byte_that_is_not_utf8(tmp_path, capsys):
+    """Learning CSVs, bounds files, profile tables, cost files and zone load files went through the locale's codec (a
+    raw codec message, or mojibake); they now go through the one reader of cases, partitions and TOML files."""
+    from powerdp.apps.power_flow.zone_data import zone_network
+    from powerdp.errors import ConfigError
+    from powerdp.grid.profiles import load_horizon
+    from powerdp.grid.public_costs import read_costs
+
+    data = _latin1(tmp_path / "data.csv", "x1,x2,label\n0.1,0.2,caf\u00e9\n" + "0.3,0.4,b\n" * 9)
+    assert "not UTF-8 text: byte 0xe9 at line 2, column 12" in _one_error(capsys, ["-q", "learn", str(data)])
+    good = tmp_path / "good.csv"
+    good.write_text("x1,x2,label\n" + "0.1,0.2,a\n0.3,0.4,b\n" * 6)
+    bounds = _latin1(tmp_path / "bounds.csv", "column,low,high\nx1,0,1 % \u00e9\nx2,0,1\n")
+    assert "not UTF-8 text: byte 0xe9 at line 2" in _one_error(capsys, ["-q", "learn", str(good), "--bounds", str(bounds)])
+    prof = _latin1(tmp_path / "day.csv", "load.2.p_mw,note\n20,\u00e9t\u00e9\n")
+    with pytest.raises(CaseDataError, match=r"day.csv: not UTF-8 text: byte 0xe9 at line 2, column 4"):
+        load_horizon("case14", periods=1, profiles=prof)
+    costs = _latin1(tmp_path / "costs.csv", "name,c2,c1,c0\nhydro\u00e9,0,1,0\n")
+    with pytest.raises(CaseDataError, match=r"not UTF-8 text: byte 0xe9 at line 2, column 6"):
+        read_costs(costs)
+    dep = tmp_path / "dep"
+    assert main(["-q", "partition", "case14", "--zones", "3", "--split", str(dep)]) == 0
+    loads = dep / "zone_0.private" / "loads.csv"
+    loads.write_bytes(loads.read_bytes() + b"# \xe9\n")
+    with pytest.raises(ConfigError, match=r"zone 0: .*loads.csv: not UTF-8 text: byte 0xe9"):
+        zone_network(dep, 0)
+
+
+def test_a_partition_header_names_its_columns(tmp_path):
+    """A partition CSV with header ``zone,bus`` was read by position ("bus 0" error); the header now says which is
+    which, and a header naming neither is refused."""
+    bundled = partition(CASE14, "case14_3zones")
+    rows = [f"{zone},{bus}" for bus, zone in zip(CASE14.bus_ids, bundled.zone_of_bus, strict=True)]
+    path = tmp_path / "zb.csv"
+    path.write_text("zone,bus\n" + "\n".join(rows) + "\n")
+    np.testing.assert_array_equal(partition(CASE14, str(path)).zone_of_bus, bundled.zone_of_bus)
+    path.write_text("Bus;Area\n" + "\n".join(r.split(",")[1] + ";" + r.split(",")[0] for r in rows) + "\n")
+    np.testing.assert_array_equal(partition(CASE14, str(path)).zone_of_bus, bundled.zone_of_bus)
+    from powerdp.errors import PartitionError
+
+    path.write_text("bus,owner\n" + "\n".join(rows) + "\n")
+    with pytest.raises(PartitionError, match=r"line 1: header bus,owner: name the columns bus and zone"):
+        partition(CASE14, str(path))

@@ -116,7 +116,7 @@ def test_run_writes_two_views_never_mixed(tmp_path):
     res, _ = run_vertical_learning(data, 1e-3, settings, clip=0.03, seed=1, out=tmp_path / "v")
     d = tmp_path / "v"
     coord, ev = d / "coordinator_view", d / "simulation_evaluation"
-    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json"]
+    assert sorted(p.name for p in d.iterdir() if p.is_file()) == ["config.json", "inputs.json"]  # inputs: config.json's hash
     hist = pd.read_csv(coord / "history.csv", nrows=0)
     assert list(hist.columns) == COORDINATOR_COLUMNS
     ev_cols = set(pd.read_csv(ev / "history.csv", nrows=0).columns)

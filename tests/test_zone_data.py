@@ -79,3 +79,34 @@ def test_a_deployment_refuses_a_message_outside_the_allow_list(split):
 
     with pytest.raises(RunFailed, match="zone 0 broke the protocol: .* outside the allow-list: noise_magnitude"):
         run_distributed(cfg, reference=False)
+
+
+def test_a_split_does_not_replace_a_deployment_without_force(tmp_path, capsys):
+    """Issue 38, bug 5: ``partition --split DIR`` over an existing deployment rewrote its zones' load files (exit 0) and
+    left the old zones' run folders beside the new ones. Now refused without --force; with it, the old deployment's
+    folders go first, so no old zone is left."""
+    from powerdp.cli import main
+
+    d = tmp_path / "dep"
+    assert main(["-q", "partition", "case14", "--zones", "3", "--split", str(d)]) == 0
+    loads = (d / "zone_0.private" / "loads.csv").read_bytes()
+    (d / "zone_2.private" / "runs").mkdir()
+    assert main(["-q", "partition", "case118", "--zones", "2", "--split", str(d)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "already holds a deployment" in err[0] and "--force" in err[0], err
+    assert (d / "zone_0.private" / "loads.csv").read_bytes() == loads
+    assert main(["-q", "partition", "case118", "--zones", "2", "--split", str(d), "--force"]) == 0
+    assert sorted(p.name for p in d.iterdir()) == ["public", "zone_0.private", "zone_1.private"]
+    assert (d / "zone_0.private" / "loads.csv").read_bytes() != loads
+
+
+def test_a_deployment_implies_no_evaluation(tmp_path):
+    """``run --deployment DIR`` needed ``--no-evaluation`` too, and said so in config keys ("set evaluate false");
+    a deployment has nothing to evaluate, so --deployment implies it."""
+    d = tmp_path / "dep"
+    assert main(["-q", "partition", "case14", "--zones", "3", "--split", str(d)]) == 0
+    out = tmp_path / "run"
+    assert main(["-q", "run", "--deployment", str(d), "--rounds", "1", "--out", str(out)]) == 0
+    import json
+
+    assert json.loads((out / "config.json").read_text())["evaluate"] is False

@@ -21,13 +21,13 @@ import textwrap
 from .._version import __version__
 from ..errors import Interrupted, PowerDPError
 from ..runs.inputs import forget_noted
-from .args import Parser
+from .args import Parser, flag_message
 from .audit import AUDIT_DESCRIPTION, MIN_RUNS, add_audit_parser, cmd_audit
 from .common import EXIT_AUDIT_FAILED, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, add_verbosity
 from .output import STDOUT_NAME, NamedStdout, json_on_stdout, route_python_warnings
 from .run import FLAG_TO_FIELD, RESUME_FLAGS, ROUND_LEGEND, RUN_DESCRIPTION, STOPPED, add_run_parser, cmd_run
 from .solve import add_solve_parsers, cmd_cases, cmd_export, cmd_partition, cmd_solve, log
-from .streams import protect_streams
+from .streams import open_closed_stderr, protect_streams
 from .study import add_study_parsers, cmd_plot, cmd_sweep
 
 __all__ = [  # the names powerdp.cli had before it became a package, and the parser builders
@@ -65,6 +65,7 @@ EPILOG = textwrap.dedent(
       powerdp sweep examples/sweep_small.toml --out sweep_out && powerdp plot sweep_out
       powerdp audit case14 --algorithm objl --target-epsilon 1   empirical privacy audit
       powerdp privacy amplification --smooth 0.18 --strong 0.18 --strong-g 0.2 --penalty 0.5
+      powerdp certs make certs --zones 3 && powerdp zone serve --deployment DEP --zone 0 --certs certs
 
     exit status: 0 success; 1 a solve or run failed; 2 bad input (arguments, files,
     output paths, an existing output file without --force, a closed standard output);
@@ -101,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_dispatch_parser(sub)  # dispatch: multi-period private dispatch (cli/dispatch.py)
     add_learn_parser(sub, add_verbosity)  # learn: federated learning on the same engine (powerdp/cli/learn.py)
     add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
+    from .net import add_certs_parser, add_zone_parser
+
+    add_certs_parser(sub)  # certs make: a deployment's test CA and certificates (cli/net.py)
+    add_zone_parser(sub)  # zone serve: a zone's server in a deployment over the network
     register(sub)
     return parser
 
@@ -118,9 +123,10 @@ def explicit_options(argv: list[str]) -> set[str]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
-                for a in sub._actions:
-                    if a.dest != "help":
-                        a.default = argparse.SUPPRESS
+                for parser_ in (sub, getattr(sub, "vertical_parser", None)):  # learn --vertical has a parser of its own
+                    for a in getattr(parser_, "_actions", ()):
+                        if a.dest != "help":
+                            a.default = argparse.SUPPRESS
     return set(vars(parser.parse_args(argv))) - {"command"}
 
 
@@ -183,6 +189,7 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
     status 3). No flag, file or environment variable can set it."""
     from ..runs.stopping import stop_signals
 
+    open_closed_stderr()  # `2>&-`: messages go nowhere, as with 2>/dev/null, and the run goes on
     protect_streams()  # a character the terminal cannot encode is spelled in ASCII, never a traceback
     argv = list(sys.argv[1:] if argv is None else argv)
     from .learn import audit_as_learn
@@ -218,7 +225,7 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
         print("powerdp: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except PowerDPError as exc:
-        print(f"powerdp: error: {exc}", file=sys.stderr)
+        print(f"powerdp: error: {flag_message(exc, parser.command_parser(args)) or exc}", file=sys.stderr)
         return exc.exit_status
     except BrokenPipeError:
         return _broken_pipe()

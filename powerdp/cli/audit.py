@@ -15,6 +15,7 @@ from .args import integer, real
 from .common import EXIT_AUDIT_FAILED, EXIT_OK, _check_output_file, _status_printer, add_verbosity
 from .output import write_json
 from .run import _refuse_unused_noise_flags
+from .streams import is_terminal
 
 AUDIT_DESCRIPTION = textwrap.dedent(
     """\
@@ -197,7 +198,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             from tqdm import tqdm
         except ImportError:  # pragma: no cover
             tqdm = None
-        if tqdm is not None and sys.stderr.isatty():
+        if tqdm is not None and is_terminal(sys.stderr):
             bar = tqdm(total=total, desc=f"audit {cfg.algorithm} {cfg.case}", unit="run", file=sys.stderr)
 
             def progress(done, _total):

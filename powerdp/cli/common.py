@@ -54,6 +54,45 @@ def _check_output_file(path: Path | None, flag: str, force: bool) -> None:
         raise ConfigError(f"{flag} {path} is not writable")
 
 
+def check_output_dir(path: Path | None, flag: str, files, force: bool) -> None:
+    """An output directory, before any work: created (or refused, naming it, when it cannot be), and the files
+    ``files`` the command would write into it refused when they exist, unless ``force`` (the overwrite rule)."""
+    if path is None:
+        return
+    from ..errors import ConfigError
+    from ..runs.directory import ensure_dir
+
+    d = ensure_dir(path, f"{flag} directory")
+    existing = [name for name in files if (d / name).exists()]
+    if existing and not force:
+        raise ConfigError(f"{flag} {path} already holds {', '.join(existing)}; give --force to replace them, or another {flag}")
+
+
+def refuse_unused_flags(args, dests, why: str) -> None:
+    """The flags among ``dests`` given on the command line, refused in one line saying ``why`` they would do nothing
+    (a privacy flag of a non-private run: silently ignored, it would let a user believe the run private)."""
+    from ..errors import ConfigError
+    from .args import flag_of
+
+    given = sorted(d for d in dests if d in getattr(args, "_explicit", set()))
+    if given:
+        raise ConfigError(f"{', '.join(flag_of(d) for d in given)}: not used: {why}")
+
+
+def refuse_backend_flags(args, backend: str) -> None:
+    """--workers acts on the process backend only, --rank-timeout on MPI only, the certificate and timeout flags on net only: given with another backend they would
+    do nothing, so they are refused (one line, before any work)."""
+    if backend != "process":
+        refuse_unused_flags(args, ("workers",), f"it sets the worker processes of --backend process; the backend is {backend}")
+    if backend != "mpi":
+        refuse_unused_flags(args, ("rank_timeout",), f"it bounds the silence of an MPI rank (--backend mpi); the backend is {backend}")
+    if backend != "net":
+        from .net import NET_RUN_FIELDS
+
+        refuse_unused_flags(args, tuple(d for d in NET_RUN_FIELDS if hasattr(args, d)),
+                            f"it sets up the zone servers of --backend net; the backend is {backend}")
+
+
 def _status_printer(args):
     """Setup stages (loading, partition, reference solve, agents) on stderr, unless -q."""
     if args.quiet:

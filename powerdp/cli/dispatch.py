@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..apps.dispatch.config import TOLERANCE, default_algorithm
 from .args import integer, real
-from .common import _check_output_file, _status_printer, add_verbosity
+from .common import _check_output_file, _status_printer, add_verbosity, refuse_backend_flags
+from .streams import is_terminal
 
 __all__ = ["add_dispatch_parser", "cmd_dispatch", "DISPATCH_DESCRIPTION"]
 
@@ -107,9 +108,10 @@ def add_dispatch_parser(sub) -> None:
                    "(ac_* columns of its periods.csv and --json)")
     p.add_argument("--out", type=Path, help="run directory (checkpoints, the two views, the tables)")
     p.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR at the period it stopped in")
-    p.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     p.add_argument("--json", type=Path, help="write the run's two views as JSON ('-': standard output)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
+    p.add_argument("--force", "--overwrite", dest="force", action="store_true",
+                   help="replace the run already in --out and an existing --json file (refused without; with --resume: the "
+                   "--json file only)")
     add_verbosity(p)
     p.set_defaults(func=cmd_dispatch)
 
@@ -158,7 +160,7 @@ def _config(args):
 
 def _progress(config, quiet: bool):
     """A bar over periods with the current period's rounds (stderr, only on a terminal)."""
-    if quiet or not sys.stderr.isatty():
+    if quiet or not is_terminal(sys.stderr):
         return None, None
     from tqdm import tqdm
 
@@ -184,6 +186,7 @@ def cmd_dispatch(args) -> int:
 
         raise ConfigError("--resume DIR continues the run in DIR; leave --out out")
     config = _config(args)
+    refuse_backend_flags(args, config.backend)
     _check_output_file(args.json, "--json", args.force)
     say = _status_printer(args)
     if say is not None:
@@ -193,7 +196,8 @@ def cmd_dispatch(args) -> int:
     progress, bar = _progress(config, args.quiet)
     out = args.resume if args.resume is not None else args.out
     try:
-        result = run_dispatch(config, horizon, out=out, resume=args.resume is not None, overwrite=args.overwrite,
+        result = run_dispatch(config, horizon, out=out, resume=args.resume is not None,
+                              overwrite=args.force and args.resume is None,
                               progress=progress, status=say, reference=not args.no_reference, ac_check=args.ac_check)
     finally:
         if bar is not None:
@@ -212,8 +216,9 @@ def _report(result) -> None:
              f"{s['mean_rounds']:.1f} rounds per period, {s['wall_s_per_period']:.2f} s per period "
              f"({s['cpu_s_per_period']:.2f} s CPU in this process)"]
     if s.get("evaluation_s_per_period") is not None:
-        lines.append(f"the simulation's evaluation (centralized reference, AC check): {s['evaluation_s_per_period']:.2f} s "
-                     "per period more")
+        parts = ["the evaluation of every round"] + (["the centralized reference"] if s.get("max_relative_cost_gap") is not None
+                                                     else []) + (["the AC check"] if "ac_converged" in result.periods else [])
+        lines.append(f"the simulation's evaluation ({', '.join(parts)}): {s['evaluation_s_per_period']:.2f} s per period more")
     if s.get("max_relative_cost_gap") is not None:
         lines.append(f"the run's own dispatch: largest relative cost gap to the centralized SOC OPF over the periods: "
                      f"{s['max_relative_cost_gap']:.2e}")

@@ -26,10 +26,14 @@ from ..apps.learning.data import BUNDLED
 from ..errors import ConfigError
 from ..runs.kinds import run_kind
 from .args import integer, real
+from .common import refuse_backend_flags, refuse_unused_flags
 from .output import refuse_existing_output
+from .streams import is_terminal
 
 __all__ = ["add_learn_parser", "add_learn_arguments", "config_from_args", "cmd_learn"]
 
+#: the flags of a private run, refused with a non-private algorithm (which would ignore them)
+LEARN_NOISE_FLAGS = ("epsilon", "delta", "target_epsilon", "target_delta", "sensitivity", "adjacency")
 #: the command of each algorithm with its own runner (learning's config.RUNNERS), as "module:function" of this package
 RUNNER_COMMANDS = {"noisy-admm": "noisy_admm:cmd_noisy_admm"}
 
@@ -55,24 +59,35 @@ LEARN_DESCRIPTION = textwrap.dedent(
     2*sqrt(2)*R/I in L2 and 4*R1/I in L1 (I = all training samples; add-remove
     neighbours: half).
 
+    The papers: Ryu and Kim, "Differentially Private Distributed Convex Optimization"
+    (the distributed-optimization paper below); Ryu and Kim, "Differentially Private
+    Federated Learning via Inexact ADMM" (the inexact-ADMM paper); Huang et al.,
+    "DP-ADMM: ADMM-Based Distributed Learning With Differential Privacy"; Chan, Xie and
+    Zhao, "Privacy Amplification by Iteration for ADMM with (Strongly) Convex Objective
+    Functions" (arXiv:2312.08685, the amplification paper).
+
     algorithms:
       nonprivate     linearized ADMM, no noise
-      objl, objg     objective perturbation, Laplace / Gaussian, E local steps (000)
-      outl, outg     output perturbation, Laplace / Gaussian, E local steps (000)
+      objl, objg     objective perturbation, Laplace / Gaussian, E local steps (the
+                     distributed-optimization paper)
+      outl, outg     output perturbation, Laplace / Gaussian, E local steps (the same paper)
       objp           ObjP of the inexact-ADMM paper: objl with E = 1, eta_t = 1/sqrt(t)
-      objt           ObjT: trust region ||z - z_t||_inf <= a (or a/t^2), Laplace, E = 1
+      objt           ObjT of the same paper: trust region ||z - z_t||_inf <= a (or a/t^2),
+                     Laplace, E = 1
       outp           Huang et al.'s DP-ADMM: Gaussian output noise, eta_t shrinking as 1/sqrt(t)
-      noisy-admm     001's Algorithm 1 (privacy amplification by iteration): an elastic net,
-                     one user's gradient per iteration, N(0, sigma^2 I) on x, only the final
-                     (x, lambda) released; DATASET elastic-net (001 §10's synthetic data) or a
-                     .csv/.npz with a numeric target; --rounds is the number of iterations,
-                     --eta auto is eq. (23)'s midpoint; its ledger is the amplified bound of the
-                     user of iteration 1 when 001's assumptions hold, else the plain composition
-                     with the refused assumption named (docs/amplification.md); --clients P
-                     deals the users to P clients, which --backend places as below
+      noisy-admm     Algorithm 1 of the amplification paper: an elastic net, one user's
+                     gradient per iteration, N(0, sigma^2 I) on x, only the final (x, lambda)
+                     released; DATASET elastic-net (the paper's section 10 synthetic data) or
+                     a .csv/.npz with a numeric target; --rounds is the number of iterations,
+                     --eta auto is the midpoint of the paper's step interval (its equation 23);
+                     its ledger is the amplified bound of the user of iteration 1 when the
+                     paper's assumptions hold, else the plain composition with the refused
+                     assumption named (docs/amplification.md); --clients P deals the users to
+                     P clients, which --backend places as below
 
-    The penalty is rho_t = min(1e9, c1*1.2^floor(t/Tc) + c2/eps) (000 eq. 73) for a
-    private run, with the public step 300/R^2 and all --rounds (1000). A non-private
+    The penalty is rho_t = min(1e9, c1*1.2^floor(t/Tc) + c2/eps) (the distributed-
+    optimization paper's equation 73) for a private run, with the public step 300/R^2
+    and all --rounds (1000). A non-private
     run adapts rho by residual balancing, backtracks a diagonal curvature metric on
     each client's data, and stops when its relative residuals are below --tol (1e-5),
     at most after 10000 rounds; a run that reaches the cap first says so.
@@ -139,13 +154,16 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
     budget.add_argument("--epsilon", type=real(0, lo_open=True), default=0.1, metavar="E", help="epsilon per local step (default: 0.1)")
     budget.add_argument("--target-epsilon", type=real(0, lo_open=True), metavar="E", help="total epsilon per client for the whole run; the per-step noise is calibrated to it")
     p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-6, metavar="D", help="delta per local step, Gaussian (default: 1e-6)")
-    p.add_argument("--target-delta", type=real(0, 1, hi_open=True), metavar="D", help="total delta with --target-epsilon (Gaussian: required)")
+    p.add_argument("--target-delta", type=real(0, 1, hi_open=True), metavar="D",
+                   help="total delta with --target-epsilon (Gaussian: required); noisy-admm: the delta of its total (epsilon, "
+                   "delta) (default: 1e-6). --delta is always per step, --target-delta always the total")
     p.add_argument("--sensitivity", choices=["sound", "paper"], default="sound", help="sound (default) or paper: the papers' data-dependent value, NOT private")
     p.add_argument("--adjacency", choices=["replace-one", "add-remove"], default="replace-one", help="neighbouring data sets (default: replace-one)")
     p.add_argument("--rounds", type=integer(1), metavar="T", help=f"ADMM rounds (default: {DEFAULT_ROUNDS} for a private run; a "
                    f"non-private one stops when its residuals are small, at most after {NONPRIVATE_ROUNDS})")
     p.add_argument("--local-updates", type=integer(1), default=1, metavar="E", help="local steps per round (default: 1)")
-    p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of 000 eq. 73 when private, a small constant otherwise")
+    p.add_argument("--rho-schedule", choices=["auto", "paper", "constant"], default="auto", help="auto (default): rho_t of the distributed-optimization paper's equation 73 "
+                   "when private, a small constant otherwise")
     p.add_argument("--rho", type=real(0, lo_open=True), metavar="RHO", help="the constant penalty (with --rho-schedule constant)")
     p.add_argument("--eta", default="auto", metavar="ETA", help=f"proximal step: auto (default: private runs {DEFAULT_ETA:g}/R^2, "
                    "non-private runs backtracking on each client's curvature), a constant, or capped, sqrt, theorem")
@@ -163,7 +181,9 @@ def add_learn_arguments(p: argparse.ArgumentParser) -> None:
                    help="where the clients run: serial (default), process (worker processes), mpi (under mpiexec -n K: "
                    "rank 0 coordinates, ranks 1..K-1 host the clients); a seeded run is bit-identical on all three")
     p.add_argument("--workers", type=integer(1), metavar="N", help="process backend: worker processes (default: one per core)")
-    p.add_argument("--checkpoint-every", type=integer(0), default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
+    p.add_argument("--checkpoint-every", type=integer(0), default=None, metavar="K",
+                   help="checkpoint every K rounds into --out (0: never; default: by time, after the first round that ends 30 s "
+                   "after the last checkpoint, and after the last round or when stopped)")
     p.add_argument("--out", metavar="DIR", type=Path, help="write history, summary, model and checkpoints to DIR (refused if DIR holds a run)")
     p.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
                    help="replace the run already in --out DIR and an existing --json file (refused without; with --resume: the --json file only)")
@@ -242,16 +262,34 @@ def _resume_config(args: argparse.Namespace) -> LearnConfig:
     return saved.replace(**changes) if changes else saved
 
 
+def _legend(cfg: LearnConfig) -> str:
+    """What the columns of the per-round lines mean: printed once, when the first round is done (after every input
+    was read and checked, so an error never follows it)."""
+    model = (f"objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} rounds); "
+             "test error = fraction misclassified; " if cfg.evaluate else "")
+    return (f"columns: {model}feasibility = consensus residual ‖w − z‖₂"
+            + ("; eps = total ε per client so far" if cfg.private else ""))
+
+
 def _printer(args, cfg: LearnConfig):
-    """A progress bar on a terminal (as powerdp run), else one line per evaluated round; None with -q."""
+    """A progress bar on a terminal (as powerdp run), else one line per evaluated round; None with -q. The legend
+    of the columns comes first, with the first round."""
     if getattr(args, "quiet", False):
         return None
-    if sys.stderr.isatty() and not getattr(args, "verbose", False):
+    shown = []
+
+    def legend() -> None:
+        if not shown:
+            print(_legend(cfg), flush=True)
+            shown.append(True)
+
+    if is_terminal(sys.stderr) and not getattr(args, "verbose", False):
         from tqdm import tqdm
 
         bar = tqdm(total=cfg.rounds, desc=f"{cfg.algorithm} {cfg.dataset}", unit="round", file=sys.stderr)
 
         def update(row):
+            legend()
             bar.update(1)
             if row["objective"] == row["objective"]:  # an evaluated round
                 bar.set_postfix(obj=f"{row['objective']:.4g}", err=f"{row['test_error']:.3f}", eps=f"{row['epsilon_spent']:.3g}")
@@ -264,11 +302,13 @@ def _printer(args, cfg: LearnConfig):
 
     def line(row):
         t = row["round"]
+        legend()
         if t == 1 or t % every == 0 or t == cfg.rounds:
             eps = f"  eps {row['epsilon_spent']:.4g}" if cfg.private else ""
+            model = (f"  objective {row['objective']:.6g}  test error {row['test_error']:.4f}"
+                     if row["objective"] == row["objective"] else "")  # --no-evaluation: not evaluated
             print(
-                f"round {t:6d}  objective {row['objective']:.6g}  test error {row['test_error']:.4f}  "
-                f"feasibility {row['feasibility']:.3e}{eps}  {row['wall_s'] * 1000:.1f} ms",
+                f"round {t:6d}{model}  feasibility {row['feasibility']:.3e}{eps}  {row['wall_s'] * 1000:.1f} ms",
                 flush=True,
             )
 
@@ -311,15 +351,16 @@ def cmd_learn(args: argparse.Namespace) -> int:
     else:
         cfg = config_from_args(args)
         out = args.out
+        if not cfg.private:
+            refuse_unused_flags(args, LEARN_NOISE_FLAGS, f"--algorithm {cfg.algorithm}"
+                                f"{'' if 'algorithm' in getattr(args, '_explicit', set()) else ' (the default)'} adds no noise")
+    refuse_backend_flags(args, cfg.backend)
     quiet = getattr(args, "quiet", False)
     status = None if quiet else (lambda msg: print(f"powerdp: {msg}...", file=sys.stderr, flush=True))
     if args.audit is not None:
         if getattr(args, "_faults", None) is not None:  # test-only (powerdp.cli.main's faults argument)
             cfg = cfg.replace(faults=args._faults)
         return _audit(args, cfg, quiet)
-    if not quiet:
-        print(f"columns: objective = training objective Σ_p f_p at the global model (evaluation every {cfg.evaluate_every} rounds); "
-              "test error = fraction misclassified; feasibility = consensus residual ‖w − z‖₂" + ("; eps = total ε per client so far" if cfg.private else ""))
     result = run_federated(
         cfg, out=out, resume=args.resume is not None, overwrite=args.overwrite and args.resume is None, progress=_printer(args, cfg), status=status,
         reference=not args.no_reference,
@@ -400,8 +441,11 @@ def _print_summary(s: dict, cfg: LearnConfig, out) -> None:
         label = " (papers' data-dependent sensitivity: NOT private)" if cfg.sensitivity == "paper" else ""
         print(f"privacy       total ε per client {eps:.4g} (ε̄ {s['epsilon_per_step_setting']:.4g} per step, {cfg.adjacency}){label}")
     print("── the simulation's evaluation (needs every client's data; a deployment cannot compute it) ──")
-    print(f"objective     {s['final_objective']:.6g} (training objective at the global model)")
-    print(f"test error    {s['final_test_error']:.4f}")
+    if s["final_objective"] == s["final_objective"]:
+        print(f"objective     {s['final_objective']:.6g} (training objective at the global model)")
+        print(f"test error    {s['final_test_error']:.4f}")
+    else:
+        print("objective     not evaluated (--no-evaluation)")
     if s.get("centralized_objective") is not None:
         print(f"centralized   objective {s['centralized_objective']:.6g} (relative gap {s['relative_gap_to_centralized']:+.2e}), "
               f"test error {s['centralized_test_error']:.4f}")

@@ -17,29 +17,33 @@ __all__ = ["add_arguments", "refuse_foreign_flags", "cmd_noisy_admm", "print_sum
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags only noisy-admm reads (``powerdp learn --algorithm noisy-admm``)."""
-    g = p.add_argument_group("noisy-admm (001's Algorithm 1: one user per iteration, only the final (x, λ) released)")
+    g = p.add_argument_group("noisy-admm (Algorithm 1 of the amplification paper: one user per iteration, only the final "
+                             "(x, λ) released)")
     d = NoisyADMMConfig.__dataclass_fields__
-    g.add_argument("--beta", type=real(0, lo_open=True), default=d["beta"].default, metavar="B", help="ADMM penalty β (default: 0.9)")
+    g.add_argument("--penalty", type=real(0, lo_open=True), default=d["beta"].default, metavar="BETA",
+                   help="ADMM penalty β (default: 0.9; as powerdp privacy amplification --penalty)")
     g.add_argument("--sigma", type=real(0), default=d["sigma"].default, metavar="S", help="noise N(0, S²I) on x each iteration (default: 0.1)")
     g.add_argument("--l1", type=real(0), default=d["l1"].default, metavar="C1", help="elastic net's c₁ (default: 0.01)")
     g.add_argument("--l2", type=real(0), default=d["l2"].default, metavar="C2", help="elastic net's c₂ (default: 0.1)")
     g.add_argument("--ridge-in-f", type=real(0), default=0.0, metavar="R",
-                   help="move R of the ridge into every f_i: Assumption 7.1 holds, Cor. 7.3 applies (default: 0, 001's split)")
-    g.add_argument("--mu", type=real(0, lo_open=True), default=d["mu"].default, metavar="MU", help=f"{SYNTHETIC}: ‖a_i‖² (001 Table 1's μ; default: 0.25)")
+                   help="move R of the ridge into every f_i: the amplification paper's Assumption 7.1 holds and its Corollary 7.3 "
+                   "applies (default: 0, the paper's split)")
+    g.add_argument("--mu", type=real(0, lo_open=True), default=d["mu"].default, metavar="MU", help=f"{SYNTHETIC}: ‖a_i‖² (the μ of the amplification paper's Table 1; default: 0.25)")
     g.add_argument("--users", type=integer(2), default=d["users"].default, metavar="N", help=f"{SYNTHETIC}: users N (default: 1000)")
     g.add_argument("--dim", type=integer(1), default=d["dim"].default, metavar="n", help=f"{SYNTHETIC}: dimension n (default: 64)")
     g.add_argument("--runs", type=integer(1), default=1, metavar="R", help="independent runs, batched (default: 1)")
     g.add_argument("--order", choices=ORDERS, default="permutation",
-                   help="user sequence (public, from --split-seed): permutation (default; each user once per pass) or uniform (001 §10)")
+                   help="user sequence (public, from --split-seed): permutation (default; each user once per pass) or uniform (the "
+                   "amplification paper's section 10)")
     g.add_argument("--target-shift", type=real(0, lo_open=True), default=d["target_shift"].default, metavar="D",
                    help="neighbours: one user's target moves by at most D (default: 1)")
 
 
-#: flags of the consensus runs that noisy-admm does not read (refused when given)
-_NOT_READ = ("split", "clip_l1", "box", "reg", "epsilon", "target_epsilon", "target_delta", "sensitivity",
+#: flags of the consensus runs that noisy-admm does not read (refused when given); its δ is the total's, --target-delta
+_NOT_READ = ("split", "clip_l1", "box", "reg", "epsilon", "target_epsilon", "delta", "sensitivity",
              "adjacency", "local_updates", "rho_schedule", "rho", "eta_scale", "trust_radius", "trust_schedule",
              "evaluate_every", "no_evaluation", "checkpoint_every", "resume", "audit", "audit_client", "tol", "bounds")
-_ONLY_HERE = ("beta", "sigma", "l1", "l2", "ridge_in_f", "mu", "users", "dim", "runs", "order", "target_shift")
+_ONLY_HERE = ("penalty", "sigma", "l1", "l2", "ridge_in_f", "mu", "users", "dim", "runs", "order", "target_shift")
 
 
 def refuse_foreign_flags(args: argparse.Namespace, noisy: bool) -> None:
@@ -49,19 +53,26 @@ def refuse_foreign_flags(args: argparse.Namespace, noisy: bool) -> None:
     if wrong:
         flags = ", ".join("--" + w.replace("_", "-") for w in wrong)
         raise ConfigError(f"{flags}: not read by --algorithm {args.algorithm}" +
-                          (" (001's Algorithm 1; see powerdp learn --help, noisy-admm)" if noisy else " (noisy-admm flags)"))
+                          (" (Algorithm 1 of the amplification paper; see powerdp learn --help, noisy-admm)" if noisy
+                           else " (noisy-admm flags)"))
 
 
 def cmd_noisy_admm(args: argparse.Namespace) -> int:
     """``powerdp learn DATASET --algorithm noisy-admm ...``."""
+    from .common import refuse_backend_flags
+
     refuse_foreign_flags(args, noisy=True)
+    refuse_backend_flags(args, args.backend)
+    if args.target_delta is not None and not 0 < args.target_delta < 1:
+        raise ConfigError(f"--target-delta {args.target_delta:g}: the delta of the total (epsilon, delta) must lie in (0, 1)")
     refuse_existing_output(args.json, "--json", args.overwrite)
     cfg = NoisyADMMConfig(
         dataset=args.dataset or SYNTHETIC, label=args.label, test_fraction=args.test_fraction, split_seed=args.split_seed,
         feature_range=args.feature_range, clip=args.clip, mu=args.mu, users=args.users, dim=args.dim, l1=args.l1, l2=args.l2,
-        ridge_in_f=args.ridge_in_f, beta=args.beta, sigma=args.sigma, eta=args.eta,
+        ridge_in_f=args.ridge_in_f, beta=args.penalty, sigma=args.sigma, eta=args.eta,
         rounds=args.rounds if args.rounds is not None else NoisyADMMConfig.rounds, runs=args.runs,
-        order=args.order, target_shift=args.target_shift, delta=args.delta, seed=args.seed,
+        order=args.order, target_shift=args.target_shift,
+        delta=args.target_delta if args.target_delta is not None else NoisyADMMConfig.delta, seed=args.seed,
         clients=args.clients, backend=args.backend, workers=args.workers,
     )
     run = run_noisy_admm(cfg, out=args.out, overwrite=args.overwrite)
@@ -78,7 +89,7 @@ def cmd_noisy_admm(args: argparse.Namespace) -> int:
 
 def print_summary(s: dict[str, Any], out=None) -> None:
     print(f"learned       {s['dataset']}: elastic net, {s['train_samples']} users, {s['features']} features, "
-          f"{s['iterations']} iterations × {s['runs']} run(s), noisy-admm (001's Algorithm 1, {s['order']} order), "
+          f"{s['iterations']} iterations × {s['runs']} run(s), noisy-admm (Algorithm 1 of Chan, Xie and Zhao, {s['order']} order), "
           f"users on {s['clients']} clients ({s['backend']})")
     print(f"step          eta {s['eta']:.6g} ({s['eta_rule']}), beta {s['beta']:g}, sigma {s['sigma']:g}")
     print("── the coordinator's view (what a deployment publishes) ──")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 __all__ = ["OVERWRITE_RULE", "STDOUT_NAME", "NamedStdout", "json_on_stdout", "refuse_existing_output", "route_python_warnings", "write_json"]
 
-#: the one overwrite rule of every command (README, "Output files"; each --help names its --force)
+#: the one overwrite rule of every command (docs/cli.md, "Output files"; each --help names its --force)
 OVERWRITE_RULE = "an existing output file or run directory is never replaced unless --force (or --overwrite) is given"
 
 #: where ``--json -`` writes while :func:`json_on_stdout` has sent everything else to standard error

@@ -22,18 +22,19 @@ __all__ = ["add_privacy_parser", "cmd_privacy_amplification", "amplification_rep
 
 AMPLIFICATION_DESCRIPTION = textwrap.dedent(
     """\
-    Privacy amplification by iteration for noisy-gradient ADMM (Chan, Xie & Zhao, arXiv:2312.08685):
+    Privacy amplification by iteration for noisy-gradient ADMM (Chan, Xie and Zhao, "Privacy Amplification
+    by Iteration for ADMM with (Strongly) Convex Objective Functions", arXiv:2312.08685):
     iteration t uses one gradient of user t's function f_t, adds N(0, sigma^2 I) to x, and only the
     final (x, lambda) is released. For min f(x) + g(y) s.t. Ax + By = c with every f_t NU-smooth and
     MU-strongly convex and g MU_G-strongly convex, prints
 
-      * the step interval of eq. (23) and its midpoint eta (the paper's choice, its section 10),
+      * the step interval of equation (23) and its midpoint eta (the paper's choice, its section 10),
       * R, S, Q, P and the contraction L = max{R/P, S/Q} (Lemma 7.6), C' (Theorem 7.2) and the
         convex-case C (Theorem 6.1),
       * with --sigma: the zCDP of the first user after --iterations K, one step (no amplification),
         Corollary 6.2 (convex, needs eta <= 1/NU) and Corollary 7.3 (strongly convex), the best that
         holds, and its (epsilon, delta) from dp-accounting;
-      * with --users N and --alpha A: the RDP of every user under a random permutation (Cor. 8.3).
+      * with --users N and --alpha A: the RDP of every user under a random permutation (Corollary 8.3).
 
     Every assumption a bound needs is checked; a violated one is a one-line error naming it (exit 2).
     What numbers cannot show (f_t convex and smooth, A = [I | D], only the first function differs by
@@ -61,7 +62,7 @@ def add_privacy_parser(sub) -> None:
     psub.required = True
     a = psub.add_parser(
         "amplification",
-        help="privacy amplification by iteration for noisy-gradient ADMM (001): eta, L, C', zCDP bounds",
+        help="privacy amplification by iteration for noisy-gradient ADMM (Chan, Xie and Zhao): eta, L, C', zCDP bounds",
         description=AMPLIFICATION_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -73,14 +74,14 @@ def add_privacy_parser(sub) -> None:
     a.add_argument("--norm-A", type=real(0, lo_open=True), default=1.0, metavar="X", help="operator norm ||A|| (default: 1)")
     a.add_argument("--norm-AtB", type=real(0, lo_open=True), default=1.0, metavar="X", help="operator norm ||A^T B|| (default: 1)")
     a.add_argument("--eta", type=real(0, lo_open=True), metavar="ETA",
-                   help="the step (default: the midpoint of eq. (23); with --convex: 1/NU); refused outside the interval")
+                   help="the step (default: the midpoint of equation (23); with --convex: 1/NU); refused outside the interval")
     a.add_argument("--convex", action="store_true",
-                   help="general convex case only (Corollary 6.2): no strong convexity constants, no eq. (23)")
+                   help="general convex case only (Corollary 6.2): no strong convexity constants, no equation (23)")
     a.add_argument("--sigma", type=real(0, lo_open=True), metavar="S", help="standard deviation of the noise added to x every iteration")
     a.add_argument("--delta-grad", type=real(0, lo_open=True), metavar="D", help="gradient sensitivity: ||grad f_1 - grad f_1'|| <= D everywhere")
     a.add_argument("--iterations", type=integer(1), default=101, metavar="K", help="iterations before the release (default: 101 = 2T+1, T = 50)")
     a.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-5, metavar="DELTA", help="delta of the (epsilon, delta) conversion (default: 1e-5)")
-    a.add_argument("--users", type=integer(1), metavar="N", help="with --alpha: RDP of every user of N under a random permutation (Cor. 8.3)")
+    a.add_argument("--users", type=integer(1), metavar="N", help="with --alpha: RDP of every user of N under a random permutation (Corollary 8.3)")
     a.add_argument("--alpha", type=real(1, lo_open=True), metavar="A", help="Renyi order of the --users bound")
     a.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers as JSON (- : to standard output, alone; the report then goes to standard error)")
     a.add_argument("--force", "--overwrite", action="store_true", help="replace an existing --json file (refused without)")

@@ -17,7 +17,8 @@ from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
 from ..privacy import MECHANISMS
 from .args import integer, real
-from .common import _check_output_file, _status_printer, _weight, add_verbosity
+from .common import _check_output_file, _status_printer, _weight, add_verbosity, refuse_backend_flags
+from .net import NET_RUN_FIELDS, add_net_run_flags, net_run_values
 from .output import write_json
 from .run_report import ROUND_LEGEND, STOPPED, _print_summary, _progress_printer  # noqa: F401 - ROUND_LEGEND, STOPPED: powerdp.cli's names
 
@@ -27,7 +28,9 @@ RUN_DESCRIPTION = textwrap.dedent(
     (agent) solves its local SOC-relaxed problem (with Ipopt, or Clarabel with
     --local-solver clarabel) and releases only the
     values of the variables it shares with its neighbours; a coordinator averages
-    them. Differentially private algorithms perturb each local step.
+    them. Differentially private algorithms perturb each local step. "The paper" below is
+    Ryu and Kim, "Differentially Private Distributed Convex Optimization"; "the inexact-ADMM
+    paper" Ryu and Kim, "Differentially Private Federated Learning via Inexact ADMM".
 
     algorithms:
       objl, objg     objective perturbation, Laplace / Gaussian noise (the paper's method):
@@ -38,9 +41,10 @@ RUN_DESCRIPTION = textwrap.dedent(
                      costs one release's epsilon, whatever --rounds and --local-updates
       nonprivate     the same linearized update without noise
       exact          non-private ADMM with the exact local objective (reference)
-      objt           trust-region update (no proximal term; a box of radius a around the
-                     last iterate, a = 0.1, or a/t^2 with extra.trust_schedule
-                     "inverse-square"), Laplace objective perturbation
+      objt           the inexact-ADMM paper's trust-region update (no proximal term; a box
+                     of radius a around the last iterate, a = 0.1, or a/t^2 with
+                     extra.trust_schedule "inverse-square" in a config file), Laplace
+                     objective perturbation
 
     An algorithm is three choices, update rule x perturbation x mechanism; the names
     above stand for the usual combinations. --update, --perturbation and --mechanism
@@ -65,7 +69,12 @@ RUN_DESCRIPTION = textwrap.dedent(
     checkpoints. An existing run in DIR is not overwritten unless --overwrite is
     given; --resume DIR continues a run that stopped, and accepts only flags that
     cannot change its results (--rounds to extend it, --backend, --workers,
-    --rank-timeout, --checkpoint-every, -q/-v, --json, --no-reference).
+    --rank-timeout, --checkpoint-every, -q/-v, --json, --no-reference, and the
+    net backend's flags).
+
+    --backend net runs a split case (--deployment DIR) with every zone on a server
+    of its own (powerdp zone serve, on the zone's host), reached over gRPC with
+    mutual TLS (--certs DIR from powerdp certs make); docs/deployment.md.
 
     Ctrl-C or SIGTERM stops after the round in progress, with a checkpoint (a
     second Ctrl-C stops at once): --resume DIR continues.
@@ -182,7 +191,8 @@ def add_run_parser(sub) -> None:
         help="make a seeded, reproducible experiment: the noise follows from SEED, so the run is private only against "
         "observers who do not know it (marked noise_source seeded). Default: each zone draws secret noise from OS entropy",
     )
-    p.add_argument("--backend", choices=["serial", "process", "mpi"], default="serial", help="where the agents run (default: serial)")
+    p.add_argument("--backend", choices=["serial", "process", "mpi", "net"], default="serial",
+                   help="where the agents run (default: serial; net: zone servers on other hosts, with --deployment and --certs)")
     p.add_argument("--workers", type=integer(1), help="worker processes of the process backend (default: one per core, at most one per zone)")
     p.add_argument(
         "--rank-timeout",
@@ -212,21 +222,25 @@ def add_run_parser(sub) -> None:
         help="extra Ipopt option for every local solve (repeatable; --local-solver ipopt only); Ipopt is silent "
         "unless asked, e.g. --ipopt-option print_level=5",
     )
-    p.add_argument("--checkpoint-every", type=integer(0), default=10, metavar="K", help="checkpoint every K rounds into --out (default: 10; 0: never)")
+    p.add_argument("--checkpoint-every", type=integer(0), default=None, metavar="K",
+                   help="checkpoint every K rounds into --out (0: never; default: by time, after the first round that ends 30 s "
+                   "after the last checkpoint, and after the last round or when stopped: 5000 one-millisecond rounds of "
+                   "--model dc do not spend their time writing checkpoints)")
     p.add_argument("--no-reference", action="store_true", help="skip the centralized solve used to report the gap")
     p.add_argument(
         "--no-evaluation",
         action="store_true",
         help="deployment mode: zones report only released values and their privacy spend (their solver statistics and "
         "noise magnitude stay with them); the history's objective and max_violation stay empty and each zone writes "
-        "its own solution to DIR/zones/",
+        "its own solution to DIR/zones.private/zone_P/ (--deployment implies it)",
     )
     p.add_argument(
         "--deployment",
         metavar="DIR",
         type=Path,
         help="run a split case (powerdp partition --split DIR): the coordinator reads only DIR/public (no loads), each "
-        "zone's host only its own DIR/zone_P.private; needs --no-evaluation. With --backend mpi no process reads "
+        "zone's host only its own DIR/zone_P.private; implies --no-evaluation (nobody holds every zone's loads to evaluate "
+        "with). With --backend mpi no process reads "
         "another zone's loads",
     )
     p.add_argument(
@@ -234,7 +248,7 @@ def add_run_parser(sub) -> None:
         help="write the run to DIR (refused if DIR holds a run): DIR/coordinator_view/ (released consensus, residuals, "
         "the coordinator's times, the ledger: what a deployment publishes), DIR/simulation_evaluation/ (objective at "
         "the true loads, shedding, centralized reference, tables with loads, AC check: never published), the zones' "
-        "own solutions in DIR/zones/ and the checkpoints in DIR/checkpoint/",
+        "own solutions in DIR/zones.private/ (a deployment's: on each zone's host) and the checkpoints in DIR/checkpoint/",
     )
     p.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
                    help="replace the run already in --out DIR and an existing --json file (refused without; with --resume: the --json file only)")
@@ -260,6 +274,7 @@ def add_run_parser(sub) -> None:
         "implemented_reference; about 1-5 s; runs with a cost+shedding objective)",
     )
     p.add_argument("--config", metavar="FILE", type=Path, help="read the run from a TOML file ([run] table of RunConfig keys); flags given explicitly override it")
+    add_net_run_flags(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -272,13 +287,14 @@ FLAG_TO_FIELD = {
     "checkpoint_every": "checkpoint_every", "case": "case", "allow_disconnected": "allow_disconnected",
     "update": "algorithm", "perturbation": "algorithm", "mechanism": "algorithm",
     "tol": ("tol_primal", "tol_dual"), "no_warm_start": "warm_start", "no_evaluation": "evaluate", "ipopt_option": "ipopt_options",
-    "local_solver": "local_solver", "deployment": "deployment",
+    "local_solver": "local_solver", "deployment": "deployment", **NET_RUN_FIELDS,
 }
 # flags that --resume accepts: they cannot change the results of the run
 RESUME_FLAGS = {
     "rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "resume", "json", "no_reference", "quiet", "verbose", "ac_check",
     "no_ac_evaluation",
     "overwrite",  # with --resume it replaces only an existing --json file
+    *NET_RUN_FIELDS,  # where the zone servers are and how long to wait for them
 }
 
 
@@ -298,6 +314,8 @@ def _field_values(args: argparse.Namespace, dest: str) -> dict:
         return {"ipopt_options": _ipopt_options(args.ipopt_option)}
     if FLAG_TO_FIELD.get(dest) == "algorithm":
         return {"algorithm": _algorithm(args)}
+    if dest in NET_RUN_FIELDS:
+        return {NET_RUN_FIELDS[dest]: net_run_values(args, dest)}
     return {FLAG_TO_FIELD[dest]: getattr(args, dest)}
 
 
@@ -357,6 +375,10 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
             fields["partition"] = None
         if args.partition is not None and "zones" not in explicit:
             fields["zones"] = None
+        if "deployment" in explicit and "no_evaluation" not in explicit:
+            fields["evaluate"] = False  # --deployment implies --no-evaluation, over a config file too
+        if "case" not in fields and fields.get("deployment") is None:  # no silent default case: say which is missing
+            raise ConfigError(f"{args.config}: no case; give case = \"...\" in its [run] table, or CASE on the command line")
         try:
             return RunConfig.from_dict(fields, source=str(args.config))
         except ConfigError as exc:
@@ -402,10 +424,11 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         tol_primal=args.tol,
         tol_dual=args.tol,
         warm_start=not args.no_warm_start,
-        evaluate=not args.no_evaluation,
+        evaluate=not args.no_evaluation and args.deployment is None,  # a deployment has nothing to evaluate: implied
         checkpoint_every=args.checkpoint_every,
         local_solver=args.local_solver,
         ipopt_options=_ipopt_options(args.ipopt_option),
+        **{field: net_run_values(args, dest) for dest, field in NET_RUN_FIELDS.items()},
     )
 
 
@@ -434,10 +457,11 @@ def _resume_config(args: argparse.Namespace, explicit: set[str]) -> RunConfig:
             parts.append(_flag(dest) + (f" (saved: {was})" if was else ""))
         raise ConfigError(
             f"--resume {args.resume}: {'; '.join(parts)} would change the saved run; a resumed run accepts only "
-            "--rounds (to extend it), --backend, --workers, --rank-timeout, --checkpoint-every, --json, --force, --no-reference, -q, -v"
+            "--rounds (to extend it), --backend, --workers, --rank-timeout, --checkpoint-every, --json, --force, --no-reference, -q, -v, "
+            "and the net backend's --certs, --zones-at, --cert, --key, --ca, --round-timeout, --zone-timeout"
         )
     changes = {}
-    for dest in ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every"):
+    for dest in ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every", *NET_RUN_FIELDS):
         if dest in explicit:
             changes.update(_field_values(args, dest))
     return cfg.replace(**changes) if changes else cfg
@@ -466,6 +490,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..apps.power_flow.runner import run_distributed
 
     cfg = _config(args)
+    refuse_backend_flags(args, cfg.backend)
     if cfg.backend == "mpi":
         from ..engine.backends.mpi import rank
 

@@ -6,6 +6,7 @@ import sys
 
 from ..apps.power_flow.config import RunConfig
 from ..opf.local_solver import SOLVERS
+from .streams import is_terminal
 
 ROUND_LEGEND = {
     "shedding": "objective Σ_p f_p = shedding Σ(p.u.²)",
@@ -35,8 +36,9 @@ def _round_legend(cfg: RunConfig) -> str:
     eps = ""
     if cfg.private:
         eps = f"; eps = total ε spent so far per zone, largest over zones ({_per_step_text(cfg)})"
+    objective = f"{ROUND_LEGEND[cfg.objective]}; " if cfg.evaluate else ""
     return (
-        f"columns: {ROUND_LEGEND[cfg.objective]}; feasibility = consensus residual ‖w − Bz‖₂ (p.u.); "
+        f"columns: {objective}feasibility = consensus residual ‖w − Bz‖₂ (p.u.); "
         f"dual = dual residual ρ‖w − w_prev‖₂{eps}"
     )
 
@@ -48,12 +50,13 @@ def _progress_printer(args, cfg: RunConfig):
         from tqdm import tqdm
     except ImportError:  # pragma: no cover
         tqdm = None
-    if tqdm is not None and not args.verbose and sys.stderr.isatty():
+    if tqdm is not None and not args.verbose and is_terminal(sys.stderr):
         bar = tqdm(total=cfg.rounds, desc=f"{cfg.algorithm} {cfg.case}", unit="round", file=sys.stderr)
 
         def update(row):
             bar.update(1)
-            bar.set_postfix(obj=f"{row['objective']:.3g}", feas=f"{row['feasibility']:.2g}", eps=f"{row['epsilon_spent']:.3g}")
+            obj = {"obj": f"{row['objective']:.3g}"} if cfg.evaluate else {}  # --no-evaluation: no objective to show
+            bar.set_postfix(**obj, feas=f"{row['feasibility']:.2g}", eps=f"{row['epsilon_spent']:.3g}")
 
         return update, bar
     every = 1 if args.verbose else max(1, cfg.rounds // 10)
@@ -66,8 +69,9 @@ def _progress_printer(args, cfg: RunConfig):
             shown.append(True)
         if t == 1 or t % every == 0 or t == cfg.rounds:
             eps = f"  eps {row['epsilon_spent']:.4g}" if cfg.private else ""
+            obj = f"  objective {row['objective']:.6g}" if cfg.evaluate else ""  # --no-evaluation: the zones keep theirs
             print(
-                f"round {t:5d}  objective {row['objective']:.6g}  feasibility {row['feasibility']:.3e}  "
+                f"round {t:5d}{obj}  feasibility {row['feasibility']:.3e}  "
                 f"dual {row['dual_residual']:.3e}{eps}  {row['wall_s'] * 1000:.0f} ms",
                 flush=True,
             )

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..runs.kinds import run_kind
 from .args import Parser, integer, real
+from .common import refuse_backend_flags, refuse_unused_flags
 from .output import refuse_existing_output
 
 __all__ = ["register", "add_vertical_arguments", "run_vertical", "cmd_solve_dc", "cmd_run_dc"]
@@ -31,6 +32,11 @@ DC_HELP = (
     "perturbation of the releases: --epsilon per round or --target-epsilon for the run, --delta, --beta)"
 )
 DC_DEFAULT_ROUNDS = 5000
+#: the flags of a private DC market (--algorithm outg); refused with a non-private one, which would ignore them
+DC_NOISE_FLAGS = ("epsilon", "delta", "target_epsilon", "target_delta", "beta", "private_costs")
+#: the flags of private vertical learning (--algorithm gaussian), refused with the non-private one
+VERTICAL_NOISE_FLAGS = ("epsilon", "delta", "target_epsilon", "target_delta", "neighbours", "clip", "margin_clip")
+DC_TABLE_FILES = ("buses.csv", "generators.csv", "lines.csv")  # what solve --model dc writes (opf/dc.py: dc_tables)
 DC_RHO_FACTOR = 0.03  # ρ = 0.03 × the median marginal cost ($/h per p.u.), measured on case118, PGLib case118 and case300
 
 
@@ -149,8 +155,13 @@ def _host_vertical(learn: argparse.ArgumentParser) -> None:
 def cmd_solve_dc(args) -> int:
     from ..grid.loading import load_case
     from ..opf.dc import dc_model, dc_tables, solve_dc_opf
+    from .common import check_output_dir
 
     refuse_existing_output(args.json, "--json", args.overwrite)
+    dirs = [(flag, path) for flag, path in (("--out", getattr(args, "out", None)), ("--solution", getattr(args, "solution", None)))
+            if path is not None]
+    for flag, path in dirs:  # before the solve: an existing table is refused without --force, as the SOC solve's
+        check_output_dir(path, flag, DC_TABLE_FILES, args.overwrite)
     net = load_case(args.case, convention=args.convention)
     model = dc_model(net)
     res = solve_dc_opf(model)
@@ -159,13 +170,11 @@ def cmd_solve_dc(args) -> int:
         print(f"{net.name}: DC-OPF {res.status}, objective {res.objective:.6f} $/h, energy price "
               f"{summary['energy_price_per_mwh']:.4f} $/MWh, LMP {res.lmp.min():.4f} … {res.lmp.max():.4f} $/MWh, "
               f"{summary['congested_lines']} congested line(s), {res.solve_s * 1e3:.1f} ms")
-    out = getattr(args, "out", None) or getattr(args, "solution", None)
-    if out is not None:
-        from ..runs.directory import ensure_dir
+    for _, out in dirs:
+        from ..files.atomic import atomic_to_csv
 
-        ensure_dir(out)
         for name, df in dc_tables(model, res.pg, res.lmp).items():
-            df.to_csv(Path(out) / f"{name}.csv", index=False)
+            atomic_to_csv(df, Path(out) / f"{name}.csv", index=False)
     if args.json is not None:
         doc = {**summary, "lmp_per_mwh": res.lmp, "pg_mw": res.pg * model.base_mva}
         _write_json(args.json, doc)
@@ -232,6 +241,11 @@ def cmd_run_dc(args) -> int:
     rounds = args.rounds if "rounds" in explicit else DC_DEFAULT_ROUNDS
     if "algorithm" not in explicit:  # the consensus run's default (objl) has no DC counterpart
         args.algorithm = "nonprivate"
+    if args.target_epsilon is not None:
+        refuse_unused_flags(args, ("delta",), "--delta is the δ per round of --epsilon; the run's total is --target-delta")
+    if args.algorithm in ("nonprivate", "exact"):
+        refuse_unused_flags(args, DC_NOISE_FLAGS, f"--model dc --algorithm {args.algorithm}"
+                            f"{'' if 'algorithm' in explicit else ' (its default)'} adds no noise; --algorithm outg makes the market private")
     if args.resume is not None and args.target_epsilon is not None and args.algorithm == "outg":
         try:
             saved = json.loads((Path(args.resume) / "config.json").read_text())["settings"]["rounds"]
@@ -251,6 +265,7 @@ def cmd_run_dc(args) -> int:
                                checkpoint_every=args.checkpoint_every, rank_timeout=args.rank_timeout,
                                rho_schedule=args.rho_schedule, noise_multiplier=_noise_multiplier(args, rounds),
                                delta=float(args.target_delta or args.delta), tol=float(args.tol or 0.0))
+    refuse_backend_flags(args, settings.backend)
     seed = args.seed if "seed" in explicit or settings.noise_multiplier is None else None
     return _run_dc(args, net, part.zone_of_bus, part.source, settings, seed, rho, args.algorithm, args.beta, args.line_scale,
                    args.private_costs)
@@ -266,6 +281,7 @@ def _resume_dc(args) -> int:
     refuse_existing_output(args.json, "--json", args.overwrite)
     net = load_case(case_source(records, config["case"]), convention=config.get("convention", "powermodels"))
     settings = _resumed_settings(args, saved)
+    refuse_backend_flags(args, settings.backend)
     if settings.noise_multiplier is not None and settings.rounds != saved.get("rounds") and "rounds" in getattr(args, "_explicit", set()):
         raise ConfigError(f"{args.resume}: the run's noise was calibrated over {saved.get('rounds')} rounds; a private DC "
                           "run cannot change --rounds")
@@ -342,16 +358,21 @@ sample's features of a party); ε per party composes over the rounds in the ledg
 
 
 def add_vertical_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--parties", type=integer(1), default=2, metavar="M", help="number of parties (default 2)")
+    p.add_argument("--parties", type=integer(2), default=2, metavar="M", help="number of parties, at least 2 (default 2): "
+                   "one party alone is not vertical learning")
     p.add_argument("--blocks", metavar="N1,N2,...", help="feature block sizes (default: as equal as possible, contiguous)")
     p.add_argument("--algorithm", choices=["nonprivate", "gaussian"], default="nonprivate",
                    help="nonprivate (default) or gaussian (noisy releases, sound sensitivity)")
     p.add_argument("--lam", type=real(0, lo_open=True), default=None, help="ℓ2 weight λ (default: 1e-3 breast_cancer, 1e-4 gisette_like)")
     p.add_argument("--rounds", type=integer(1), default=200, metavar="T", help="ADMM rounds (default 200)")
     p.add_argument("--rho", type=real(0, lo_open=True), default=None, help="penalty ρ (default 0.5/N, N training samples: ρ must be on the scale of 1/N)")
-    p.add_argument("--tau", type=real(0), default=None, help="proximal weight τ (default (M−1)ρ; 0 is 002's plain Jacobi step)")
+    p.add_argument("--tau", type=real(0), default=None, help="proximal weight τ (default (M−1)ρ; 0 is the plain Jacobi step of Hu et al., "
+                   "\"Learning Privately over Distributed Features: An ADMM Sharing Approach\")")
     p.add_argument("--epsilon", type=real(0, lo_open=True), default=None, help="gaussian: ε per round (default 1)")
-    p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-5, help="gaussian: δ of the run (default 1e-5)")
+    p.add_argument("--delta", type=real(0, 1, lo_open=True, hi_open=True), default=1e-5,
+                   help="gaussian: δ per round, with --epsilon (default 1e-5)")
+    p.add_argument("--target-delta", type=real(0, 1, lo_open=True, hi_open=True), default=None, metavar="D",
+                   help="gaussian: total δ of the run, with --target-epsilon (default 1e-5)")
     p.add_argument("--target-epsilon", type=real(0, lo_open=True), default=None, metavar="E", help="gaussian: total ε per party for the run (calibrated by the accountant)")
     p.add_argument("--neighbours", choices=["column", "row"], default="column", help="gaussian: neighbouring data sets differ in one feature column of a party (default) or one sample's features of a party")
     p.add_argument("--clip", type=real(0, lo_open=True), default=1.0, help="gaussian, column neighbours: feature columns clipped to this ℓ2 norm C (default 1)")
@@ -363,7 +384,8 @@ def add_vertical_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", type=Path, default=None, help="continue the run in DIR")
     p.add_argument("--force", "--overwrite", dest="overwrite", action="store_true",
                    help="replace the run in --out and an existing --json file (refused without)")
-    p.add_argument("--checkpoint-every", type=integer(0), default=0, help="checkpoint every K rounds (default: at the end)")
+    p.add_argument("--checkpoint-every", type=integer(0), default=None, metavar="K",
+                   help="checkpoint every K rounds (0: at the end only; default: by time, every 30 s of rounds, and at the end)")
     p.add_argument("--json", type=Path, default=None, help="write the summary as JSON (final_test_logloss, centralized_test_logloss, ...)")
 
 
@@ -373,9 +395,19 @@ def run_vertical(args) -> int:
 
     if not getattr(args, "vertical", True):
         raise ConfigError("learn: give --vertical (features split over parties)")
+    if args.algorithm == "nonprivate":
+        refuse_unused_flags(args, VERTICAL_NOISE_FLAGS, "--vertical --algorithm nonprivate (the default) adds no noise; "
+                            "--algorithm gaussian makes the releases private")
+    elif args.neighbours == "row":
+        refuse_unused_flags(args, ("clip",), "--neighbours row bounds each sample's features of a party to norm 1; "
+                            "--clip bounds the feature columns of --neighbours column")
     refuse_existing_output(args.json, "--json", args.overwrite)
     if args.epsilon is not None and args.target_epsilon is not None:
         raise ConfigError("--epsilon (per round) and --target-epsilon (for the run) exclude each other; give one")
+    if args.target_epsilon is not None:
+        refuse_unused_flags(args, ("delta",), "--delta is the δ per round of --epsilon; the run's total is --target-delta")
+    else:
+        refuse_unused_flags(args, ("target_delta",), "--target-delta is the total δ of --target-epsilon; per round it is --delta")
     epsilon = 1.0 if args.epsilon is None else args.epsilon
     sizes = None
     if args.blocks:
@@ -387,14 +419,16 @@ def run_vertical(args) -> int:
     lam = args.lam if args.lam is not None else DEFAULT_LAMBDA[data.name]
     n = len(data.y_train)
     rho = args.rho if args.rho is not None else 0.5 / n
-    nm = None
-    if args.algorithm == "gaussian":
-        from ..privacy.calibration import gaussian_noise_multiplier
+    from ..privacy.calibration import gaussian_noise_multiplier
 
-        nm = (gaussian_noise_multiplier(float(args.target_epsilon), float(args.delta), args.rounds) if args.target_epsilon
-              else float(np.sqrt(2.0 * np.log(1.25 / args.delta)) / epsilon))
+    nm = None
+    delta = float(args.target_delta if args.target_delta is not None else 1e-5) if args.target_epsilon else float(args.delta)
+    if args.algorithm == "gaussian":
+        nm = (gaussian_noise_multiplier(float(args.target_epsilon), delta, args.rounds) if args.target_epsilon
+              else float(np.sqrt(2.0 * np.log(1.25 / delta)) / epsilon))
     settings = SharingSettings(rounds=args.rounds, rho=rho, tau=args.tau, backend=args.backend, workers=args.workers,
-                               checkpoint_every=args.checkpoint_every, noise_multiplier=nm, delta=args.delta)
+                               checkpoint_every=args.checkpoint_every, noise_multiplier=nm, delta=delta)
+    refuse_backend_flags(args, settings.backend)
     seed = args.seed if args.seed is not None else (0 if nm is None else None)
     return _run_vertical(args, data, lam, settings, nm, seed, rho, args.neighbours, args.clip, args.margin_clip, args.algorithm)
 
@@ -407,6 +441,7 @@ def resume_vertical(args) -> int:
     refuse_existing_output(args.json, "--json", args.overwrite)
     data = load_dataset(config["dataset"], int(config["parties"]), list(config["blocks"]), seed=config.get("seed") or 0)
     settings = _resumed_settings(args, saved)
+    refuse_backend_flags(args, settings.backend)
     nm = settings.noise_multiplier
     if nm is not None and "rounds" in getattr(args, "_explicit", set()) and settings.rounds != saved.get("rounds"):
         raise ConfigError(f"{args.resume}: the run's noise was calibrated over {saved.get('rounds')} rounds; a private "

@@ -14,7 +14,7 @@ from ..errors import ConfigError
 from ..opf.local_solver import SOLVERS
 from ..opf.objectives import OBJECTIVES
 from .args import integer
-from .common import EXIT_FAILED, EXIT_OK, _add_case_args, _check_output_file, _weight, add_verbosity
+from .common import EXIT_FAILED, EXIT_OK, _add_case_args, _check_output_file, _weight, add_verbosity, check_output_dir
 from .output import write_json
 
 log = logging.getLogger("powerdp")
@@ -137,7 +137,9 @@ def add_solve_parsers(sub) -> None:
         "--no-allow-disconnected makes them an error",
     )
     pp.add_argument("--out", metavar="FILE", type=Path, help="write the partition as a bus,zone CSV (an existing FILE is refused unless --force)")
-    pp.add_argument("--force", "--overwrite", dest="force", action="store_true", help="replace an existing --out FILE")
+    pp.add_argument("--force", "--overwrite", dest="force", action="store_true",
+                    help="replace an existing --out FILE, and the deployment already in --split DIR (its public/ and every "
+                    "zone_P.private/ folder are removed first, the zones' run files with them)")
     pp.add_argument(
         "--split",
         metavar="DIR",
@@ -156,18 +158,19 @@ def add_solve_parsers(sub) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from ..opf.centralized import solve_opf
-    from ..runs.directory import ensure_dir
+    from ..opf.centralized import SOLVE_FILES, TABLE_FILES, solve_opf
 
     _check_output_file(args.json, "--json", args.overwrite)
     for flag, path in (("--solution", args.solution), ("--out", args.out)):
         if path is not None and path.exists() and not path.is_dir():
             raise ConfigError(f"{flag} {path} is an existing file; it names a directory for the CSV tables")
-    _check_solve_out(args.out, args.overwrite)
+    _check_solve_out(args.out)
     if args.shedding_weight is not None and not OBJECTIVES[args.objective].weighted:
         raise ConfigError(f"--shedding-weight: objective {args.objective!r} has no shedding penalty to weight; use --objective cost+shedding")
     if args.profile is not None and args.solver != "ipopt":
         raise ConfigError(f"--profile {args.profile} is an Ipopt option profile; it needs --solver ipopt (not {args.solver})")
+    check_output_dir(args.solution, "--solution", TABLE_FILES, args.overwrite)  # before the solve, never after it
+    check_output_dir(args.out, "--out", (*SOLVE_FILES, "inputs.json"), args.overwrite)
     res = solve_opf(
         args.case, objective=args.objective, convention=args.convention, flows=args.flows,
         profile=args.profile or "default", shedding_weight=args.shedding_weight, solver=args.solver,
@@ -201,12 +204,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, res.to_dict())
     if args.solution:
-        ensure_dir(args.solution, "--solution directory")
         res.save_tables(args.solution)
     if args.out:
         from ..runs.inputs import case_entry, record_inputs
 
-        ensure_dir(args.out, "--out directory")
         res.save(args.out)
         record_inputs(args.out, {"case": case_entry(args.case)})
     if not res.success:
@@ -214,16 +215,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK if res.success else EXIT_FAILED
 
 
-def _check_solve_out(out: Path | None, overwrite: bool) -> None:
-    """``solve --out`` never replaces a result, a run or a sweep silently (as ``run --out``)."""
+def _check_solve_out(out: Path | None) -> None:
+    """``solve --out`` never writes into a run or a sweep (a solve's own files: :func:`check_output_dir`)."""
     if out is None or not out.is_dir():
         return
     from ..runs.directory import holds_run
 
     if holds_run(out) or (out / "sweep.json").is_file():
         raise ConfigError(f"--out {out} holds a run or a sweep; give the solve a directory of its own")
-    if (out / "result.json").is_file() and not overwrite:
-        raise ConfigError(f"--out {out} already holds a solve (result.json); give another --out, or --overwrite to replace it")
 
 
 def _export_case(d: Path, fallback: str) -> str:
@@ -309,7 +308,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             print("\n".join(check.lines()))
     else:
         pp_net = to_pandapower(net, dispatch).net
-    pp.to_json(pp_net, str(target))
+    from ..files.atomic import atomic_write_text
+
+    atomic_write_text(target, pp.to_json(pp_net))  # whole or not at all: a full disk keeps the old file, names this one
     if not args.quiet:
         counts = ", ".join(f"{len(pp_net[e])} {e}" for e in ("bus", "ext_grid", "gen", "sgen", "load", "line", "trafo") if len(pp_net[e]))
         print(f"wrote {target} (pandapower network of {net.name}: {counts})")
@@ -322,6 +323,8 @@ def cmd_partition(args: argparse.Namespace) -> int:
     from ..grid.partition import partition
 
     _check_output_file(args.out, "--out", args.force)
+    if args.split is not None:
+        _check_split_dir(args.split, args.force)
     net = load_case(args.case, convention=args.convention)
     if args.zones is not None:
         bundled = bundled_partition_name(args.case, args.zones) if args.method == "auto" else None
@@ -340,13 +343,28 @@ def cmd_partition(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"wrote {args.out}")
     if args.split:
-        from ..apps.power_flow.zone_data import split_case
+        from ..apps.power_flow.zone_data import remove_deployment, split_case
         from ..runs.directory import ensure_dir
 
+        remove_deployment(args.split)  # only with --force (checked above): the old zones' folders go with it
         split_case(net, part, ensure_dir(args.split, "--split directory"))
         if not args.quiet:
             print(f"wrote {args.split}/public (network without loads, partition) and {part.n_zones} zone_P.private/loads.csv")
     return 0
+
+
+def _check_split_dir(directory: Path, force: bool) -> None:
+    """``--split DIR``, before any work: a directory that holds a deployment is replaced only with --force (its
+    public/ and every zone_P.private/, with the zones' run files, are removed first)."""
+    from ..apps.power_flow.zone_data import deployment_parts
+    from ..runs.directory import ensure_dir
+
+    ensure_dir(directory, "--split directory")
+    parts = deployment_parts(directory)
+    if parts and not force:
+        names = ", ".join(p.name + "/" for p in parts[:4]) + (f" and {len(parts) - 4} more" if len(parts) > 4 else "")
+        raise ConfigError(f"--split {directory} already holds a deployment ({names}); give --force to replace it (its zone "
+                          "folders, with the runs' zone files in them, are removed), or another --split")
 
 
 def cmd_cases(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ import codecs
 import sys
 import unicodedata
 
-__all__ = ["ASCII_SPELLINGS", "ERROR_HANDLER", "ascii_spelling", "protect_streams", "spell_ascii"]
+__all__ = ["ASCII_SPELLINGS", "ERROR_HANDLER", "ascii_spelling", "is_terminal", "open_closed_stderr", "protect_streams", "spell_ascii"]
 
 ERROR_HANDLER = "powerdp-ascii"
 
@@ -33,7 +33,9 @@ ASCII_SPELLINGS = {
     "ξ": "xi", "π": "pi", "ρ": "rho", "σ": "sigma", "τ": "tau", "φ": "phi", "ϕ": "phi", "χ": "chi", "ψ": "psi",
     "ω": "omega", "Ω": "Omega", "𝔏": "L", "ℓ": "l", "\u0304": "_bar",
     "─": "-", "━": "-", "│": "|", "┃": "|", "█": "#", "▏": "|", "▎": "|", "▍": "|", "▌": "|", "▋": "|", "▊": "|", "▉": "|",
-    "✓": "ok", "✗": "x",
+    "✓": "ok", "✗": "x", "§": "section ", "′": "'", "″": "''", "€": "EUR", "µ": "u", "⌊": "floor(", "⌋": ")",
+    "⌈": "ceil(", "⌉": ")", "∪": " union ", "∩": " intersect ", "⊗": " (x) ", "∝": " ~ ", "⟺": "<=>", "⇔": "<=>",
+    "⪰": ">=", "≽": ">=", "≼": "<=", "₋": "_-", "\u0303": "~", "\u0302": "^",
 }
 
 
@@ -76,3 +78,22 @@ def protect_streams(*streams) -> None:
             reconfigure(errors=ERROR_HANDLER)
         except (ValueError, OSError):  # a closed stream: nothing will be written to it
             continue
+
+
+def is_terminal(stream) -> bool:
+    """Whether ``stream`` is an open terminal (a progress bar goes there). A closed stream (None, as Python gives a
+    process started with ``2>&-``) or one without ``isatty`` is not one, never an error."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def open_closed_stderr() -> None:
+    """A process started with standard error closed (``2>&-``) gets Python's ``sys.stderr = None``, on which every
+    message, warning and progress line would fail: it writes to the null device instead (the user closed it; the
+    exit status still tells how the command ended), and the command runs as it would with ``2>/dev/null``."""
+    import os
+
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's standard error until it exits

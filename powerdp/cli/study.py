@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .args import integer
 from .common import add_verbosity
+from .streams import is_terminal
 
 
 def add_study_parsers(sub) -> None:
@@ -64,6 +65,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = load_sweep(args.config)
     ensure_dir(args.out)
     n = len(spec.configs())
+    _warn_privacy(spec)
     if not args.quiet:
         print(f"sweep {args.config}: {n} runs -> {args.out}")
     bar = None
@@ -71,7 +73,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         try:
             from tqdm import tqdm
 
-            bar = tqdm(total=n, desc="sweep", unit="run", file=sys.stderr, disable=not sys.stderr.isatty())
+            bar = tqdm(total=n, desc="sweep", unit="run", file=sys.stderr, disable=not is_terminal(sys.stderr))
         except ImportError:  # pragma: no cover
             bar = None
 
@@ -106,6 +108,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if not args.quiet:
                 print(f"figure {p}")
     return 1 if failed else 0
+
+
+def _warn_privacy(spec) -> None:
+    """What a single run says about its ε when it is no proven bound (privacy_warnings: a 'paper' sensitivity), said
+    once for the whole sweep before it starts, with the number of runs it concerns. Seeded noise goes unsaid: every
+    sweep is a seeded experiment (its ``seeds``)."""
+    import logging
+
+    from ..apps.power_flow.runner import privacy_labels
+
+    counts: dict[str, int] = {}
+    for _, config in spec.configs():
+        for text in privacy_labels(config)["privacy_warnings"]:
+            if text.startswith("seeded noise"):
+                continue
+            counts[text] = counts.get(text, 0) + 1
+    for text, k in counts.items():
+        logging.getLogger("powerdp").warning("%s (%d of the sweep's runs)", text, k)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

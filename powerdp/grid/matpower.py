@@ -10,6 +10,7 @@ a case file that computes its data with code is rejected with a clear error.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,10 @@ __all__ = ["MatpowerData", "read_matpower", "parse_matpower"]
 
 # Minimum column counts of MATPOWER's case format, version 2 (caseformat.m).
 MIN_COLUMNS = {"bus": 13, "gen": 10, "branch": 11}
+#: the largest case file read (bytes): 50 times the largest public OPF case (case_ACTIVSg70k, about 25 MB)
+MAX_CASE_BYTES = 1 << 30
+#: the fields a case must assign, looked for before any matrix is parsed (a file without one fails at once)
+_REQUIRED = ("baseMVA", *MIN_COLUMNS)
 
 _ASSIGN = re.compile(r"^\s*mpc\.(\w+)\s*=\s*(.*)$", re.DOTALL)
 _FUNCTION = re.compile(r"^\s*function\s+(?:\w+\s*=\s*)?(\w+)")
@@ -29,6 +34,8 @@ _FUNCTION = re.compile(r"^\s*function\s+(?:\w+\s*=\s*)?(\w+)")
 # statements that carry no data: the end of the function, an empty statement
 _IGNORED = re.compile(r"^\s*(end|endfunction|return)?\s*[;,]?\s*$")
 _QUOTED = re.compile(r"""^('[^']*'|"[^"]*")$""")
+_ROW = re.compile(r"[^\n;]+")  # a matrix's rows end at ';' or at a line break
+_SIGN = re.compile(r"\S")
 
 
 def _code_error(source: str, line_no: int, line: str) -> CaseDataError:
@@ -70,31 +77,44 @@ def _strip_comment(line: str) -> str:
 
 
 def _parse_matrix(body: str, name: str, source: str, first_line: int) -> np.ndarray:
-    rows: list[list[float]] = []
-    # rows end at ';' or at a line break
+    """The numbers of ``mpc.NAME = [ body ]``: rows end at ';' or at a line break, entries are separated by spaces or
+    commas. Parsed by numpy's C reader straight into the array, so what the parser holds stays a few times the text
+    (a Python float and list per entry took 20 times it: 1.4 GB for a 68 MB case); a malformed matrix is then
+    located by :func:`_matrix_error`."""
+    rows = (m.group().replace(",", " ") for m in _ROW.finditer(body))  # one row at a time, never a list of them
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "input contained no data": an empty matrix
+            arr = np.loadtxt(rows, dtype=float, ndmin=2, comments=None)
+    except ValueError:
+        raise _matrix_error(body, name, source, first_line) from None
+    return arr if arr.size else np.zeros((0, 0))
+
+
+def _matrix_error(body: str, name: str, source: str, first_line: int) -> CaseDataError:
+    """Where a matrix numpy refused is malformed: the first non-numeric entry (its line and column), or the first row
+    whose width differs from row 1's; one line of the text is held at a time."""
+    width = None
+    row = 0
     for k, raw_line in enumerate(body.split("\n")):
         for chunk in raw_line.split(";"):
             tokens = chunk.replace(",", " ").split()
             if not tokens:
                 continue
-            try:
-                rows.append([float(t) for t in tokens])
-            except ValueError:
-                col = next(j for j, t in enumerate(tokens) if not _is_float(t))
-                raise CaseDataError(  # the entry is not echoed: an error never prints a file's content
-                    f"{source}, line {first_line + k}: mpc.{name} has a non-numeric entry in column {col + 1}"
-                ) from None
-    if not rows:
-        return np.zeros((0, 0))
-    widths = {len(r) for r in rows}
-    if len(widths) != 1:
-        counts = [len(r) for r in rows]
-        bad_row = next(i for i, c in enumerate(counts) if c != counts[0])
-        raise CaseDataError(
-            f"{source}: mpc.{name} row {bad_row + 1} has {counts[bad_row]} columns, "
-            f"row 1 has {counts[0]}; every row must have the same number of columns"
-        )
-    return np.array(rows, dtype=float)
+            row += 1
+            bad = next((j for j, t in enumerate(tokens) if not _is_float(t)), None)
+            if bad is not None:
+                return CaseDataError(  # the entry is not echoed: an error never prints a file's content
+                    f"{source}, line {first_line + k}: mpc.{name} has a non-numeric entry in column {bad + 1}"
+                )
+            if width is None:
+                width = len(tokens)
+            elif len(tokens) != width:
+                return CaseDataError(
+                    f"{source}: mpc.{name} row {row} has {len(tokens)} columns, "
+                    f"row 1 has {width}; every row must have the same number of columns"
+                )
+    return CaseDataError(f"{source}: mpc.{name} is not a matrix of numbers")
 
 
 def _is_float(token: str) -> bool:
@@ -107,6 +127,9 @@ def _is_float(token: str) -> bool:
 
 def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
     """Parse the text of a MATPOWER case file. See :func:`read_matpower`."""
+    for required in _REQUIRED:  # before any matrix is parsed: a file without one fails at once, whatever its size
+        if not re.search(rf"mpc\.{required}\s*=", text):
+            raise CaseDataError(f"{source}: missing field mpc.{required}")
     lines = [_strip_comment(line) for line in text.splitlines()]
     name = Path(source).stem if source != "<string>" else "case"
     scalars: dict[str, str] = {}
@@ -125,24 +148,27 @@ def parse_matpower(text: str, source: str = "<string>") -> MatpowerData:
                 raise _code_error(source, k + 1, text.splitlines()[k])
             k += 1
             continue
-        field_name, rhs = m.group(1), m.group(2).strip()
+        field_name = m.group(1)
+        sign = _SIGN.search(line, m.start(2))  # the right-hand side's first sign (no copy of a long line)
         start = k + 1
-        if rhs.startswith("["):
-            parts = [rhs[1:]]  # the matrix's lines, joined once (a 13659-bus case has 42 k of them)
-            while "]" not in parts[-1]:
+        if sign is not None and sign.group() == "[":
+            first = k  # the matrix's lines, joined once (a 13659-bus case has 42 k of them; a one-line case one)
+            while "]" not in lines[k]:
                 k += 1
                 if k >= len(lines) or _ASSIGN.match(lines[k]) or _FUNCTION.match(lines[k]):
                     raise CaseDataError(
                         f"{source}, line {start}: mpc.{field_name} opens '[' but never closes it"
                     )
-                parts.append(lines[k])
-            body = "\n".join(parts)
-            rest = body[body.index("]") + 1:]
-            if rest.strip().rstrip(";").strip():  # `] * 2;`, `]';`: computed, not data
-                raise _code_error(source, k + 1, text.splitlines()[k])
-            body = body[: body.index("]")]
-            matrices[field_name] = _parse_matrix(body, field_name, source, start)
-        elif rhs.startswith("{"):
+            body = lines[first] if k == first else "\n".join(lines[first:k + 1])
+            opening, closing = sign.start(), body.index("]", sign.start())
+            if body[closing + 1:].strip().rstrip(";").strip():  # `] * 2;`, `]';`: computed, not data
+                raise _code_error(source, k + 1, "")
+            matrices[field_name] = _parse_matrix(body[opening + 1:closing], field_name, source, start)
+            del body
+            k += 1
+            continue
+        rhs = m.group(2).strip()
+        if rhs.startswith("{"):
             body = rhs
             while "}" not in body:
                 k += 1
@@ -210,6 +236,15 @@ def read_matpower(path: str | Path) -> MatpowerData:
     from ..files.text import NotUTF8, read_utf8
 
     path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise CaseDataError(f"case file not found: {path}") from None
+    except OSError:
+        size = 0  # unreadable: read_utf8 says why
+    if size > MAX_CASE_BYTES:
+        raise CaseDataError(f"{path}: {size / 1e6:.0f} MB, larger than any power-flow case ({MAX_CASE_BYTES / 1e6:.0f} MB at "
+                            "most; the largest public OPF cases are about 25 MB): not a MATPOWER case file?")
     try:
         text = read_utf8(path)
     except FileNotFoundError:

@@ -141,15 +141,14 @@ class Partition:
         isl_ids, isl_sizes = np.unique(island[own], return_counts=True)
         order = np.lexsort((isl_ids, -isl_sizes))
         groups = [net.bus_ids[own[island[own] == isl_ids[j]]].tolist() for j in order[:2]]
-        others = (
-            f"; zones {', '.join(_fmt_label(self.labels[int(b)]) for b in bad[1:])} are not connected either"
-            if bad.size > 1
-            else ""
-        )
+        rest = [_fmt_label(self.labels[int(b)]) for b in bad[1:]]
+        others = "" if not rest else (f"; zone {rest[0]} is not connected either" if len(rest) == 1
+                                      else f"; zones {', '.join(rest)} are not connected either")
         raise PartitionError(
             f"{where}: zone {_fmt_label(self.labels[z])} is not connected: its {own.size} buses form "
             f"{int(per_zone[z])} islands, e.g. buses {_fmt_ids(groups[0])} and {_fmt_ids(groups[1])}{others} "
-            "(allow_disconnected=True, the CLI's default, accepts such zones)"
+            "(such zones are accepted with a warning by allow_disconnected=True, the command line's default: drop "
+            "--no-allow-disconnected)"
         )
 
     def _build_elements(self) -> None:

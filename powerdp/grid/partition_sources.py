@@ -144,6 +144,7 @@ def _read_csv(net: Network, path: Path) -> tuple[np.ndarray, list]:
         raise PartitionError(f"{where}: {exc}; a bus,zone CSV is expected") from None
     entries = []
     first = True
+    bus_at, zone_at = 0, 1  # the columns, in this order unless a header names them
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -155,15 +156,30 @@ def _read_csv(net: Network, path: Path) -> tuple[np.ndarray, list]:
             first = False
             # optional header row: the first line when none of its fields is a number
             if all(_parse_bus_id(f) is None for f in fields):
+                bus_at, zone_at = _header_columns(fields, loc)
                 continue
         if len(fields) != 2:
             raise PartitionError(f"{loc}: expected 2 fields 'bus,zone', got {len(fields)}")
-        if _parse_bus_id(fields[0]) is None:
-            raise PartitionError(f"{loc}: the bus field is not a bus number")
-        entries.append((fields[0], fields[1], loc))
+        if _parse_bus_id(fields[bus_at]) is None:
+            raise PartitionError(f"{loc}: the bus field is not a bus number")  # never echoed (a file's content)
+        entries.append((fields[bus_at], fields[zone_at], loc))
     if not entries:
         raise PartitionError(f"{where}: no 'bus,zone' lines")
     return _from_bus_map(net, entries, where)
+
+
+def _header_columns(fields: list[str], loc: str) -> tuple[int, int]:
+    """Which column holds the bus and which the zone, from a header row: ``bus,zone`` or ``zone,bus`` (any case; an
+    ``area`` column stands for the zone), or two other names read as bus,zone in that order."""
+    names = [f.strip().lower() for f in fields]
+    if len(names) != 2:
+        raise PartitionError(f"{loc}: a header of {len(names)} fields; a partition file has two columns, bus and zone")
+    if "bus" in names:
+        other = names[1 - names.index("bus")]
+        if other not in ("zone", "area"):
+            raise PartitionError(f"{loc}: header {','.join(fields)}: name the columns bus and zone")
+        return names.index("bus"), 1 - names.index("bus")
+    return 0, 1
 
 
 def _from_sequence(net: Network, values: Any, where: str) -> tuple[np.ndarray, list]:

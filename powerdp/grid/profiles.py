@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CaseDataError
+from ..files.text import NotUTF8, read_csv_utf8
 from . import simbench_source as sbs
 from .loading import load_case
 from .network import Network
@@ -150,8 +151,8 @@ def load_horizon(
         name = f"simbench:{code}"
         minutes = _SIMBENCH_MINUTES
         if user is not None:
-            over = user[0]
-            data.update(_slice(over, start, periods, f"profile table {profiles}"))
+            data = _override(data, _slice(user[0], start, periods, f"profile table {profiles}"), f"profile table {profiles}",
+                             f"SimBench grid {code}")
         base = SIMBENCH_BASE_MVA if base_mva is None else base_mva
         return _pandapower_horizon(pp_net, data, table, convention, start, periods, labels, minutes, name, base)
     if user is None:
@@ -187,7 +188,7 @@ def read_profile_table(path: str | Path) -> tuple[_Profiles, np.ndarray | None, 
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv" or p.name.lower().endswith(".csv.gz"):
-            df = pd.read_csv(p)
+            df = read_csv_utf8(p)
         elif suffix in (".parquet", ".pq"):
             try:
                 df = pd.read_parquet(p)
@@ -197,6 +198,8 @@ def read_profile_table(path: str | Path) -> tuple[_Profiles, np.ndarray | None, 
             raise CaseDataError(f"profile table {p}: give a .csv or .parquet file")
     except CaseDataError:
         raise
+    except NotUTF8 as exc:
+        raise CaseDataError(f"profile table {p}: {exc}") from None
     except Exception as exc:  # pandas raises many types on a malformed file
         raise CaseDataError(f"profile table {p}: cannot read it ({type(exc).__name__}: {exc})") from None
     labels = None
@@ -243,6 +246,30 @@ def _step_minutes(times, default: float) -> float:
         return default
     step = (t.iloc[1] - t.iloc[0]).total_seconds() / 60.0
     return float(step) if step > 0 else default
+
+
+def _override(base: _Profiles, user: _Profiles, what: str, of: str) -> _Profiles:
+    """``base``'s profiles with the columns ``user`` names replaced (and those it adds appended); every other column of
+    ``base`` kept. What was replaced is said in one warning line: a user's file never silently overrides a grid's data."""
+    out = dict(base)
+    replaced: list[str] = []
+    for key, (idx, values) in user.items():
+        if key not in out:
+            out[key] = (idx, values)
+            continue
+        b_idx, b_values = out[key]
+        where = {int(i): j for j, i in enumerate(b_idx)}
+        merged = b_values.copy()
+        extra = [j for j, i in enumerate(idx) if int(i) not in where]
+        for j, i in enumerate(idx):
+            if int(i) in where:
+                merged[:, where[int(i)]] = values[:, j]
+                replaced.append(f"{key[0]}.{int(i)}.{key[1]}")
+        out[key] = (np.concatenate([b_idx, idx[extra]]), np.hstack([merged, values[:, extra]]))
+    if replaced:
+        shown = ", ".join(replaced[:4]) + (f" and {len(replaced) - 4} more" if len(replaced) > 4 else "")
+        log.warning("%s replaces %d profile column(s) of %s: %s", what, len(replaced), of, shown)
+    return out
 
 
 def _from_simbench(profiles: dict) -> _Profiles:

@@ -18,6 +18,7 @@ every dispatch of a period, so the optimum does not change; :attr:`Horizon.curta
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CaseDataError
+from ..files.text import NotUTF8, read_utf8
 
 __all__ = ["PublicCosts", "DEFAULT_COSTS", "read_costs", "GEN_KINDS"]
 
@@ -128,8 +130,8 @@ def read_costs(path: str | Path | None, base: PublicCosts = DEFAULT_COSTS) -> Pu
     src = str(p)
     if p.suffix.lower() == ".json":
         try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError) as exc:
+            data = json.loads(read_utf8(p))
+        except (OSError, ValueError) as exc:  # NotUTF8 is a ValueError: its byte, line and column
             raise CaseDataError(f"cost file {p}: not valid JSON ({exc})") from None
         if not isinstance(data, dict):
             raise CaseDataError(f"cost file {p}: the top level must be an object with types, elements, curtailment_price, shedding_weight")
@@ -162,9 +164,8 @@ def read_costs(path: str | Path | None, base: PublicCosts = DEFAULT_COSTS) -> Pu
 
 def _csv_to_dict(p: Path) -> dict[str, Any]:
     try:
-        with p.open(newline="") as fh:
-            rows = list(csv.DictReader(fh))
-    except (OSError, csv.Error, UnicodeDecodeError) as exc:
+        rows = list(csv.DictReader(io.StringIO(read_utf8(p), newline="")))
+    except (OSError, csv.Error, NotUTF8) as exc:
         raise CaseDataError(f"cost file {p}: cannot read it as CSV ({exc})") from None
     if not rows or "name" not in rows[0]:
         raise CaseDataError(f"cost file {p}: needs a header name,c2,c1,c0 and at least one row")

@@ -17,15 +17,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..files.atomic import atomic_to_csv, atomic_write_text
 from ..grid.loading import load_case
 from ..grid.network import Network
 from .compiled import CompiledProblem, compile_model
 from .formulation import FlowMode, Objective, build_model
 from .local_solver import SUCCESS_OUTCOMES, solver_class
 from .objectives import generation_cost, total_shedding_mw
-from .tables import DC_KINDS, Dispatch, ResultTables, dispatch_from_solution, physical_tables
+from .tables import DC_KINDS, TABLE_NAMES, Dispatch, ResultTables, dispatch_from_solution, physical_tables
 
-__all__ = ["OPFResult", "solve_opf", "solution_tables", "dcline_table"]
+#: the files ``OPFResult.save_tables`` writes (dclines.csv only for a case with HVDC lines), and ``save`` besides them
+TABLE_FILES = (*(f"{name}.csv" for name in TABLE_NAMES), "dclines.csv")
+SOLVE_FILES = ("result.json", *TABLE_FILES)
+
+__all__ = ["OPFResult", "SOLVE_FILES", "TABLE_FILES", "solve_opf", "solution_tables", "dcline_table"]
 
 
 @dataclass
@@ -105,8 +110,8 @@ class OPFResult:
         d.mkdir(parents=True, exist_ok=True)
         data = self.to_dict()
         data["source"] = self.network.source or self.case
-        (d / "result.json").write_text(json.dumps(data, indent=2) + "\n")
         self.save_tables(d)
+        atomic_write_text(d / "result.json", json.dumps(data, indent=2) + "\n")  # last: a solve directory is complete
         return d
 
     def save_tables(self, directory: str | Path) -> Path:
@@ -114,11 +119,11 @@ class OPFResult:
         d = Path(directory)
         self.tables().save(d)
         if len(self.dclines):
-            self.dclines.to_csv(d / "dclines.csv", index=False)
+            atomic_to_csv(self.dclines, d / "dclines.csv", index=False)
         return d
 
     def to_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
 
 def solution_tables(net: Network, prob: CompiledProblem, x: np.ndarray) -> tuple[Dispatch, ResultTables]:
@@ -158,7 +163,7 @@ def solve_opf(
     if solver != "ipopt" and str(profile) != "default":
         from ..errors import ConfigError
 
-        raise ConfigError(f"profile = {profile!r}: an Ipopt option profile needs solver 'ipopt' (it is {solver!r})")
+        raise ConfigError.for_setting("profile", profile, f"an Ipopt option profile needs solver 'ipopt' (it is {solver!r})")
     net = load_case(case, convention=convention)
     if objective == "cost" and not net.has_costs:
         from ..errors import ModelError

@@ -239,9 +239,9 @@ class ClarabelSolver:
     def check_config(cls, config: Any) -> None:
         """Ipopt's options mean nothing to Clarabel: refuse them rather than ignore them."""
         if config.ipopt_options:
-            raise ConfigError(f"ipopt_options = {config.ipopt_options!r}: Ipopt options need local_solver 'ipopt' (it is 'clarabel')")
+            raise ConfigError.for_setting("ipopt_options", config.ipopt_options, "Ipopt options need local_solver 'ipopt' (--local-solver ipopt); it is 'clarabel'")
         if str(config.ipopt_profile) != "default":
-            raise ConfigError(f"ipopt_profile = {config.ipopt_profile!r}: an Ipopt profile needs local_solver 'ipopt' (it is 'clarabel')")
+            raise ConfigError.for_setting("ipopt_profile", config.ipopt_profile, "an Ipopt profile needs local_solver 'ipopt' (it is 'clarabel')")
         if str(config.ipopt_warm_profile) != "warm":
             raise ConfigError(
                 f"ipopt_warm_profile = {config.ipopt_warm_profile!r}: an Ipopt profile needs local_solver 'ipopt' (it is 'clarabel')"

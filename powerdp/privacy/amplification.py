@@ -61,6 +61,19 @@ def _positive(name: str, value: Any) -> float:
     return value
 
 
+def _finite(what: str, compute) -> float:
+    """``compute()``, refused when it is not a finite double: constants at the ends of double precision (σ = 1e-300,
+    a smoothness of 1e300) make 001's formulas divide by zero or overflow, which is the caller's input to change."""
+    try:
+        value = float(compute())
+    except (ZeroDivisionError, OverflowError):
+        value = math.inf
+    if not math.isfinite(value):
+        raise AssumptionError(f"{what} is not a finite number in double precision: the constants are too large or too "
+                              "small (e.g. σ far below the step's gradient change); scale them to moderate values")
+    return value
+
+
 def _iterations(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise AssumptionError(f"iterations must be an integer ≥ 1, got {value!r}")
@@ -106,7 +119,7 @@ def one_step_zcdp(eta: float, delta_grad: float, sigma: float) -> float:
     delta_grad = check_real("Δ (--delta-grad)", delta_grad)
     if delta_grad < 0:
         raise AssumptionError(f"Δ (--delta-grad) must be ≥ 0, got {delta_grad!r}")
-    return eta**2 * delta_grad**2 / (2.0 * sigma**2)
+    return _finite(f"η²Δ²/(2σ²) at σ (--sigma) = {sigma:g}", lambda: (eta * delta_grad / sigma) ** 2 / 2.0)
 
 
 def amplification_pairs(iterations: int) -> int:
@@ -132,7 +145,7 @@ def zcdp_convex(iterations: int, eta: float, beta: float, delta_grad: float, sig
     t = amplification_pairs(iterations)
     if t == 0:
         return local
-    return min(1.0, convex_constant(eta, beta, norm_A) / t) * local
+    return _finite("Cor. 6.2's bound", lambda: min(1.0, convex_constant(eta, beta, norm_A) / t) * local)
 
 
 # --------------------------------------------------------------------------- strongly convex case (§7)
@@ -220,7 +233,7 @@ def zcdp_strongly_convex(iterations: int, eta: float, nu: float, mu: float, mu_g
     t = amplification_pairs(iterations)
     if t == 0:
         return local
-    return min(1.0, cprime * lcal ** (2 * t - 1) / t) * local
+    return _finite("Cor. 7.3's bound", lambda: min(1.0, cprime * lcal ** (2 * t - 1) / t) * local)
 
 
 # --------------------------------------------------------------------------- every user (§8)

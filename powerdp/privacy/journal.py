@@ -138,6 +138,12 @@ class ReleaseJournal:
             os.fchmod(self._fd, 0o600)
         self.source.journal = self  # from now on the sampler shows it every release
 
+    def covers(self, round: int) -> bool:
+        """Whether this resumed zone released ``round`` before (the journal read its entry, so the ledger charges it):
+        whatever the zone draws for it now is either the same release again or charged anew. A host that repeats a
+        round without sending it (the network backend's replay) may then go on even when the repeat differs."""
+        return self.active and int(round) in self._journaled
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

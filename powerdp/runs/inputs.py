@@ -10,6 +10,10 @@ A run's configuration file (``--config``) is recorded too, as ``config`` with ``
 ``config.json`` holds every setting and resuming reads only that, so a later edit of the TOML file
 changes nothing and is not refused. Bundled cases are recorded by name and hash (a powerdp upgrade that
 changed one is caught too); ``pandapower:NAME`` networks are recorded by name only.
+
+The run's own ``config.json`` is recorded as well (``"run_file": "config.json"`` and its SHA-256, updated each
+time the run writes it: :func:`record_run_file`): a resume continues the settings the run was made with, so an
+edited ``config.json`` (ε changed to 5 in it) is refused like an edited case, never run.
 """
 
 from __future__ import annotations
@@ -22,9 +26,12 @@ from typing import Any
 from ..errors import ConfigError
 from ..files.atomic import atomic_write_text
 
-__all__ = ["INPUTS_FILE", "sha256", "file_entry", "case_entry", "record_inputs", "read_inputs", "verify_inputs"]
+__all__ = ["INPUTS_FILE", "RUN_CONFIG", "sha256", "file_entry", "case_entry", "record_inputs", "record_run_file", "read_inputs",
+           "run_file_entry", "verify_inputs"]
 
 INPUTS_FILE = "inputs.json"
+#: the run's own configuration, recorded with its inputs (role and file name)
+RUN_CONFIG = "config.json"
 
 
 def sha256(path: str | Path) -> str:
@@ -80,10 +87,24 @@ def forget_noted() -> None:
 
 
 def record_inputs(directory: str | Path, entries: dict[str, dict | None]) -> None:
-    """Write ``DIR/inputs.json`` with the given entries (roles ``case``, ``partition``, ``partition.csv``...)
-    and those noted by :func:`note_input`."""
-    data = {role: e for role, e in {**_NOTED, **entries}.items() if e is not None}
+    """Write ``DIR/inputs.json`` with the given entries (roles ``case``, ``partition``, ``partition.csv``...),
+    those noted by :func:`note_input`, and the run's own ``config.json`` when it is there (:func:`run_file_entry`)."""
+    own = {RUN_CONFIG: run_file_entry(directory, RUN_CONFIG)} if (Path(directory) / RUN_CONFIG).is_file() else {}
+    data = {role: e for role, e in {**_NOTED, **entries, **own}.items() if e is not None}
     _NOTED.clear()
+    atomic_write_text(Path(directory) / INPUTS_FILE, json.dumps(data, indent=2) + "\n")
+
+
+def run_file_entry(directory: str | Path, name: str) -> dict:
+    """The record of one of the run's own files (``config.json``): its name in the run directory and its SHA-256."""
+    return {"run_file": name, "sha256": sha256(Path(directory) / name)}
+
+
+def record_run_file(directory: str | Path, name: str = RUN_CONFIG) -> None:
+    """After the run wrote ``name`` (its ``config.json``): its SHA-256 into ``inputs.json`` (created if absent), so a
+    resume can tell the run's own file from an edited one."""
+    data = read_inputs(directory)
+    data[name] = run_file_entry(directory, name)
     atomic_write_text(Path(directory) / INPUTS_FILE, json.dumps(data, indent=2) + "\n")
 
 
@@ -112,6 +133,17 @@ def verify_inputs(directory: str | Path, action: str, roles: tuple[str, ...] | N
     data = read_inputs(d)
     for role, e in data.items():
         if roles is not None and role not in roles:
+            continue
+        if "run_file" in e:  # the run's own config.json, as the run last wrote it
+            p = d / str(e["run_file"])
+            if not p.is_file():
+                raise ConfigError(f"cannot {action} {d}: its {e['run_file']} is missing")
+            if sha256(p) != e.get("sha256"):
+                raise ConfigError(
+                    f"cannot {action} {d}: its {e['run_file']} was edited after the run wrote it (SHA-256 differs from "
+                    f"{INPUTS_FILE}); a run continues with the settings it was made with: restore the file, or start a "
+                    "new run with the new settings"
+                )
             continue
         if "bundled" in e:
             p = bundled_path(str(e["bundled"]))

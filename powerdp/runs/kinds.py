@@ -26,13 +26,19 @@ SHARING_PROBLEMS = {"dc-market": "dc_market", "vertical-logreg": "vertical"}
 
 
 def run_kind(directory: str | Path) -> str | None:
-    """The kind of run in ``directory`` (a key of :data:`RUN_KINDS`), or None when it holds no readable config.json."""
+    """The kind of run in ``directory`` (a key of :data:`RUN_KINDS`), or None when it holds no config.json (a sweep,
+    another folder). A config.json that is there but damaged is an error naming it, not "not a powerdp run"."""
+    from ..errors import ConfigError
+
+    path = Path(directory) / "config.json"
+    if not path.is_file():
+        return None
     try:
-        doc = json.loads((Path(directory) / "config.json").read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise ConfigError(f"{path} is damaged ({type(exc).__name__}); this run's configuration cannot be read") from None
     if not isinstance(doc, dict):
-        return None
+        raise ConfigError(f"{path} is damaged (a JSON object is expected); this run's configuration cannot be read")
     if doc.get("application") in RUN_KINDS:  # an application that names itself (a new one: one entry above)
         return str(doc["application"])
     if doc.get("kind") == "sharing":

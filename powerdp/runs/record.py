@@ -29,7 +29,7 @@ from ..files.atomic import OutputError, atomic_write_text
 from ..files.checkpoint import load_state, refuse_pickles, save_state, state_exists
 from ..files.jsonable import jsonable
 from . import views
-from .inputs import record_inputs, verify_inputs
+from .inputs import record_inputs, record_run_file, verify_inputs
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,9 @@ class RunRecord:
 
     # ----------------------------------------------------------------- config, inputs
     def write_config(self, doc: dict[str, Any]) -> None:
+        """``config.json``, and its SHA-256 with the run's inputs (a resume refuses an edited one)."""
         atomic_write_text(self.directory / "config.json", json.dumps(jsonable(doc), indent=2) + "\n")
+        record_run_file(self.directory)
 
     def read_config(self) -> dict[str, Any]:
         return read_config_file(self.directory / "config.json")
@@ -122,7 +124,9 @@ class RunRecord:
         d = self.checkpoint_dir
         refuse_pickles(d)  # an older version's pickles: refused without being opened
         if not state_exists(d / "state"):
-            raise ConfigError(f"{self.directory} has no checkpoint to resume from ({d / 'state.json'} is missing)")
+            missing = [d / name for name in ("state.json", "state.npz") if not (d / name).is_file()]
+            raise ConfigError(f"{self.directory} has no checkpoint to resume from ({' and '.join(map(str, missing))} "
+                              f"{'is' if len(missing) == 1 else 'are'} missing)")
         state = load_state(d / "state")
         evaluation = load_state(d / "evaluation") if state_exists(d / "evaluation") else {"history": []}
         try:

@@ -82,7 +82,7 @@ class SharingSettings:
     tol: float = 0.0  # stop when the primal and dual residuals both fall below tol (0: run all rounds)
     backend: str = "serial"
     workers: int | None = None
-    checkpoint_every: int = 0  # 0: only at the end when an output directory is given
+    checkpoint_every: int | None = None  # K rounds; None: by time (runs/loop.py); 0: only at the end (with an output directory)
     rank_timeout: float = 120.0
     # privacy (public): Gaussian output noise with σ = noise_multiplier × sensitivity per release, δ per run
     noise_multiplier: float | None = None
@@ -301,8 +301,8 @@ def _run(problem: SharingProblem, settings: SharingSettings, out: Path | None, r
             failures=(PowerDPError, FloatingPointError, ValueError),  # a failed step, a lost host, a NaN release
             checkpoint_first=settings.noise_multiplier is not None,
         )
-        # a checkpoint every checkpoint_every rounds, and always after the last (0: only then)
-        every = settings.checkpoint_every or settings.rounds
+        # a checkpoint every checkpoint_every rounds (None: by time), and always after the last (0: only then)
+        every = settings.rounds if settings.checkpoint_every == 0 else settings.checkpoint_every
         stopped = run_rounds(rounds, coordinator.round + 1, settings.rounds, history, record, every, progress, resume)
         stopped = "converged" if stopped == "tolerance" else stopped
         result = partial(history, stopped)

@@ -339,15 +339,15 @@ def run_audit(
         permissions fails the audit.
     """
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < MIN_RUNS:
-        raise ConfigError(f"runs = {runs!r}: give at least {MIN_RUNS} runs per dataset (half train, half test)")
+        raise ConfigError.for_setting("runs", runs, f"give at least {MIN_RUNS} runs per dataset (half train, half test)")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1):
-        raise ConfigError(f"jobs = {jobs!r}: must be a positive integer")
+        raise ConfigError.for_setting("jobs", jobs, "must be a positive integer")
     if not (math.isfinite(config.beta) and config.beta > 0):
-        raise ConfigError(f"beta = {config.beta!r}: must be a positive number (p.u.)")
+        raise ConfigError.for_setting("beta", config.beta, "must be a positive number (p.u.)")
     if not (0 < confidence < 1):
-        raise ConfigError(f"confidence = {confidence!r}: must lie in (0, 1)")
+        raise ConfigError.for_setting("confidence", confidence, "must lie in (0, 1)")
     if config.backend != "serial":
-        raise ConfigError(f"backend = {config.backend!r}: the audit runs every repeat on the serial backend, in parallel over runs")
+        raise ConfigError.for_setting("backend", config.backend, "the audit runs every repeat on the serial backend, in parallel over runs")
     t0 = time.perf_counter()
     jobs = int(jobs or os.cpu_count() or 1)
     say = status or (lambda msg: None)
@@ -357,7 +357,7 @@ def run_audit(
     config = resolve_config(config, net)
     part = resolve_partition(net, config)  # fixed for every run (an automatic partition must not follow the seeds)
     if zone is not None and not (isinstance(zone, (int, np.integer)) and 0 <= zone < part.n_zones):
-        raise ConfigError(f"zone = {zone!r}: the partition has zones 0..{part.n_zones - 1}")
+        raise ConfigError.for_setting("zone", zone, f"the partition has zones 0..{part.n_zones - 1}")
     if bus is not None:
         b, z = _check_bus(net, part, bus, zone)
         probe: dict[str, Any] = {"method": "given (--bus)"}

@@ -1,5 +1,9 @@
 """The figure of a dispatch's day (``powerdp plot DIR`` on a ``powerdp dispatch`` run): per period, the dispatch's cost
-against the centralized SOC OPF's (the non-private optimum), the load shed, and the ε spent over the horizon."""
+against the centralized SOC OPF's (the non-private optimum), the load shed, and the ε spent over the horizon.
+
+With the centralized reference the cost panel shows the relative gap |cost − reference| / |reference| on a log axis: a
+private day's cost of 1e9 $/h on a linear axis flattened a reference of 1e4 $/h onto its zero line. A non-private day
+has no ε panel."""
 
 from __future__ import annotations
 
@@ -33,31 +37,44 @@ def plot_dispatch(directories: Sequence[str | Path], out: str | Path | None = No
     with the centralized reference, shedding per period, ε spent per zone over the horizon. Saved in ``out``
     (default: the first run's ``figures/``)."""
     from ..runs.directory import ensure_dir
-    from .plots import _plt
+    from .figure_style import _plt
 
     plt = _plt()
     dirs = [Path(d) for d in directories]
     out = ensure_dir(Path(out) if out is not None else dirs[0] / "figures", "figure directory")
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6))
-    reference_drawn = False
-    for d in dirs:
-        periods, summary = read_dispatch(d)
+    runs = [read_dispatch(d) for d in dirs]
+    reference = all(p["centralized_cost"].notna().any() for p, _ in runs)
+    private = any(s.get("target_epsilon") for _, s in runs)
+    fig, axes = plt.subplots(1, 3 if private else 2, figsize=(13.5 if private else 9.5, 3.8))
+    for periods, summary in runs:
         label = f"{summary.get('algorithm')}" + (f" (ε = {summary['target_epsilon']:g}, {summary.get('relation')}-level)"
                                                   if summary.get("target_epsilon") else "")
         x = periods["period"]
-        axes[0].plot(x, periods["cost"], label=label)
-        if not reference_drawn and periods["centralized_cost"].notna().any():
-            axes[0].plot(x, periods["centralized_cost"], "k--", lw=1, label="centralized SOC OPF")
-            reference_drawn = True
+        if reference:
+            gap = ((periods["cost"] - periods["centralized_cost"]).abs() / periods["centralized_cost"].abs())
+            axes[0].plot(x, gap.where(gap > 0), label=label)
+        else:
+            axes[0].plot(x, periods["cost"], label=label)
         axes[1].plot(x, periods["shedding_mw"], label=label)
-        axes[2].plot(x, periods["epsilon_spent"], label=label)
-    axes[0].set_ylabel("cost ($/h)")
+        if private:
+            axes[2].plot(x, periods["epsilon_spent"], label=label)
+    if reference:
+        axes[0].set_yscale("log")
+        axes[0].set_ylabel("|cost − centralized| / |centralized|")
+        titles = ["relative cost gap to the centralized SOC OPF"]
+    else:
+        axes[0].set_ylabel("cost ($/h)")
+        titles = ["cost per period (no centralized reference)"]
     axes[1].set_ylabel("load shed (MW)")
-    axes[2].set_ylabel("ε spent so far (largest over zones)")
-    for ax, title in zip(axes, ("cost per period", "shedding per period", "privacy spent over the horizon")):
+    titles.append("shedding per period")
+    if private:
+        axes[2].set_ylabel("ε spent so far (largest over zones)")
+        titles.append("privacy spent over the horizon")
+    for ax, title in zip(axes, titles):
         ax.set_xlabel("period")
         ax.set_title(title, fontsize="small")
-        ax.legend(fontsize="x-small")
+        ax.grid(True, alpha=0.3)
+    axes[-1].legend(fontsize="x-small")
     fig.tight_layout()
     path = out / name
     fig.savefig(path, dpi=110)

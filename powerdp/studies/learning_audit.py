@@ -52,9 +52,9 @@ def run_learning_audit(
     from .audit import MIN_RUNS, _channel_checks, attack, check_bound
 
     if runs < MIN_RUNS:
-        raise ConfigError(f"runs = {runs!r}: give at least {MIN_RUNS} runs per data set (half train, half test)")
+        raise ConfigError.for_setting("runs", runs, f"give at least {MIN_RUNS} runs per data set (half train, half test)")
     if not 0 <= client < config.clients:
-        raise ConfigError(f"client = {client!r}: the run has clients 0..{config.clients - 1}")
+        raise ConfigError.for_setting("client", client, f"the run has clients 0..{config.clients - 1}")
     if config.adjacency == "add-remove":
         raise ConfigError("the learning audit moves one sample with the public normaliser I fixed: use adjacency replace-one")
     t0 = time.perf_counter()

@@ -170,11 +170,17 @@ def plot_learning(directory: str | Path, out: str | Path | None = None) -> list[
     out = Path(out) if out is not None else d / "figures"
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    rows = [("noise_magnitude", "noise magnitude Σ|ξ|"), ("objective", "training objective"), ("test_error", "test error")]
+    from .figure_style import suptitle
+
+    every_row = [("noise_magnitude", "noise magnitude Σ|ξ|"), ("objective", "training objective"), ("test_error", "test error")]
     for ds, g in rounds.groupby("dataset"):
         budget = "target_epsilon" if g["target_epsilon"].notna().any() else "epsilon"
         cols = sorted(g[budget].dropna().unique())
-        fig, axes = plt.subplots(3, len(cols), figsize=(4 * len(cols), 8), squeeze=False)
+        # a row only for what some run has: no noise in a non-private run, no objective with --no-evaluation
+        rows = [(m, lab) for m, lab in every_row if m in g and (pd.to_numeric(g[m], errors="coerce").fillna(0) != 0).any()]
+        if not any(m in ("objective", "test_error") for m, _ in rows):  # nothing evaluated: the released models' residual
+            rows.append(("feasibility", "consensus residual ‖w − z‖₂"))
+        fig, axes = plt.subplots(len(rows), len(cols), figsize=(max(6.0, 4 * len(cols)), 0.9 + 2.5 * len(rows)), squeeze=False)
         for j, eps in enumerate(cols):
             sub = g[g[budget] == eps]
             for i, (metric, label) in enumerate(rows):
@@ -189,7 +195,8 @@ def plot_learning(directory: str | Path, out: str | Path | None = None) -> list[
                     ax.set_yscale("log")
             axes[0][j].set_title(f"{'total ε' if budget == 'target_epsilon' else 'ε̄'} = {eps:g}" if eps else "non-private")
         axes[0][0].legend(fontsize=8)
-        fig.suptitle(f"{ds}: noise, objective and test error against rounds (mean over seeds, min–max shaded)")
+        spread = "one run" if g["run"].nunique() == 1 else "mean over seeds, min–max shaded"
+        suptitle(fig, f"{ds}: {', '.join(lab for _, lab in rows)} against rounds ({spread})")
         fig.tight_layout()
         path = out / f"learning_{ds}.png"
         fig.savefig(path, dpi=110)

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .figure_style import _plt, suptitle
+
 __all__ = ["plot_trajectories", "plot_privacy_utility", "plot_partition_sensitivity", "plot_network", "plot_sweep",
            "plot_implemented"]
 
@@ -35,17 +37,15 @@ METRICS = [
 ]
 
 
-def _plt():
-    import matplotlib
+#: zone colours: tab10 without its red (red would read as a tie-line), then tab20's pale tones for many zones
+ZONE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+                "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
+TIE_LINE_COLOUR = "black"
 
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        try:
-            matplotlib.use("Agg")
-        except Exception:  # pragma: no cover - an interactive backend already in use
-            pass
-    import matplotlib.pyplot as plt
 
-    return plt
+def _has_data(values: pd.Series) -> bool:
+    """Whether a column holds anything to draw (a deployment's objective is NaN throughout: its panel is dropped)."""
+    return bool(values.notna().any())
 
 
 def _band(ax, frame: pd.DataFrame, x: str, metric: str, label: str, **style) -> None:
@@ -69,13 +69,17 @@ def _positive(values: pd.Series) -> bool:
 
 
 def plot_trajectories(rounds: pd.DataFrame, title: str = "") -> Any:
-    """Metrics against rounds: rows = metrics, columns = ε, lines = algorithms (mean; min–max shaded)."""
+    """Metrics against rounds: rows = metrics, columns = ε, lines = algorithms (mean; min–max shaded). A metric no run
+    has (a deployment keeps its objective and noise in the zones) gets no row."""
     plt = _plt()
     eps_values = sorted(rounds["epsilon"].unique())
-    fig, axes = plt.subplots(len(METRICS), len(eps_values), figsize=(3.8 * len(eps_values), 9), squeeze=False, sharex=True)
+    metrics = [(m, label) for m, label in METRICS if m in rounds and _has_data(rounds[m])] or METRICS[-1:]
+    width = max(6.0, 3.8 * len(eps_values))
+    fig, axes = plt.subplots(len(metrics), len(eps_values), figsize=(width, 1.0 + 2.8 * len(metrics)), squeeze=False,
+                             sharex=True)
     for j, eps in enumerate(eps_values):
         sub = rounds[rounds["epsilon"] == eps]
-        for i, (metric, label) in enumerate(METRICS):
+        for i, (metric, label) in enumerate(metrics):
             ax = axes[i, j]
             for (alg, E), g in sub.groupby(["algorithm", "local_updates"]):
                 name = alg if sub["local_updates"].nunique() == 1 else f"{alg}, E={E}"
@@ -86,11 +90,11 @@ def plot_trajectories(rounds: pd.DataFrame, title: str = "") -> Any:
                 ax.set_title(f"ε = {eps:g}")
             if j == 0:
                 ax.set_ylabel(label)
-            if i == len(METRICS) - 1:
+            if i == len(metrics) - 1:
                 ax.set_xlabel("round t")
             ax.grid(True, alpha=0.3)
     axes[0, -1].legend(title="algorithm", fontsize="small")
-    fig.suptitle(title or "trajectories (mean over seeds, min–max shaded)")
+    suptitle(fig, title or "trajectories (mean over seeds, min–max shaded)")
     fig.tight_layout()
     return fig
 
@@ -106,7 +110,7 @@ def plot_privacy_utility(runs: pd.DataFrame, title: str = "") -> Any:
         ax.set_xscale("log")
         _label_axis(ax, runs[metric], "ε per local step", label)
     axes[0, 1].legend(title="algorithm", fontsize="small")
-    fig.suptitle(title or "privacy–utility (mean over seeds and partitions, min–max shaded)")
+    suptitle(fig, title or "privacy–utility (mean over seeds and partitions, min–max shaded)")
     fig.tight_layout()
     return fig
 
@@ -130,6 +134,7 @@ def plot_privacy_budget(runs: pd.DataFrame, title: str = "") -> Any:
             name = alg if runs["local_updates"].nunique() == 1 else f"{alg}, E={E}"
             _band(ax, g, "epsilon_total", metric, name, marker="o")
         ax.set_xscale("log")
+        _budget_ticks(ax, runs["epsilon_total"])
         _label_axis(ax, runs[metric], "total ε per zone (whole run)", label)
     known = runs.dropna(subset=["load_values"]) if "load_values" in runs else runs.iloc[:0]
     if not known.empty:
@@ -138,7 +143,7 @@ def plot_privacy_budget(runs: pd.DataFrame, title: str = "") -> Any:
         axes[0, 0].plot(eps, floor, "k--", lw=1, label="floor n·(β/ε)²")
         axes[0, 0].legend(fontsize="small")
     axes[0, 1].legend(title="algorithm", fontsize="small")
-    fig.suptitle(title or "utility at a total budget (mean over seeds, min–max shaded)")
+    suptitle(fig, title or "utility at a total budget (mean over seeds, min–max shaded)")
     fig.tight_layout()
     return fig
 
@@ -176,6 +181,22 @@ def plot_implemented(runs: pd.DataFrame, title: str = "") -> Any:
     return fig
 
 
+def _budget_ticks(ax, budgets: pd.Series) -> None:
+    """The x ticks of a budget axis: the budgets themselves, labelled as plain numbers, and no minor labels (a log axis
+    spanning less than a decade labelled its minor ticks 2×10⁰, 3×10⁰... over each other)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator, StrMethodFormatter
+
+    values = np.unique(np.round(budgets[budgets > 0].to_numpy(float), 6))
+    keep: list[float] = []
+    for v in values:  # at least a factor 1.5 apart on the log axis, so two labels never touch
+        if not keep or v >= 1.5 * keep[-1]:
+            keep.append(float(v))
+    ax.xaxis.set_major_locator(FixedLocator(keep))
+    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def plot_partition_sensitivity(runs: pd.DataFrame, title: str = "") -> Any:
     """Final objective, feasibility and wall time against the number of zones, per method and algorithm.
 
@@ -195,34 +216,42 @@ def plot_partition_sensitivity(runs: pd.DataFrame, title: str = "") -> Any:
             if eps is not None:
                 ax.set_title(f"ε = {eps:g}")
         axes[i, 0].legend(title="method, algorithm", fontsize="small")
-    fig.suptitle(title or "partition sensitivity (one row per ε; mean over seeds, min–max shaded)")
+    suptitle(fig, title or "partition sensitivity (one row per ε; mean over seeds, min–max shaded)")
     fig.tight_layout()
     return fig
 
 
 def plot_network(partition, title: str = "", seed: int = 0) -> Any:
-    """The bus graph coloured by zone (networkx spring layout), tie-lines drawn red and thick."""
+    """The bus graph coloured by zone, tie-lines black, thick and dashed (no zone is drawn in a tie-line's colour).
+
+    Up to 300 buses the Kamada–Kawai layout spreads the buses evenly (the spring layout bunched case118's two
+    meshed areas together); the figure grows with the network, and the bus numbers sit inside their nodes."""
     import networkx as nx
 
     plt = _plt()
     net = partition.network
     g = net.graph()
-    pos = nx.spring_layout(g, seed=seed)
-    fig, ax = plt.subplots(figsize=(8, 7))
+    n = net.n_bus
+    pos = nx.kamada_kawai_layout(g) if 2 < n <= 300 and nx.is_connected(g) else nx.spring_layout(g, seed=seed, k=1.5 / np.sqrt(max(n, 1)))
+    side = float(np.clip(6.0 + n / 25.0, 7.0, 16.0))
+    fig, ax = plt.subplots(figsize=(side, side * 0.85))
     tie = set(map(int, partition.tie_pairs()))
     edges = list(zip(net.pair_f.tolist(), net.pair_t.tolist()))
     inner = [e for p, e in enumerate(edges) if p not in tie]
     ties = [e for p, e in enumerate(edges) if p in tie]
-    nx.draw_networkx_edges(g, pos, edgelist=inner, ax=ax, edge_color="0.6", width=1.0)
-    nx.draw_networkx_edges(g, pos, edgelist=ties, ax=ax, edge_color="red", width=2.5, label="tie-lines")
-    cmap = plt.get_cmap("tab10" if partition.n_zones <= 10 else "tab20")
+    nx.draw_networkx_edges(g, pos, edgelist=inner, ax=ax, edge_color="0.7", width=0.8)
+    nx.draw_networkx_edges(g, pos, edgelist=ties, ax=ax, edge_color=TIE_LINE_COLOUR, width=2.2, style="--", label="tie-lines")
+    labelled = n <= MAX_BUS_LABELS
+    node_size = 140 if labelled and n <= 150 else (60 if labelled else 20)
     for z in range(partition.n_zones):
         nodes = partition.own_buses(z).tolist()
-        nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=[cmap(z % cmap.N)], node_size=60, ax=ax, label=f"zone {partition.labels[z]}")
-    if net.n_bus <= MAX_BUS_LABELS:  # bus numbers as the case file gives them
-        nx.draw_networkx_labels(g, pos, labels={i: str(int(b)) for i, b in enumerate(net.bus_ids)}, font_size=6 if net.n_bus > 60 else 8, ax=ax)
+        nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=[ZONE_COLOURS[z % len(ZONE_COLOURS)]], node_size=node_size,
+                               edgecolors="white", linewidths=0.5, ax=ax, label=f"zone {partition.labels[z]}")
+    if labelled:  # bus numbers as the case file gives them
+        nx.draw_networkx_labels(g, pos, labels={i: str(int(b)) for i, b in enumerate(net.bus_ids)},
+                                font_size=8 if n <= 30 else (5.5 if n <= 150 else 4), font_color="white", ax=ax)
     ax.set_title(title or f"{net.name}: {partition.n_zones} zones, {len(partition.tie_lines())} tie-lines")
-    ax.legend(fontsize="small", loc="best")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.set_axis_off()
     fig.tight_layout()
     return fig
@@ -259,8 +288,12 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
         paths.append(path)
 
     for case, g in rounds.groupby("case"):
-        over = "seeds" if g["run"].str.replace(r"_s\d+$", "", regex=True).nunique() == g.groupby(["algorithm", "epsilon", "local_updates"]).ngroups else "seeds and partitions"
-        save(plot_trajectories(g, f"{case}: trajectories (mean over {over}, min–max shaded)"), f"trajectories_{case}.png")
+        if g["run"].nunique() == 1:
+            what = "one run"
+        else:
+            over = "seeds" if g["run"].str.replace(r"_s\d+$", "", regex=True).nunique() == g.groupby(["algorithm", "epsilon", "local_updates"]).ngroups else "seeds and partitions"
+            what = f"mean over {over}, min–max shaded"
+        save(plot_trajectories(g, f"{case}: trajectories ({what})"), f"trajectories_{case}.png")
     for case, g in runs.groupby("case"):
         if g["epsilon"].nunique() > 1:
             save(plot_privacy_utility(g, f"{case}: privacy–utility"), f"privacy_utility_{case}.png")
@@ -294,9 +327,30 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
     return paths
 
 
+#: the per-round columns of a DC market, vertical-learning or noisy-admm run worth a panel: column → (label, kind),
+#: kind "log" (positive values, log axis), "abs" (a signed gap: its magnitude on a log axis) or "linear". Residuals share
+#: one panel; bookkeeping (times, solve counts, a constant ρ) is left out.
+HISTORY_PANELS = {
+    "epsilon_spent": ("ε spent so far (per agent)", "linear"),
+    "eval_cost_gap": ("|relative cost gap| to the centralized DC-OPF", "abs"),
+    "eval_max_line_violation": ("largest line-limit violation (p.u.)", "log"),
+    "eval_imbalance_mw": ("|power imbalance| (MW)", "abs"),
+    "eval_max_price_error": ("largest price error ($/MWh)", "log"),
+    "eval_train_objective": ("training objective", "log"),
+    "eval_test_logloss": ("test log-loss", "log"),
+    "eval_test_error": ("test error", "linear"),
+    "objective": ("objective at the released x̃", "log"),
+    "gap": ("|gap| to the centralized optimum", "abs"),
+    "objective_std": ("objective's spread over the runs", "log"),
+}
+RESIDUALS = {"primal_residual": "primal residual", "dual_residual": "dual residual", "feasibility": "consensus residual"}
+
+
 def plot_run_history(directory: str | Path, out: str | Path | None, what: str) -> Path:
-    """One run's per-round (or per-iteration) history, both views joined: every numeric column against the rounds,
-    on a log scale where the values are positive (a DC market, a vertical-learning or a noisy-admm run)."""
+    """One run's per-round (or per-iteration) history, both views joined (a DC market, a vertical-learning or a
+    noisy-admm run): the residuals in one panel, then one labelled panel per quantity of :data:`HISTORY_PANELS`, each on
+    a log axis where it is a positive magnitude; a quantity that is 0 (or constant) throughout gets no panel, and is
+    named under the figure instead."""
     from ..errors import ConfigError
     from ..runs.directory import ensure_dir
     from ..runs.views import COORDINATOR_VIEW, EVALUATION_VIEW, read_file, read_history
@@ -311,22 +365,61 @@ def plot_run_history(directory: str | Path, out: str | Path | None, what: str) -
     except ConfigError as exc:
         raise ConfigError(f"{directory} is {what}, but its history cannot be read: {exc}") from None
     x = "round"
-    columns = [c for c in history.columns if c != x and pd.api.types.is_numeric_dtype(history[c]) and history[c].notna().any()]
-    if x not in history.columns or not len(history) or not columns:
+    if x not in history.columns or not len(history):
         raise ConfigError(f"{directory} is {what} with no per-round history to plot")
+    flat: list[str] = []
+
+    def drawable(c: str) -> bool:
+        values = pd.to_numeric(history[c], errors="coerce") if c in history else pd.Series(dtype=float)
+        if not values.notna().any():
+            return False
+        if (values.abs() <= 0).all() or values.nunique() == 1:
+            flat.append(f"{(HISTORY_PANELS.get(c) or (RESIDUALS.get(c, c), ''))[0]} {values.iloc[0]:g}")
+            return False
+        return True
+
+    residuals = [c for c in RESIDUALS if c in history and drawable(c)]
+    panels = [c for c in HISTORY_PANELS if c in history and drawable(c)]
+    n = len(panels) + (1 if residuals else 0)
+    if n == 0:
+        raise ConfigError(f"{directory} is {what} with no per-round quantity that changes over its rounds")
     out = ensure_dir(Path(out) if out is not None else directory / "figures", "figure directory")
-    n = len(columns)
-    fig, axes = plt.subplots((n + 2) // 3, min(n, 3), figsize=(4.2 * min(n, 3), 3.2 * ((n + 2) // 3)), squeeze=False)
-    for ax, c in zip(axes.flat, columns):
-        ax.plot(history[x], history[c])
-        if _positive(history[c]):
+    cols = min(n, 3)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(max(6.0, 4.4 * cols), 0.9 + 3.0 * rows), squeeze=False)
+    flat_axes = list(axes.flat)
+    k = 0
+    if residuals:
+        ax = flat_axes[k]
+        k += 1
+        for c in residuals:
+            values = history[c].where(history[c] > 0)
+            ax.plot(history[x], values, label=RESIDUALS[c])
+        ax.set_yscale("log")
+        ax.set_title("residuals", fontsize="small")
+        ax.legend(fontsize="x-small")
+    for c in panels:
+        label, kind = HISTORY_PANELS[c]
+        ax = flat_axes[k]
+        k += 1
+        values = history[c].abs() if kind == "abs" else history[c]
+        if kind in ("abs", "log"):
+            values = values.where(values > 0)
             ax.set_yscale("log")
-        ax.set_xlabel(x)
-        ax.set_title(c, fontsize="small")
-    for ax in list(axes.flat)[n:]:
+        ax.plot(history[x], values)
+        ax.set_title(label, fontsize="small")
+    for ax in flat_axes[:k]:
+        ax.set_xlabel("iteration" if "gap" in history and "primal_residual" not in history else x)
+        ax.grid(True, alpha=0.3)
+    for ax in flat_axes[k:]:
         ax.set_axis_off()
-    fig.suptitle(f"{directory.name}: {what}", fontsize="small")
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    suptitle(fig, f"{directory.name}: {what}", fontsize=10)
+    if flat:
+        import textwrap
+
+        fig.text(0.5, 0.005, textwrap.fill("the same in every round: " + "; ".join(flat), int(fig.get_figwidth() * 13)),
+                 ha="center", va="bottom", fontsize="x-small")
+    fig.tight_layout(rect=(0, 0.04 if flat else 0, 1, 1))
     path = out / "history.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -43,6 +43,9 @@ class DispatchZoneAgent(ZoneAgent):
         self._omega = float(self.shedding_weight) if self.shedding_weight else 1.0
         self._pd = np.asarray(net.pd[self._own], dtype=float).copy()
         self._qd = np.asarray(net.qd[self._own], dtype=float).copy()
+        # the objective built on the network's loads: every period's is computed from it and the period's loads alone,
+        # never from the previous period's, so a resumed day (a fresh agent) computes the very same bits
+        self._f0, self._pd0, self._qd0 = self._f, self._pd.copy(), self._qd.copy()
         sp_keys = {k: j for j, k in enumerate(prob.expressions["sp"].keys)}
         self._sp_rows = np.array([sp_keys[int(i)] for i in self._own], dtype=np.int64)
         self._pg_r = self.reduction.reduced.index_of([("pg", int(g)) for g in self._gens])
@@ -148,12 +151,13 @@ class DispatchZoneAgent(ZoneAgent):
         if pd.shape != self._pd.shape or qd.shape != self._qd.shape:
             raise ValueError(f"zone {self.zone}: period loads of shape {pd.shape}, expected {self._pd.shape}")
         w = self._omega
-        f = self._f
+        f = self._f0
         c = f.c.copy()
-        # ω (y + d)² = ω y² + 2ω d y + ω d²: only the linear term on y and the constant hold d
-        c[self._yp] += 2.0 * w * (pd - self._pd)
-        c[self._yq] += 2.0 * w * (qd - self._qd)
-        const = f.const + w * float(np.sum(pd**2 - self._pd**2) + np.sum(qd**2 - self._qd**2))
+        # ω (y + d)² = ω y² + 2ω d y + ω d²: only the linear term on y and the constant hold d. From the fixed base f0
+        # (the network's loads d0), not from the last period's: the result depends on this period's loads only
+        c[self._yp] += 2.0 * w * (pd - self._pd0)
+        c[self._yq] += 2.0 * w * (qd - self._qd0)
+        const = f.const + w * float(np.sum(pd**2 - self._pd0**2) + np.sum(qd**2 - self._qd0**2))
         self._f = dataclasses.replace(f, c=c, const=const)
         self._pd, self._qd = pd.copy(), qd.copy()
         self._own_loads = (self._pd.copy(), self._qd.copy())

@@ -97,7 +97,7 @@ class DispatchConfig:
 
     def validate(self) -> DispatchConfig:
         def bad(name, msg):
-            return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
+            return ConfigError.for_setting(name, getattr(self, name), msg)
 
         if not isinstance(self.periods, int) or isinstance(self.periods, bool) or self.periods <= 0:
             raise bad("periods", "must be a positive integer")
@@ -131,7 +131,8 @@ class DispatchConfig:
         if private and self.target_epsilon is None:
             raise bad("target_epsilon", f"{self.algorithm} needs a budget over the horizon (--target-epsilon)")
         if not private and self.target_epsilon is not None:
-            raise bad("target_epsilon", f"{self.algorithm} is not private; a budget needs objl, inpl or outl")
+            private_ones = [a for a in DISPATCH_ALGORITHMS + GAUSSIAN_ALGORITHMS if resolve(a).private]
+            raise bad("target_epsilon", f"{self.algorithm} is not private; a budget needs one of {', '.join(private_ones)}")
         if self.clip_loads and not private:
             raise bad("clip_loads", "clips the perturbed loads of a private algorithm; the non-private day has none")
         if self.clip_loads and resolve(self.algorithm).perturbation in ("totals", "hierarchical"):
@@ -177,6 +178,8 @@ class DispatchConfig:
         if self.private and (self.gaussian or self.target_delta):  # Gaussian, or Laplace at δ > 0 (the exact PLD)
             extra = {"target_epsilon": float(self.target_epsilon), "target_delta": float(self.target_delta),
                      "budget_periods": self.budget_periods}
+        if resolve(self.algorithm).perturbation == "output":  # its sensitivity needs the proximal term on all of z
+            extra["linearize"] = "all"
         return HorizonRunConfig(
             case=case, zones=self.zones, objective=self.objective, algorithm=self.algorithm, beta=self.beta,
             rounds=self.max_rounds, rho=self.rho, seed=self.seed, backend=self.backend, workers=self.workers,

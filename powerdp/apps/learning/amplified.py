@@ -100,7 +100,7 @@ class NoisyADMMConfig:
 
     def validate(self) -> NoisyADMMConfig:
         def bad(name: str, msg: str) -> ConfigError:
-            return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
+            return ConfigError.for_setting(name, getattr(self, name), msg)
 
         for name in ("clip", "mu", "beta", "target_shift"):
             v = getattr(self, name)

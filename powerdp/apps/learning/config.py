@@ -137,7 +137,7 @@ class LearnConfig(AlgorithmChoices):
     seed: int | None = None
     evaluate: bool = True
     evaluate_every: int = 10  # rounds between evaluations of the global model (and of the ledger's figure)
-    checkpoint_every: int = 10
+    checkpoint_every: int | None = None  # K rounds; None: by time (runs/loop.py: CHECKPOINT_SECONDS); 0: never
     local_solver: str = "box"
     backend: str = "serial"  # serial, process (worker processes) or mpi (ranks; every rank runs the same program)
     workers: int | None = None  # process backend: worker processes (default: one per core, at most one per client)
@@ -159,7 +159,7 @@ class LearnConfig(AlgorithmChoices):
     # ------------------------------------------------------------------ checks
     def validate(self) -> LearnConfig:
         def bad(name: str, msg: str) -> ConfigError:
-            return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
+            return ConfigError.for_setting(name, getattr(self, name), msg)
 
         if self.algorithm in RUNNERS:
             cls = runner_part(self.algorithm, 0)
@@ -245,7 +245,8 @@ class LearnConfig(AlgorithmChoices):
         solver_class(self.local_solver, "local_solver", BOX_SOLVERS).check_config(self)
         if isinstance(self.evaluate_every, bool) or int(self.evaluate_every) != self.evaluate_every or self.evaluate_every < 1:
             raise bad("evaluate_every", "must be a positive integer")
-        if self.checkpoint_every < 0:
+        if self.checkpoint_every is not None and (isinstance(self.checkpoint_every, bool)
+                                                  or not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0):
             raise bad("checkpoint_every", "must be >= 0 (0 turns checkpoints off)")
         self._check_budget(spec, bad)
         self.rounds = int(self.rounds)
@@ -315,7 +316,7 @@ class LearnConfig(AlgorithmChoices):
                 return {"noise_multiplier": gaussian_noise_multiplier(float(self.target_epsilon), float(self.target_delta), self.private_steps)}
             return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps)}
         except ConfigError as exc:
-            raise ConfigError(f"target_epsilon = {self.target_epsilon!r}: {exc}") from None
+            raise ConfigError.for_setting("target_epsilon", self.target_epsilon, f"{exc}") from None
 
     @property
     def noise_source(self) -> str:

@@ -65,18 +65,28 @@ def _mnist5k() -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_bounds(path: str | Path, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-column public bounds from a CSV ``column,low,high`` (one row per feature column, by name or index)."""
-    import pandas as pd
+    """Per-column public bounds from a CSV ``column,low,high`` (one row per feature column, by name or index).
 
+    Every low and high must be a finite number (a bad one is named by its line and column); a column listed twice
+    with other bounds is refused (which row would hold?), twice with the same bounds is accepted."""
     path = Path(path)
-    try:
-        tab = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable bounds file ({exc}); give a CSV with columns column,low,high") from None
+    tab = _read_user_csv(path, "bounds file", "a CSV with columns column,low,high", dtype=str, keep_default_na=False)
     missing = [c for c in ("column", "low", "high") if c not in tab.columns]
     if missing:
         raise ConfigError(f"{path}: no column {missing[0]!r}; a bounds file has the header column,low,high")
-    given = {str(c): (float(lo), float(hi)) for c, lo, hi in zip(tab["column"], tab["low"], tab["high"], strict=True)}
+    given: dict[str, tuple[float, float]] = {}
+    for line, (col, lo_text, hi_text) in enumerate(zip(tab["column"], tab["low"], tab["high"], strict=True), start=2):
+        name = str(col).strip()
+        values = []
+        for which, text in (("low", lo_text), ("high", hi_text)):
+            try:
+                values.append(float(str(text).strip()))
+            except ValueError:
+                # the entry is not echoed: an error never prints a file's content
+                raise ConfigError(f"{path}, line {line}: column {name!r}: {which} is not a number") from None
+        if name in given and given[name] != tuple(values):
+            raise ConfigError(f"{path}, line {line}: column {name!r} is listed again with other bounds; keep one row")
+        given[name] = (values[0], values[1])
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise ConfigError(f"{path}: column {unknown[0]!r} is not a feature of the data (features: {', '.join(names[:8])}...)")
@@ -89,6 +99,18 @@ def read_bounds(path: str | Path, names: list[str]) -> tuple[np.ndarray, np.ndar
     if bad:
         raise ConfigError(f"{path}: column {bad[0]!r}: give finite bounds with high > low")
     return lo, hi
+
+
+def _read_user_csv(path: Path, what: str, expected: str, **options):
+    """A user's CSV through the one UTF-8 reader (files/text.py): its errors one line naming the file."""
+    from ...files.text import NotUTF8, read_csv_utf8
+
+    try:
+        return read_csv_utf8(path, **options)
+    except NotUTF8 as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
+        raise ConfigError(f"{path}: not a readable {what} ({' '.join(str(exc).split())}); give {expected}") from None
 
 
 #: a column is far outside its declared range when more than this fraction of its values lie outside it, or any
@@ -106,12 +128,7 @@ def columns_outside(X: np.ndarray, lo, hi, names: list[str]) -> list[str]:
 
 
 def _read_csv(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    import pandas as pd
-
-    try:
-        frame = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable CSV ({exc})") from None
+    frame = _read_user_csv(path, "CSV", "a header row, a label column and numeric features")
     if label not in frame.columns:
         raise ConfigError(f"{path}: no label column {label!r} (columns: {', '.join(map(str, frame.columns[:8]))}...); name it with --label")
     features = frame.drop(columns=[label])
@@ -122,7 +139,12 @@ def _read_csv(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list[str]
     if not np.all(np.isfinite(X)):
         row = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0])
         raise ConfigError(f"{path}: row {row + 1} has a missing or non-finite feature")
-    return X, frame[label].to_numpy(), [str(c) for c in features.columns]
+    labels = frame[label]
+    empty = labels.isna().to_numpy() | labels.astype(str).str.strip().eq("").to_numpy()
+    if empty.any():  # an empty label would otherwise become a class of its own
+        raise ConfigError(f"{path}: row {int(np.flatnonzero(empty)[0]) + 1} (line {int(np.flatnonzero(empty)[0]) + 2}) has no "
+                          f"label in column {label!r}; every row needs one")
+    return X, labels.to_numpy(), [str(c) for c in features.columns]
 
 
 def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -176,7 +198,7 @@ def load_dataset(
     if len(classes) < 2:
         raise ConfigError(f"data set {source!r}: one class only; classification needs two or more")
     if not 0 < test_fraction < 1:
-        raise ConfigError(f"test_fraction = {test_fraction!r}: must lie in (0, 1)")
+        raise ConfigError.for_setting("test_fraction", test_fraction, "must lie in (0, 1)")
     try:
         X_tr, X_te, y_tr, y_te = train_test_split(X, y_idx, test_size=test_fraction, random_state=split_seed, stratify=y_idx)
     except ValueError as exc:
@@ -211,7 +233,7 @@ def preprocess(data: Dataset, clip: float = 1.0, clip_l1: float | None = None) -
     """Public, data-independent preprocessing: scale features with the public bounds to [0, 1] (if any),
     then clip every row to ‖x‖₂ ≤ ``clip`` (and ‖x‖₁ ≤ ``clip_l1``). The same map applies to the test set."""
     if not clip > 0:
-        raise ConfigError(f"clip = {clip!r}: the row-norm bound R must be positive")
+        raise ConfigError.for_setting("clip", clip, "the row-norm bound R must be positive")
     if clip_l1 is not None and not clip_l1 > 0:
         raise ConfigError(f"clip_l1 = {clip_l1!r}: the row ℓ1 bound must be positive")
 
@@ -276,9 +298,9 @@ def parse_split(split: str) -> tuple[str, float | None]:
         except ValueError:
             alpha = float("nan")
         if not alpha > 0:
-            raise ConfigError(f"split = {split!r}: the Dirichlet concentration α must be a positive number (dirichlet:0.5)")
+            raise ConfigError.for_setting("split", split, "the Dirichlet concentration α must be a positive number (dirichlet:0.5)")
         return "dirichlet", alpha
-    raise ConfigError(f"split = {split!r}: choose one of {', '.join(SPLITS)}")
+    raise ConfigError.for_setting("split", split, f"choose one of {', '.join(SPLITS)}")
 
 
 def split_clients(y: np.ndarray, clients: int, split: str = "iid", seed: int = 0, shards_per_client: int = 2) -> list[np.ndarray]:
@@ -292,7 +314,7 @@ def split_clients(y: np.ndarray, clients: int, split: str = "iid", seed: int = 0
     kind, alpha = parse_split(split)
     n = len(y)
     if not 2 <= clients <= n:
-        raise ConfigError(f"clients = {clients!r}: need at least 2 clients and at most one per training sample ({n})")
+        raise ConfigError.for_setting("clients", clients, f"need at least 2 clients and at most one per training sample ({n})")
     rng = np.random.default_rng(seed)
     if kind == "iid":
         return [np.sort(p) for p in np.array_split(rng.permutation(n), clients)]
@@ -312,4 +334,4 @@ def split_clients(y: np.ndarray, clients: int, split: str = "iid", seed: int = 0
         out = [np.sort(np.concatenate(p)) for p in parts]
         if min(len(p) for p in out) > 0:
             return out
-    raise ConfigError(f"split = {split!r}: 100 Dirichlet draws left a client without samples; use a larger α or fewer clients")
+    raise ConfigError.for_setting("split", split, "100 Dirichlet draws left a client without samples; use a larger α or fewer clients")

@@ -306,7 +306,7 @@ def _loop(config, prepared, central, coordinator, backend, record, resumed, prog
         if record is not None:
             _start_files(record, config, history)
             _record_inputs(record, config)
-            if config.private and config.checkpoint_every:  # each client journals its releases (privacy/journal.py)
+            if config.private and config.checkpoint_every != 0:  # each client journals its releases (privacy/journal.py)
                 backend.call("journal", str(record.directory))
     start = coordinator.round + 1
     setup_s = time.perf_counter() - t_setup

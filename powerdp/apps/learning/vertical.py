@@ -67,8 +67,9 @@ class VerticalData:
 def split_blocks(n_features: int, parties: int, sizes: list[int] | None = None) -> tuple:
     """Contiguous feature blocks: the given sizes, else as equal as possible."""
     if sizes is None:
-        if not 1 <= parties <= n_features:
-            raise ConfigError(f"--parties {parties}: need between 1 and {n_features} parties (one feature each at least)")
+        if not 2 <= parties <= n_features:
+            raise ConfigError(f"--parties {parties}: need between 2 and {n_features} parties (one feature each at least; "
+                              "one party alone is not vertical learning)")
         return tuple(np.array_split(np.arange(n_features), parties))
     if len(sizes) != parties or any(s < 1 for s in sizes) or sum(sizes) != n_features:
         raise ConfigError(f"--blocks {','.join(map(str, sizes))}: {parties} positive sizes summing to {n_features} features needed")

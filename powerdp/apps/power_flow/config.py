@@ -29,7 +29,7 @@ ALGORITHMS = tuple(ALIASES)  # the named combinations; any UPDATE/PERTURBATION/M
 ADJACENCIES = ("value", "bus")
 NOISE_SUPPORTS = ("data", "all")
 LINEARIZE = ("private", "all")
-BACKENDS = ("serial", "process", "mpi")
+BACKENDS = ("serial", "process", "mpi", "net")
 #: the mechanism of a run given a total budget but no algorithm (``powerdp run CASE --target-epsilon E``): the one that
 #: measured best at a total budget (docs/results/utility.md): the zone's two load totals released once with Laplace
 #: noise (at δ > 0 calibrated with the exact privacy-loss distribution), exact ADMM on loads built from them, and the
@@ -93,12 +93,22 @@ class RunConfig(AlgorithmChoices):
     backend: str = "serial"
     workers: int | None = None
     rank_timeout: float = 60.0  # mpi backend: a rank silent this long (no heartbeat) is reported lost
+    # net backend (docs/deployment.md): the coordinator's certificates (a folder of `powerdp certs make`: ca.crt,
+    # coordinator.crt/.key, zones.toml), each file may be given alone; how long a zone may take to answer one
+    # request (a round), and how long a zone server that is not reachable (not yet started, or dropped) is waited for
+    certs: str | None = None
+    zones_at: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_ca: str | None = None
+    round_timeout: float = 600.0
+    zone_timeout: float = 60.0
     flows: str = "variables"  # z includes branch flows (paper); Ipopt solves with them eliminated
     convention: str = "powermodels"
     tol_primal: float = 0.0  # stop when both residuals fall below (0: run all rounds)
     tol_dual: float = 0.0
     warm_start: bool = True  # primal-dual warm start of local solves (measured: benchmarks/warmstart.py)
-    checkpoint_every: int = 10
+    checkpoint_every: int | None = None  # K rounds; None: by time (runs/loop.py: CHECKPOINT_SECONDS); 0: never
     # evaluation figures cross to the coordinator's side: each zone's true objective and W_p violation
     # every round, its solution at the end (experiments, the paper's figures). False in a deployment:
     # then only released values, solver statistics and the data-independent privacy spend cross, and
@@ -122,7 +132,7 @@ class RunConfig(AlgorithmChoices):
     # ------------------------------------------------------------------ checks
     def validate(self) -> RunConfig:
         def bad(name: str, msg: str) -> ConfigError:
-            return ConfigError(f"{name} = {getattr(self, name)!r}: {msg}")
+            return ConfigError.for_setting(name, getattr(self, name), msg)
 
         try:
             spec = resolve(self.algorithm)
@@ -204,6 +214,13 @@ class RunConfig(AlgorithmChoices):
             raise bad("workers", "must be at least 1")
         if not (isinstance(self.rank_timeout, (int, float)) and self.rank_timeout > 0):
             raise bad("rank_timeout", "must be a positive number of seconds")
+        for name in ("round_timeout", "zone_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+                raise bad(name, "must be a positive number of seconds")
+        if self.backend == "net" and self.deployment is None:
+            raise bad("backend", "the net backend runs a split case over the network: give deployment "
+                      "(--deployment DIR, written by powerdp partition --split)")
         if self.flows not in ("expressions", "variables"):
             raise bad("flows", "choose 'expressions' or 'variables'")
         if self.convention not in ("powermodels", "matpower"):
@@ -221,7 +238,8 @@ class RunConfig(AlgorithmChoices):
                       "set evaluate false (--no-evaluation)")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0):
             raise bad("seed", "must be a non-negative integer, or unset for secret noise")
-        if self.checkpoint_every < 0:
+        if self.checkpoint_every is not None and (isinstance(self.checkpoint_every, bool)
+                                                  or not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0):
             raise bad("checkpoint_every", "must be >= 0 (0 turns checkpoints off)")
         check_faults(self.faults)
         self.rounds = int(self.rounds)
@@ -290,7 +308,7 @@ class RunConfig(AlgorithmChoices):
             coordinates = self._laplace_coordinates() if delta > 0 else None
             return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps, delta, coordinates)}
         except ConfigError as exc:
-            raise ConfigError(f"target_epsilon = {self.target_epsilon!r}: {exc}") from None
+            raise ConfigError.for_setting("target_epsilon", self.target_epsilon, f"{exc}") from None
 
     def _laplace_coordinates(self) -> int | None:
         """The gradient entries one neighbouring change moves (objective and input perturbation), or None."""

@@ -35,7 +35,8 @@ from .result import COORDINATOR_COLUMNS, HISTORY_COLUMNS
 log = logging.getLogger(__name__)
 
 __all__ = ["RunPlan", "plan_run", "resolve_config", "resolve_partition", "resolve_partition_choice", "default_rho",
-           "bundled_case_name", "bundled_partition_name", "load_config", "check_resume_config", "RESUME_MAY_CHANGE"]
+           "bundled_case_name", "bundled_partition_name", "load_config", "check_resume_config", "RESUME_MAY_CHANGE",
+           "shared_layout"]
 
 
 @dataclass(frozen=True)
@@ -92,22 +93,30 @@ def plan_run(config: RunConfig, network: Network | None = None, partition: Parti
         partition = _saved_partition(net, out)
     part = partition if partition is not None else resolve_partition(net, config)
     say(f"partition: {part.n_zones} zones from {part.source}")
-    by_zone = part.shared_by_zone(config.flows)
-    keys = part.shared_keys(config.flows)
+    keys, zone_maps, specs = shared_layout(part, config)
     if not keys:
         raise ConfigError(f"the partition of {net.name} into {part.n_zones} zone(s) shares no variables; nothing to coordinate")
-    key_index = {k: i for i, k in enumerate(keys)}
-    zone_maps = tuple(np.array([key_index[k] for k in by_zone[p]], dtype=np.int64) for p in range(part.n_zones))
-    specs = tuple(AgentSpec(zone=p, own_buses=part.own_buses(p), shared_keys=tuple(by_zone[p])) for p in range(part.n_zones))
     return RunPlan(config=config, network=net, partition=part, shared_keys=tuple(keys), zone_maps=zone_maps, specs=specs,
                    reference=bool(reference and config.evaluate), record=record, resume=resume, folders=folders)
 
 
 
+def shared_layout(part: Partition, config: RunConfig) -> tuple[tuple, tuple, tuple]:
+    """The consensus variables, each zone's indices among them, and each zone's AgentSpec (its buses, shared keys):
+    what the coordinator and every zone's host derive alike from the public partition."""
+    by_zone = part.shared_by_zone(config.flows)
+    keys = tuple(part.shared_keys(config.flows))
+    key_index = {k: i for i, k in enumerate(keys)}
+    zone_maps = tuple(np.array([key_index[k] for k in by_zone[p]], dtype=np.int64) for p in range(part.n_zones))
+    specs = tuple(AgentSpec(zone=p, own_buses=part.own_buses(p), shared_keys=tuple(by_zone[p])) for p in range(part.n_zones))
+    return keys, zone_maps, specs
+
+
 # settings a resumed run may change: none of them changes the results
 
 
-RESUME_MAY_CHANGE = ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every")
+RESUME_MAY_CHANGE = ("rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "certs", "zones_at", "tls_cert", "tls_key",
+                     "tls_ca", "round_timeout", "zone_timeout")
 
 
 DEFAULT_RHO = 100.0
@@ -214,7 +223,7 @@ def default_rho(config: RunConfig, net: Network) -> float:
     Exact ADMM on ``cost``, and every update on ``cost+shedding``, work in $/h, where ρ must be on the scale
     of the marginal costs: ρ = 0.25 × the median over generators of the marginal
     cost at mid-range output ($/h per p.u.; for piecewise-linear costs the median
-    segment slope). Measured (``benchmarks/exact.py``, README): case14, case118 and
+    segment slope). Measured (``benchmarks/exact.py``, docs/results/power_flow.md): case14, case118 and
     case2000_goc all reach a 1e-3 relative gap within 35 rounds with it.
     """
     if config.rho is not None:

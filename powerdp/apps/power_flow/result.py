@@ -42,6 +42,7 @@ from ...files.jsonable import jsonable
 from ...files.zone_folders import simulation_folders
 from ...opf.tables import Dispatch, ResultTables
 from ...runs import views
+from ...runs.inputs import record_run_file
 from ...runs.views import (
     COORDINATOR_VIEW,
     EVALUATION_VIEW,
@@ -73,7 +74,7 @@ COORDINATOR_KEYS = (
     "case", "algorithm", "objective", "n_zones", "n_shared", "load_values", "rounds", "stopped", "shedding_weight",
     "final_feasibility", "final_dual_residual", "wall_s", "setup_s", "local_solver", "epsilon_total", "epsilon_per_step",
     "epsilon_basic", "target_epsilon", "target_delta", "private", "noise_source", "privacy_warnings", "backend", "hosts",
-    "resumed_from", "zone_run",
+    "resumed_from", "zone_run", "network",
 )
 
 HISTORY_COLUMNS = [
@@ -209,6 +210,7 @@ class RunResult:
             sub.mkdir(parents=True, exist_ok=True)
         # each file written whole or not at all (files/atomic.py): a full disk keeps the last good copy and names the file
         atomic_write_text(d / "config.json", json.dumps(jsonable(self.config.to_dict()), indent=2) + "\n")
+        record_run_file(d)  # its SHA-256 with the inputs: a resume refuses an edited config.json
         coord_hist, eval_hist = split_history(self.history)
         atomic_to_csv(coord_hist, coord / "history.csv", index=False)
         atomic_to_csv(eval_hist, evaluation / "history.csv", index=False)

@@ -199,7 +199,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
             if record is not None:
                 _start_files(record, config, part, history)
                 _record_inputs(record, config)
-                if config.private and config.checkpoint_every:  # each zone journals its releases (privacy/journal.py)
+                if config.private and config.checkpoint_every != 0:  # each zone journals its releases (privacy/journal.py)
                     backend.open_journals(plan.folders)  # in its private folder: what a resume must not send again
         start_round = coordinator.round + 1
         setup_s = time.perf_counter() - t_setup - reference_s
@@ -311,7 +311,7 @@ def _reference_key(net: Network, config: RunConfig) -> tuple:
 def _centralized_reference(net: Network, config: RunConfig):
     """The centralized optimum of the run's objective (an :class:`~powerdp.opf.centralized.OPFResult`, None when it
     fails), solved with Ipopt whatever the local solver: the reference the product is specified on (Clarabel does
-    not reach its tolerances on some large centralized problems, README "Choosing the local solver")."""
+    not reach its tolerances on some large centralized problems, docs/guide.md "Choosing the local solver")."""
     from ...opf.centralized import solve_opf
 
     key = _reference_key(net, config)
@@ -550,6 +550,8 @@ def _result(
         "hosts": getattr(backend, "n_hosts", 1),
         "setup_times": {int(z): v for z, v in setup_times.items()},
         "host_peak_rss_mb": [round(m, 1) for m in host_mb],  # per agent host (serial: this process)
+        # what crossed the network, per message kind (the net backend; public: the sizes follow the public structure)
+        "network": backend.network_traffic() if hasattr(backend, "network_traffic") else None,
         # zone-private statistics of the simulation's evaluation (empty without it): which zone holds the rounds up
         **zone_time_summary(zone_times or {}),
     }

@@ -25,9 +25,11 @@ import pandas as pd
 from ...errors import ConfigError
 from ...files.checkpoint import load_state, save_state, state_exists
 from ...files.private import write_private_csv
+from ...files.text import NotUTF8, read_csv_utf8
 from ...grid.network import DCLines, Network
 
-__all__ = ["split_case", "load_public_network", "zone_network", "zone_loads_path", "public_dir", "public_partition_path"]
+__all__ = ["split_case", "load_public_network", "zone_network", "zone_loads_path", "public_dir", "public_partition_path",
+           "deployment_parts", "remove_deployment"]
 
 _DCLINE = "dcline."
 
@@ -42,6 +44,27 @@ def public_partition_path(directory: str | Path) -> Path:
 
 def zone_loads_path(directory: str | Path, zone: int) -> Path:
     return Path(directory) / f"zone_{int(zone)}.private" / "loads.csv"
+
+
+def deployment_parts(directory: str | Path) -> list[Path]:
+    """The folders of a deployment already in ``directory``: its ``public/`` and every ``zone_P.private/``."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    zones = sorted(p for p in d.glob("zone_*.private") if p.is_dir() or p.is_symlink())
+    return ([public_dir(d)] if public_dir(d).exists() or public_dir(d).is_symlink() else []) + zones
+
+
+def remove_deployment(directory: str | Path) -> None:
+    """Remove the deployment in ``directory`` (:func:`deployment_parts`), zones' run files included: a new split
+    must not leave an old zone's loads or runs beside the new zones. A symbolic link is removed, never followed."""
+    import shutil
+
+    for p in deployment_parts(directory):
+        if p.is_symlink() or not p.is_dir():
+            p.unlink()
+        else:
+            shutil.rmtree(p)
 
 
 def split_case(net: Network, part, directory: str | Path) -> list[Path]:
@@ -104,11 +127,13 @@ def zone_network(directory: str | Path, zone: int, public: Network | None = None
     net = public if public is not None else load_public_network(directory)
     path = zone_loads_path(directory, zone)
     try:
-        frame = pd.read_csv(path, float_precision="round_trip")
+        frame = read_csv_utf8(path, float_precision="round_trip")
         idx = np.array([net.bus_index(b) for b in frame["bus"]], dtype=np.int64)
         pd_own, qd_own = frame["pd"].to_numpy(float), frame["qd"].to_numpy(float)
     except FileNotFoundError:
         raise ConfigError(f"zone {zone}: its load file {path} is missing") from None
+    except NotUTF8 as exc:
+        raise ConfigError(f"zone {zone}: {path}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - a damaged or foreign file
         raise ConfigError(f"zone {zone}: {path} is not a zone load file ({type(exc).__name__}: {exc})") from None
     if not (np.all(np.isfinite(pd_own)) and np.all(np.isfinite(qd_own))):

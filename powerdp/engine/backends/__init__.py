@@ -7,6 +7,8 @@
   cross the pipe. A worker receives the network with the loads of every bus
   it does not own set to zero.
 * ``mpi`` (see :mod:`powerdp.engine.backends.mpi`) hosts the agents on MPI ranks.
+* ``net`` (see :mod:`powerdp.engine.backends.net`) reaches zone servers on other hosts over gRPC with mutual TLS
+  (the zones' side: :mod:`powerdp.engine.backends.net_server`; docs/deployment.md).
 
 Every backend returns identical results for the same seed: each zone draws
 its noise from its own generator (seed, zone) and does the same arithmetic
@@ -27,11 +29,12 @@ from .base import AgentSpec, Backend, HostedBackend, WorkerError, assign_zones, 
 __all__ = ["AgentSpec", "Backend", "HostedBackend", "WorkerError", "BACKENDS", "backend_class", "make_backend",
            "launch", "assign_zones", "private_view"]
 
-#: backend name → "module:Class", imported on first use (MPI is an optional extra)
+#: backend name → "module:Class", imported on first use (MPI and the network are optional extras)
 BACKENDS: dict[str, str] = {
     "serial": "powerdp.engine.backends.serial:SerialBackend",
     "process": "powerdp.engine.backends.process:ProcessBackend",
     "mpi": "powerdp.engine.backends.mpi:MPIBackend",
+    "net": "powerdp.engine.backends.net:NetBackend",
 }
 
 T = TypeVar("T")

@@ -18,7 +18,8 @@ from ..consensus.messages import ConsensusMessage, ZoneUpdate
 from ..consensus.settings import ConsensusSettings
 
 __all__ = ["AgentSpec", "Backend", "HostedBackend", "WorkerError", "assign_zones", "build_agents", "private_view", "serve",
-           "restore_zone", "peak_rss_mb", "single_threaded_pools", "zone_failure", "ZONE_FAILED", "released", "open_journal"]
+           "restore_zone", "peak_rss_mb", "single_threaded_pools", "zone_failure", "ZONE_FAILED", "HostCommands", "append_zone_log",
+           "released", "open_journal"]
 
 
 @dataclass(frozen=True)
@@ -84,22 +85,28 @@ def zone_failure(config: ConsensusSettings, zones, exc: BaseException, detail: s
     is; outside a deployment this returns None (a simulation reports the detail in its evaluation)."""
     if config.deployment is None or (isinstance(exc, PowerDPError) and exc.exit_status == 2):
         return None
+    append_zone_log(config.deployment, zones, f"zone {', '.join(str(z) for z in zones)} failed: {type(exc).__name__}: {exc}\n{detail}")
+    names = ", ".join(str(z) for z in zones)
+    return ZONE_FAILED, f"zone {names} failed"
+
+
+def append_zone_log(deployment, zones, text: str) -> None:
+    """A line (with the time) in each zone's own log, ``DEP/zone_P.private/log.txt`` (0600 in its 0700 folder): what
+    went wrong on its host, in full. A log that cannot be written is the zone's own business: nothing is raised."""
     import time
 
     from ...files.private import private_dir
     from ...files.zone_folders import zone_log_path
 
     for z in zones:
-        path = zone_log_path(config.deployment, z)
+        path = zone_log_path(deployment, z)
         try:
             private_dir(path.parent)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
             with os.fdopen(fd, "a", encoding="utf-8") as fh:
-                fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} zone {z} failed: {type(exc).__name__}: {exc}\n{detail}\n")
-        except OSError:  # the log is the zone's own business: its failure is reported all the same
+                fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text.rstrip()}\n")
+        except OSError:
             pass
-    names = ", ".join(str(z) for z in zones)
-    return ZONE_FAILED, f"zone {names} failed"
 
 
 def _measures_cross(config: ConsensusSettings) -> bool:
@@ -247,78 +254,96 @@ def serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: Consensu
             limits.restore_original_limits()
 
 
+class HostCommands:
+    """What a host does with one command of the coordinator's side, on its agents: the loop of :func:`serve` (worker
+    processes, MPI ranks) and the network backend's zone server share it. ``zone`` names the zone at work while a
+    command runs (the one a failure is reported for; None outside a zone's own work). Every release leaves through
+    :func:`released` (journaled and fsynced first). ``measures_cross``: whether the host answers ``setup`` and ``memory``
+    with its zones' figures (a simulation's evaluation only; a deployment's zone keeps them)."""
+
+    def __init__(self, agents: dict, measures_cross: bool = False):
+        self.agents = agents
+        self.measures_cross = measures_cross
+        self.zone: int | None = None
+
+    def run(self, cmd: str, arg):
+        agents = self.agents
+        if cmd == "init":
+            out = []
+            for z in sorted(agents):
+                self.zone = z
+                out.append(agents[z].initialize())
+        elif cmd == "step":
+            out = []
+            for m in arg:
+                self.zone = m.zone
+                out.append(released(agents[m.zone], agents[m.zone].step(m)))
+        elif cmd == "diag":
+            out = [agents[z].diagnostics(arg) for z in sorted(agents)]
+        elif cmd == "save":  # each zone writes its own file; nothing but an acknowledgement returns
+            for z in sorted(agents):
+                self.zone = z
+                try:
+                    agents[z].save_checkpoint(arg)
+                except OSError as exc:  # a full disk: named, and reported as an output error (exit 2), not a failed run
+                    if isinstance(exc, _errors.OutputError):
+                        raise
+                    raise _errors.OutputError(f"cannot write {exc.filename or f'the checkpoint of zone {z}'}: {exc.strerror or exc}") from None
+            out = None
+        elif cmd == "journal":  # a new run: each zone starts its release journal in its own folder
+            for z in sorted(agents):
+                self.zone = z
+                open_journal(agents[z], arg)
+            out = None
+        elif cmd == "restore":
+            folders, rnd = arg
+            for z in sorted(agents):
+                self.zone = z
+                restore_zone(agents[z], folders, rnd)
+            out = None
+        elif cmd == "prune":
+            folders, rnd = arg
+            for z in sorted(agents):
+                agents[z].prune_checkpoints(folders, rnd)
+            out = None
+        elif cmd == "solutions":
+            for z in sorted(agents):
+                self.zone = z
+                agents[z].save_solution(arg)
+            out = None
+        elif cmd == "call":  # an application's own agent method, with each zone's own argument
+            method, by_zone = arg
+            out = {}
+            for z in sorted(by_zone):
+                self.zone = z
+                out[z] = getattr(agents[z], method)(by_zone[z])
+        elif cmd in ("setup", "memory") and not self.measures_cross:
+            # a deployment's zone keeps its set-up times and memory: how long its model took to build and how much
+            # memory it holds are measured on its data's host, outside the message allow-list (issue 36)
+            out = {} if cmd == "setup" else float("nan")
+        elif cmd == "setup":
+            out = {z: a.setup_s for z, a in agents.items()}
+        elif cmd == "memory":
+            out = peak_rss_mb()
+        else:
+            raise ValueError(f"unknown command {cmd!r}")
+        self.zone = None
+        return out
+
+
 def _serve(recv, send, net: Network, specs: Sequence[AgentSpec], config: ConsensusSettings) -> None:
-    zone = None
+    host = None
     try:
-        agents = build_agents(net, specs, config)
+        host = HostCommands(build_agents(net, specs, config), measures_cross=_measures_cross(config))
         send(("ok", None))
         while True:
             cmd, arg = recv()
             if cmd == "close":
                 break
-            if cmd == "init":
-                out = []
-                for z in sorted(agents):
-                    zone = z
-                    out.append(agents[z].initialize())
-            elif cmd == "step":
-                out = []
-                for m in arg:
-                    zone = m.zone
-                    out.append(released(agents[m.zone], agents[m.zone].step(m)))
-            elif cmd == "diag":
-                out = [agents[z].diagnostics(arg) for z in sorted(agents)]
-            elif cmd == "save":  # each zone writes its own file; nothing but an acknowledgement returns
-                for z in sorted(agents):
-                    zone = z
-                    try:
-                        agents[z].save_checkpoint(arg)
-                    except OSError as exc:  # a full disk: named, and reported as an output error (exit 2), not a failed run
-                        if isinstance(exc, _errors.OutputError):
-                            raise
-                        raise _errors.OutputError(f"cannot write {exc.filename or f'the checkpoint of zone {z}'}: {exc.strerror or exc}") from None
-                out = None
-            elif cmd == "journal":  # a new run: each zone starts its release journal in its own folder
-                for z in sorted(agents):
-                    zone = z
-                    open_journal(agents[z], arg)
-                out = None
-            elif cmd == "restore":
-                folders, rnd = arg
-                for z in sorted(agents):
-                    zone = z
-                    restore_zone(agents[z], folders, rnd)
-                out = None
-            elif cmd == "prune":
-                folders, rnd = arg
-                for z in sorted(agents):
-                    agents[z].prune_checkpoints(folders, rnd)
-                out = None
-            elif cmd == "solutions":
-                for z in sorted(agents):
-                    zone = z
-                    agents[z].save_solution(arg)
-                out = None
-            elif cmd == "call":  # an application's own agent method, with each zone's own argument
-                method, by_zone = arg
-                out = {}
-                for z in sorted(by_zone):
-                    zone = z
-                    out[z] = getattr(agents[z], method)(by_zone[z])
-            elif cmd in ("setup", "memory") and not _measures_cross(config):
-                # a deployment's zone keeps its set-up times and memory: how long its model took to build and how much
-                # memory it holds are measured on its data's host, outside the message allow-list (issue 36)
-                out = {} if cmd == "setup" else float("nan")
-            elif cmd == "setup":
-                out = {z: a.setup_s for z, a in agents.items()}
-            elif cmd == "memory":
-                out = peak_rss_mb()
-            else:
-                raise ValueError(f"unknown command {cmd!r}")
-            zone = None
-            send(("ok", out))
+            send(("ok", host.run(cmd, arg)))
     except Exception as exc:  # report every failure to the coordinator's side, then stop
         tb = traceback.format_exc()
+        zone = host.zone if host is not None else None
         zones = [zone] if zone is not None else sorted(s.zone for s in specs)
         redacted = zone_failure(config, zones, exc, tb)
         try:

@@ -37,7 +37,7 @@ class HuangUpdate(LinearizedUpdate):
     def check_config(cls, config) -> None:
         u = config.extra.get("radius")
         if u is None or not (isinstance(u, (int, float)) and math.isfinite(u) and u > 0):
-            raise ConfigError(f"extra.radius = {u!r}: Huang et al.'s step size needs the half-width u of a box feasible set")
+            raise ConfigError.for_setting("extra.radius", u, "Huang et al.'s step size needs the half-width u of a box feasible set")
 
     def eta(self, t: int, lipschitz: float, cap: float = 0.0) -> float:
         cfg = self.config

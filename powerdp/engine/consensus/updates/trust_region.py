@@ -58,10 +58,10 @@ class TrustRegionUpdate(LocalUpdate):
     def check_config(cls, config) -> None:
         a = config.extra.get("trust_radius", DEFAULT_TRUST_RADIUS)
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not (math.isfinite(a) and a > 0):
-            raise ConfigError(f"extra.trust_radius = {a!r}: the trust-region constant a of δ_t must be a positive number")
+            raise ConfigError.for_setting("extra.trust_radius", a, "the trust-region constant a of δ_t must be a positive number")
         schedule = config.extra.get("trust_schedule", TRUST_SCHEDULES[0])
         if schedule not in TRUST_SCHEDULES:
-            raise ConfigError(f"extra.trust_schedule = {schedule!r}: choose one of {', '.join(TRUST_SCHEDULES)}")
+            raise ConfigError.for_setting("extra.trust_schedule", schedule, f"choose one of {', '.join(TRUST_SCHEDULES)}")
 
     def local_problem(self, reduction, f_r: QuadraticObjective) -> tuple[CompiledProblem, QuadraticObjective]:
         red = reduction
