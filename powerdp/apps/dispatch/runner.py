@@ -53,6 +53,7 @@ from ...runs.stopping import deferred_stop, stop_requested
 from ...runs.views import COORDINATOR_VIEW, EVALUATION_VIEW, save_summary_views
 from ..power_flow.plan import resolve_config, resolve_partition
 from .config import DispatchConfig, relation_text
+from .operator_view import ac_check_row, implemented_row, implemented_summary, nested
 
 log = logging.getLogger(__name__)
 
@@ -96,22 +97,8 @@ class DispatchResult:
         coord = {k: v for k, v in self.summary.items() if k in COORDINATOR_KEYS}
         ev = {k: v for k, v in self.summary.items() if k not in COORDINATOR_KEYS}
         coord["periods"] = self.periods[[c for c in PERIOD_COORDINATOR_COLUMNS if c in self.periods]].to_dict("records")
-        ev["periods"] = [_nested(r) for r in self.periods.to_dict("records")]
+        ev["periods"] = [nested(r) for r in self.periods.to_dict("records")]
         return jsonable({"coordinator_view": coord, "simulation_evaluation": ev})
-
-
-def _nested(record: dict[str, Any]) -> dict[str, Any]:
-    """A period's record with its ``implemented_*`` and ``implemented_reference_*`` columns as the ``implemented`` and
-    ``implemented_reference`` objects (the names ``powerdp run --json`` uses)."""
-    out: dict[str, Any] = {}
-    for key, value in record.items():
-        for prefix in ("implemented_reference_", "implemented_"):
-            if key.startswith(prefix):
-                out.setdefault(prefix[:-1], {})[key[len(prefix):]] = value
-                break
-        else:
-            out[key] = value
-    return out
 
 
 def _zone_gens(net: Network, zone_of_bus: np.ndarray, n_zones: int) -> dict[int, np.ndarray]:
@@ -374,7 +361,7 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
         "implemented_solve_s": implemented_s,
     }
     row.update(_evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg, ac_part))
-    row.update(_implemented_row(k, horizon, implemented, evaluation, impl_part))
+    row.update(implemented_row(k, horizon, implemented, evaluation, impl_part))
     row["evaluation_s"] = clock["eval"] + time.perf_counter() - te
     row["evaluation_cpu_s"] = clock["eval_cpu"] + time.process_time() - ce
     return row
@@ -457,79 +444,7 @@ def _evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, r
             row["centralized_cost"] = central
             row["relative_cost_gap"] = abs(cost - central) / max(abs(central), 1e-9)
     if ac_part is not None:
-        row.update(_ac_check(k, horizon, backend, diags, ac_part))
-    return row
-
-
-#: the AC check's figures per period (powerdp run --ac-check's ACCheck, one column each)
-AC_COLUMNS = ("converged", "slack_mismatch_mw", "max_voltage_violation_pu", "max_loading_percent", "losses_mw")
-
-
-def _ac_check(k, horizon, backend, diags, part) -> dict[str, Any]:
-    """pandapower's AC power flow at period ``k``'s dispatch (the zones' released solutions, each value from the zone
-    that owns it) on the period's network: ``ac_converged``, the slack's mismatch against the dispatch (MW), the worst
-    voltage outside [vmin, vmax] (p.u.), the most loaded rated branch (%), the losses (MW)."""
-    from ...opf.pandapower_io import ac_check
-    from ...opf.tables import dispatch_from_zones
-
-    sols = {int(d.zone): d.solution for d in backend.diagnostics(with_solution=True)}
-    # the period's loads in a network converted from its arrays (a SimBench source net holds its own loads)
-    net_k = replace(horizon.network_at(k), pandapower_net=None, pandapower_gens=None)
-    try:
-        check = ac_check(net_k, dispatch_from_zones(net_k, part.zone_of_bus, sols))
-    except PowerDPError as exc:
-        log.warning("period %d: AC check failed: %s", k, exc)
-        return {f"ac_{c}": (False if c == "converged" else None) for c in AC_COLUMNS}
-    return {f"ac_{c}": getattr(check, c) for c in AC_COLUMNS}
-
-
-#: the operator's figures of a period's implemented dispatch and of its centralized one (powerdp.opf.ac_evaluation)
-IMPLEMENTED_COLUMNS = ("cost", "relative_cost_gap", "shedding_mw", "ac_converged", "max_line_loading_percent",
-                       "max_voltage_violation_pu", "max_q_violation_mvar", "slack_mismatch_mw", "restoration", "max_p_shift_mw",
-                       "tie_deviation_mw", "exchange_deviation_mw")
-
-
-def _implemented_row(k, horizon, implemented, evaluation, part) -> dict[str, Any]:
-    """Period ``k``'s implemented dispatch (the zones' set-points on the period's true loads) as an operator would
-    evaluate it, beside the period's centralized dispatch (``evaluation["central_result"]``): ``implemented_*`` and
-    ``implemented_reference_*`` columns. Without ``part`` (no AC evaluation) only the implemented shedding and
-    generation cost."""
-    from ...opf.ac_evaluation import evaluate_ac
-    from ...opf.tables import dispatch_from_zones
-
-    row: dict[str, Any] = {
-        "implemented_shedding_mw": float(sum(v.shedding_mw for v in implemented.values())),
-        "implemented_generation_cost": float(sum(v.cost for v in implemented.values())),
-        "implemented_held": ",".join(sorted({v.held for v in implemented.values()})),
-    }
-    if part is None or not implemented:
-        return row
-    t0, c0 = time.perf_counter(), time.process_time()
-    net_k = replace(horizon.network_at(k), pandapower_net=None, pandapower_gens=None)
-    shed = np.zeros(net_k.n_bus)
-    for v in implemented.values():
-        for bus, mw in v.shed_mw.items():
-            shed[bus] = mw
-    ref, ref_cost = None, None
-    central = evaluation.pop("central_result", None)
-    try:
-        if central is not None:
-            ref_shed = central.buses["p_shed_mw"].to_numpy(dtype=float) if "p_shed_mw" in central.buses else None
-            ref = evaluate_ac(net_k, central.dispatch, ref_shed).to_dict(float(central.total_shedding_mw))
-            ref_cost = ref["cost"]
-            ref["relative_cost_gap"] = 0.0 if ref_cost is not None else None
-        dispatch = dispatch_from_zones(net_k, part.zone_of_bus, {z: v.solution for z, v in implemented.items()})
-        held = {key: mw for v in implemented.values() for key, mw in v.held_mw.items()}
-        imp = evaluate_ac(net_k, dispatch, shed, held, part.zone_of_bus).to_dict(row["implemented_shedding_mw"], ref_cost)
-    except PowerDPError as exc:
-        log.warning("period %d: the AC evaluation failed: %s", k, exc)
-        return row
-    for c in IMPLEMENTED_COLUMNS:
-        row[f"implemented_{c}"] = imp.get(c)
-        if ref is not None:
-            row[f"implemented_reference_{c}"] = ref.get(c)
-    row["implemented_evaluation_s"] = time.perf_counter() - t0
-    row["implemented_evaluation_cpu_s"] = time.process_time() - c0
+        row.update(ac_check_row(k, horizon, backend, diags, ac_part))
     return row
 
 
@@ -627,7 +542,7 @@ def _result(config, horizon, run_cfg, part, history, periods, evaluation, diags,
         "total_shedding_mwh": float(frame["shedding_mw"].sum() * horizon.period_minutes / 60.0) if len(frame) else None,
         "shedding_weight": run_cfg.shedding_weight, "rho": run_cfg.rho,
         "total_cost_with_curtailment": float(frame["cost_with_curtailment"].sum()) if "cost_with_curtailment" in frame else None,
-        **_implemented_summary(frame),
+        **implemented_summary(frame),
     }
     dispatch = _tables(horizon, evaluation["dispatch"])
     privacy = {int(d.zone): d.privacy for d in diags if d.privacy is not None}
@@ -647,22 +562,6 @@ def _write_receipt(out_dir: Path, config: DispatchConfig, privacy: dict[int, Any
         "claim_scope": "the horizon (the ledger's total)" if config.relation == "user" else "one period's releases",
     }, relation={"name": config.relation, "text": relation_text(config.relation, config.beta, config.periods), "beta": config.beta},
         units=receipt_units("zone", privacy))
-
-
-def _implemented_summary(frame: pd.DataFrame) -> dict[str, Any]:
-    """The day's implemented dispatch: its largest relative cost gap (AC points), its largest shed fraction of a
-    period's load, the periods whose AC evaluation converged."""
-    out: dict[str, Any] = {}
-    if "implemented_shedding_mw" in frame and len(frame):
-        share = frame["implemented_shedding_mw"].astype(float) / frame["load_mw"].astype(float).where(frame["load_mw"] > 0)
-        out["implemented_max_shedding_mw"] = float(frame["implemented_shedding_mw"].max())
-        out["implemented_max_shedding_fraction"] = float(share.max())
-    if "implemented_relative_cost_gap" in frame and len(frame):
-        gaps = pd.to_numeric(frame["implemented_relative_cost_gap"], errors="coerce")
-        out["implemented_max_relative_cost_gap"] = float(gaps.max()) if gaps.notna().any() else None
-        out["implemented_median_relative_cost_gap"] = float(gaps.median()) if gaps.notna().any() else None
-        out["implemented_ac_converged_periods"] = int(frame["implemented_ac_converged"].fillna(False).astype(bool).sum())
-    return out
 
 
 def _tables(horizon, rows: list[list[float]]) -> dict[str, pd.DataFrame]:

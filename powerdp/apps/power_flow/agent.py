@@ -43,7 +43,7 @@ from ...privacy.journal import ReleaseJournal, privacy_report
 from ...privacy.mechanisms import mechanism_from_dict
 from ...privacy.sampler import warm_up as warm_up_sampler
 from .config import RunConfig
-from .implemented import held_flows, solve_implemented
+from .implemented import ZoneImplemented, held_flows, solve_implemented, with_loads
 
 __all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "ZoneImplemented", "step_size", "lipschitz_constant",
            "zone_checkpoint_path"]
@@ -111,22 +111,6 @@ class ZoneDiagnostics:
     shedding_mw: float = math.nan  # Σ over own buses of |yp + pd| at the released point, MW
     # the zone's own statistics of its last round (solver work, Σ|ξ|): zone-private, evaluation only (None without)
     stats: SolverStats | None = None
-
-
-@dataclass(frozen=True)
-class ZoneImplemented:
-    """A zone's implemented dispatch as the simulation's evaluation reads it (never sent in a deployment)."""
-
-    zone: int
-    solution: dict[Hashable, float]  # the zone's implemented point, by variable key
-    shed_mw: dict[int, float]  # per own bus, the active power not served (yp + pd, MW; negative: surplus)
-    shedding_mw: float  # Σ |yp + pd| over own buses, MW
-    objective: float  # f_p at the implemented point, with the true loads
-    cost: float  # generation cost of the zone's generators ($/h; NaN without costs)
-    held: str  # "exact" or "soft" (powerdp.apps.power_flow.implemented)
-    outcome: str
-    solver_s: float
-    held_mw: dict[tuple[str, int], float] = dataclasses.field(default_factory=dict)  # the held tie-line flows, MW
 
 
 class ZoneAgent:
@@ -312,21 +296,9 @@ class ZoneAgent:
         self._f_exact = self.reduction.pull_objective(f)
 
     def _with_loads(self, pd: np.ndarray, qd: np.ndarray) -> QuadraticObjective:
-        """f_p with the loads ``pd``, ``qd`` (own buses, p.u.) instead of the zone's: the loads enter f_p only as the
-        linear term 2ω·d on y (and a constant), which is written, not shifted (a shift would carry the true loads'
-        low bits); the constant is dropped (it moves no minimiser)."""
-        yp, yq = self._y_own
-        w2 = 2.0 * float(self.shedding_weight or 1.0)
-        c = self._f.c.copy()
-        true_pd, true_qd = self._own_loads
-        held = np.concatenate([c[yp], c[yq]])
-        expected = w2 * np.concatenate([true_pd, true_qd])
-        if not np.allclose(held, expected, rtol=1e-9, atol=1e-9 * max(w2, 1.0)):
-            raise ConfigError(f"zone {self.zone}: objective {self.config.objective!r} holds more than 2ω·d on its balance "
-                              "variables; the totals perturbation cannot replace its loads")
-        c[yp] = w2 * np.asarray(pd, dtype=float)
-        c[yq] = w2 * np.asarray(qd, dtype=float)
-        return dataclasses.replace(self._f, c=c, const=0.0)
+        """f_p with the loads ``pd``, ``qd`` (own buses, p.u.) instead of the zone's (:func:`.implemented.with_loads`)."""
+        what = f"zone {self.zone}: objective {self.config.objective!r}"
+        return with_loads(self._f, self._y_own, self._own_loads, pd, qd, float(self.shedding_weight or 1.0), what)
 
     @property
     def mechanism(self):

@@ -38,7 +38,7 @@ from ...opf.compiled import CompiledProblem, QuadraticObjective
 from ...opf.formulation import branch_flow_coefficients
 from ...opf.local_solver import SUCCESS_OUTCOMES
 
-__all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "SOFT_HOLD_WEIGHT", "SHED_BEFORE_SOFT_PU",
+__all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "ZoneImplemented", "with_loads", "SOFT_HOLD_WEIGHT", "SHED_BEFORE_SOFT_PU",
            "HOLDS"]
 
 #: the soft hold's penalty κ as a fraction of the shedding weight ω (per p.u.² of deviation from the schedule)
@@ -199,3 +199,40 @@ def _plus_penalty(objective: QuadraticObjective, A: sp.csr_matrix, values: np.nd
         objective, c=c, const=objective.const + kappa * float(values @ values),
         qi=np.concatenate([objective.qi, qi]), qj=np.concatenate([objective.qj, qj]), qv=np.concatenate([objective.qv, qv]),
     )
+
+
+@dataclass(frozen=True)
+class ZoneImplemented:
+    """A zone's implemented dispatch as the simulation's evaluation reads it (never sent in a deployment)."""
+
+    zone: int
+    solution: dict[Hashable, float]  # the zone's implemented point, by variable key
+    shed_mw: dict[int, float]  # per own bus, the active power not served (yp + pd, MW; negative: surplus)
+    shedding_mw: float  # Σ |yp + pd| over own buses, MW
+    objective: float  # f_p at the implemented point, with the true loads
+    cost: float  # generation cost of the zone's generators ($/h; NaN without costs)
+    held: str  # "exact" or "soft" (powerdp.apps.power_flow.implemented)
+    outcome: str
+    solver_s: float
+    held_mw: dict[tuple[str, int], float] = dataclasses.field(default_factory=dict)  # the held tie-line flows, MW
+
+
+def with_loads(f: QuadraticObjective, y_own: tuple[np.ndarray, np.ndarray], true_loads: tuple[np.ndarray, np.ndarray],
+               pd: np.ndarray, qd: np.ndarray, omega: float, what: str) -> QuadraticObjective:
+    """The zone's f_p (``f``, its balance variables ``y_own`` = (yp, yq) columns in own-bus order, its loads
+    ``true_loads``) with the loads ``pd``, ``qd`` (p.u.) instead: the loads enter f_p only as the linear term 2ω·d on y
+    (and a constant), which is written, not shifted (a shift would carry the true loads' low bits); the constant is
+    dropped (it moves no minimiser). The rounds of the totals perturbation solve with it."""
+    from ...errors import ConfigError
+
+    yp, yq = y_own
+    w2 = 2.0 * omega
+    c = f.c.copy()
+    held = np.concatenate([c[yp], c[yq]])
+    expected = w2 * np.concatenate([true_loads[0], true_loads[1]])
+    if not np.allclose(held, expected, rtol=1e-9, atol=1e-9 * max(w2, 1.0)):
+        raise ConfigError(f"{what} holds more than 2ω·d on its balance variables; the totals perturbation cannot "
+                          "replace its loads")
+    c[yp] = w2 * np.asarray(pd, dtype=float)
+    c[yq] = w2 * np.asarray(qd, dtype=float)
+    return dataclasses.replace(f, c=c, const=0.0)
