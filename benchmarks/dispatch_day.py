@@ -12,8 +12,15 @@ SOC OPF of the period) and, unless --no-cold, the same horizon (or its first --c
 (every period from the flat start), the ratio of their mean rounds over periods 1..N-1 of the cold run's N (period 0
 starts cold in both) and over all N, and per period the dispatch's own wall and CPU time (this process; with the serial
 backend the zones' solves included) split into the zones' steps and the coordinator, the simulation's evaluation
-(every round's diagnostics, the centralized reference) apart, the load average, and the peak memory. ``private``: objl and inpl at the total budget, user-level: per period the cost gap and the MW shed, and the
-ledger's total per zone against the claim (objl, inpl and input perturbation under exact ADMM beside exact ADMM). Runs serially (one process), gentle on a shared machine.
+(every round's diagnostics, the centralized reference) apart, the load average, and the peak memory. ``private``: each
+of --algorithms at the total budget under --relation (user-level by default): per period the run's own cost gap and
+MW shed, the implemented dispatch's (each zone's true loads, its tie-line flows held at the agreed values) AC cost
+gap to the period's centralized dispatch evaluated the same way, its MW shed and whether the operator's AC
+evaluation converged (docs/operating_point.md), and the ledger's total per zone against the claim. A Laplace
+algorithm takes --delta too when it can use one (the exact privacy-loss distribution); --pure keeps it pure ε. Runs
+serially (one process), gentle on a shared machine.
+
+    python benchmarks/dispatch_day.py private --relation event --algorithms exact,totl,inpl,inpg,objg --table T.md
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import sys
 import time
 
 import numpy as np
+import pandas as pd
 
 
 def _progress(name):
@@ -49,8 +57,14 @@ def _run(cfg, horizon, reference=True):
 
 def _periods(res, columns):
     frame = res.periods
-    return [{c: (None if frame[c].iloc[i] is None else (float(frame[c].iloc[i]) if c != "stopped" else str(frame[c].iloc[i])))
-             for c in columns if c in frame} for i in range(len(frame))]
+    def value(v):
+        if v is None or isinstance(v, str):
+            return v
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        return float(v)
+
+    return [{c: value(frame[c].iloc[i]) for c in columns if c in frame} for i in range(len(frame))]
 
 
 def nonprivate(args, horizon):
@@ -119,16 +133,20 @@ def private(args, horizon):
     """Each run of --algorithms (ALGORITHM or ALGORITHM+clip: the perturbed loads clipped to their public ratings),
     user-level, at the total budget; the first run's centralized references serve the others (no ramp: the same)."""
     from powerdp.apps.dispatch.config import DispatchConfig, relation_text
+    from powerdp.engine.consensus.algorithms import resolve
+    from powerdp.engine.consensus.perturbations import PERTURBATIONS
 
-    out = {"target_epsilon": args.epsilon, "target_delta": args.delta, "relation": "user", "beta": args.beta, "runs": {}}
+    out = {"target_epsilon": args.epsilon, "target_delta": args.delta, "relation": args.relation, "beta": args.beta, "runs": {}}
     rows = {}
-    central = None
+    central = ref_ac = None
     for label in args.algorithms.split(","):
         algorithm, _, option = label.partition("+")
         cfg0 = DispatchConfig(source=args.source, periods=args.periods, algorithm=algorithm)
         budget = args.epsilon if cfg0.private else None
-        delta = args.delta if (cfg0.private and cfg0.gaussian) else None
+        exact_loss = cfg0.private and PERTURBATIONS[resolve(algorithm).perturbation].exact_privacy_loss
+        delta = args.delta if (cfg0.private and (cfg0.gaussian or (exact_loss and not args.pure))) else None
         cfg = DispatchConfig(source=args.source, periods=args.periods, zones=args.zones, algorithm=algorithm,
+                             relation=args.relation,
                              target_epsilon=budget, target_delta=delta, beta=args.beta, clip_loads=option == "clip",
                              max_rounds=args.max_rounds, backend=args.backend,
                              **({} if args.tolerance is None else {"tolerance": args.tolerance}), seed=args.seed,
@@ -138,23 +156,47 @@ def private(args, horizon):
         res, cpu, wall = _run(cfg, horizon, reference=central is None)  # the centralized OPF once (no ramp: the same)
         if central is None:
             central = res.periods["centralized_cost"].astype(float).to_numpy()
+            ref_ac = (res.periods["implemented_reference_cost"].astype(float).to_numpy()
+                      if "implemented_reference_cost" in res.periods else None)
         else:
             res.periods["centralized_cost"] = central
             res.periods["relative_cost_gap"] = np.abs(res.periods["cost"].to_numpy() - central) / np.abs(central)
             res.summary["max_relative_cost_gap"] = float(res.periods["relative_cost_gap"].max())
+            if ref_ac is not None and "implemented_cost" in res.periods:  # the operator's reference: the first run's
+                res.periods["implemented_relative_cost_gap"] = (res.periods["implemented_cost"].astype(float) - ref_ac) / np.abs(ref_ac)
         s = res.summary
+        frame = res.periods
+        implemented = {}
+        if "implemented_relative_cost_gap" in frame:
+            gaps = pd.to_numeric(frame["implemented_relative_cost_gap"], errors="coerce")
+            share = frame["implemented_shedding_mw"] / frame["load_mw"]
+            implemented = {
+                "max_relative_cost_gap": float(gaps.abs().max()), "median_relative_cost_gap": float(gaps.median()),
+                "periods_within_2_percent": int((gaps.abs() <= 0.02).sum()),
+                "max_shedding_fraction": float(share.max()), "periods_shedding_within_1_percent": int((share <= 0.01).sum()),
+                "mean_shedding_mw": float(frame["implemented_shedding_mw"].mean()),
+                "ac_converged_periods": int(frame["implemented_ac_converged"].fillna(False).astype(bool).sum()),
+                "max_voltage_violation_pu": float(pd.to_numeric(frame["implemented_max_voltage_violation_pu"]).max()),
+                "max_q_violation_mvar": float(pd.to_numeric(frame["implemented_max_q_violation_mvar"]).max()),
+                "max_exchange_deviation_mw": float(pd.to_numeric(frame.get("implemented_exchange_deviation_mw"), errors="coerce").max()),
+                "restorations": {str(k): int(v) for k, v in frame["implemented_restoration"].value_counts().items()},
+            }
+        claim = args.epsilon
         out["runs"][label] = {
-            "relation_text": s["relation_text"],
+            "relation_text": s["relation_text"], "target_delta": delta,
             "epsilon_total": s["epsilon_total"], "epsilon_claim": s["epsilon_claim"],
-            "ledger_equals_claim": (all(abs(e - args.epsilon) <= 1e-6 * args.epsilon for e in s["epsilon_total"].values())
-                                    if budget else None),
+            "ledger_equals_claim": (abs(s["epsilon_claim"] - claim) <= 1e-3 * claim if budget else None),
+            "implemented": implemented,
             "max_relative_cost_gap": s["max_relative_cost_gap"],
             "median_relative_cost_gap": float(res.periods["relative_cost_gap"].astype(float).median()),
             "total_shedding_mwh": s["total_shedding_mwh"], "mean_shedding_mw": float(res.periods["shedding_mw"].mean()),
             "local_failures": int(res.periods["local_failures"].sum()), "mean_rounds": s["mean_rounds"],
             "cpu_s": cpu, "wall_s": wall,
             "periods": _periods(res, ["period", "rounds", "cost", "centralized_cost", "relative_cost_gap", "shedding_mw",
-                                      "load_mw", "epsilon_spent", "local_failures"]),
+                                      "load_mw", "epsilon_spent", "local_failures", "implemented_relative_cost_gap",
+                                      "implemented_shedding_mw", "implemented_ac_converged", "implemented_restoration",
+                                      "implemented_max_voltage_violation_pu", "implemented_max_q_violation_mvar",
+                                      "implemented_exchange_deviation_mw", "implemented_tie_deviation_mw"]),
         }
         rows[label] = res.periods
     if args.table:
@@ -163,6 +205,36 @@ def private(args, horizon):
 
 
 def _table(args, rows) -> None:
+    if all("implemented_relative_cost_gap" in f for f in rows.values()):
+        return _implemented_table(args, rows)
+    return _own_table(args, rows)
+
+
+def _implemented_table(args, rows) -> None:
+    """The per-period table of the implemented dispatch (markdown): per run the implemented dispatch's AC cost gap to the
+    period's centralized dispatch evaluated the same way and its MW shed, beside the run's own MW shed; a summary row."""
+    head = "| period | load (MW) | " + " | ".join(f"{a} implemented gap | {a} implemented shed (MW) | {a} own shed (MW)"
+                                                for a in rows) + " |"
+    lines = [head, "|" + "---|" * (2 + 3 * len(rows))]
+    base = next(iter(rows.values()))
+    for i in range(len(base)):
+        cells = [str(int(base["period"].iloc[i])), f"{base['load_mw'].iloc[i]:.1f}"]
+        for frame in rows.values():
+            gap = pd.to_numeric(frame["implemented_relative_cost_gap"], errors="coerce").iloc[i]
+            cells += [f"{gap:+.2e}" if np.isfinite(gap) else "n/a", f"{frame['implemented_shedding_mw'].iloc[i]:.2f}",
+                      f"{frame['shedding_mw'].iloc[i]:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    cells = ["**day**", f"{base['load_mw'].mean():.1f} (mean)"]
+    for frame in rows.values():
+        gaps = pd.to_numeric(frame["implemented_relative_cost_gap"], errors="coerce")
+        cells += [f"median {gaps.median():+.2e}, worst {gaps.abs().max():.2e}", f"{frame['implemented_shedding_mw'].max():.2f} (max)",
+                  f"{frame['shedding_mw'].mean():.1f} (mean)"]
+    lines.append("| " + " | ".join(cells) + " |")
+    with open(args.table, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def _own_table(args, rows) -> None:
     """The per-period table of docs/results/dispatch.md (markdown): per run the cost, the relative gap to the
     centralized cost, the MW shed and the ε spent so far (the ledger, the largest over the zones); a summary row."""
     head = "| period | load (MW) | centralized cost ($/h) | " + " | ".join(
@@ -204,6 +276,8 @@ def main(argv=None) -> int:
     ap.add_argument("--epsilon", type=float, default=1.0, help="private mode: the total epsilon per zone over the horizon")
     ap.add_argument("--delta", type=float, default=1e-5, help="private mode: the total delta per zone (Gaussian algorithms)")
     ap.add_argument("--beta", type=float, default=0.01, help="private mode: how far a neighbouring load moves (p.u.)")
+    ap.add_argument("--relation", choices=("user", "event"), default="user", help="private mode: the neighbouring relation")
+    ap.add_argument("--pure", action="store_true", help="private mode: Laplace algorithms at pure epsilon even with --delta")
     ap.add_argument("--algorithms", default="exact,objl,inpl,exact/input/laplace",
                     help="private mode: the runs, the non-private reference first; ALGORITHM+clip clips the perturbed loads "
                     "to their public ratings (--clip-loads)")

@@ -26,6 +26,9 @@ def _verified(out, capsys) -> list[dict]:
 POWER_FLOW = {
     "objl": [], "objg": ["--target-delta", "1e-5"], "inpl": [], "inpg": ["--target-delta", "1e-5"], "outl": [],
     "outg": ["--target-delta", "1e-5"], "objl-pld": ["--target-delta", "1e-5"],
+    # issue 37: the totals and hierarchical releases (one release of a zone's totals, or totals and loads, per run)
+    "totl": ["--objective", "cost+shedding"], "totg": ["--objective", "cost+shedding", "--target-delta", "1e-5"],
+    "hrcl": ["--objective", "cost+shedding"], "hrcg": ["--objective", "cost+shedding", "--target-delta", "1e-5"],
 }
 
 
@@ -45,7 +48,9 @@ def test_power_flow_receipts_are_re_accounted_as_the_ledger(tmp_path, capsys, na
 
 @pytest.mark.parametrize("algorithm, relation, extra", [("objl", "user", []), ("objl", "event", []),
                                                         ("inpg", "user", ["--target-delta", "1e-5"]),
-                                                        ("inpg", "event", ["--target-delta", "1e-5"])])
+                                                        ("inpg", "event", ["--target-delta", "1e-5"]),
+                                                        ("totl", "event", ["--target-delta", "1e-5"]),
+                                                        ("totg", "user", ["--target-delta", "1e-5"])])
 def test_dispatch_receipts_are_re_accounted_as_the_ledger(tmp_path, capsys, algorithm, relation, extra):
     from .test_dispatch import day_profile
 
@@ -102,6 +107,32 @@ def test_a_receipt_that_states_less_noise_than_the_ledger_needs_exits_3(tmp_path
     text = capsys.readouterr().out
     assert "FAILED" in text and "zone 1" in text
     assert main(["privacy", "verify", str(tmp_path / "nowhere")]) == 2
+
+
+@pytest.mark.parametrize("algorithm, extra", [("totl", []), ("totg", ["--target-delta", "1e-5"])])
+def test_a_totals_receipt_verifies_and_an_edited_one_exits_3(tmp_path, capsys, algorithm, extra):
+    """Issue 37: the zones' one release of their load totals is in the receipt (its sensitivity β, one coordinate under
+    the value adjacency for the Laplace, two entries, counted once however many rounds), re-accounted as the ledger; the same receipt
+    with zone 0's noise halved is refused."""
+    out = tmp_path / algorithm
+    assert main(["run", "case14", "--zones", "2", "--objective", "cost+shedding", "--algorithm", algorithm,
+                 "--target-epsilon", "1", *extra, "--rounds", "6", "--out", str(out), "--no-reference", "-q"]) == 0
+    receipt = load_receipt(out)
+    for unit in receipt["units"]:
+        (release,) = unit["releases"]
+        assert release["count"] == 1 and release["entries"] == 2
+        assert release["coordinates"] == (1 if algorithm == "totl" else None)  # the Gaussian's L2 shift needs none
+        assert release["sensitivity"] == pytest.approx(receipt["relation"]["beta"], rel=1e-12)
+    rows = _verified(out, capsys)
+    assert all(r["ledger_epsilon"] == pytest.approx(1.0, rel=1e-3) for r in rows)
+    for release in receipt["units"][0]["releases"]:
+        release["grid_scale"] /= 2
+        release["noise_scale"] /= 2
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(receipt))
+    capsys.readouterr()
+    assert main(["privacy", "verify", str(edited)]) == 3
+    assert "FAILED" in capsys.readouterr().out
 
 
 def test_the_discrete_laplace_pld_is_the_exact_loss():

@@ -45,7 +45,10 @@ def _power_flow(tmp_path, faults=None, algorithm="objl", rounds=20, **kw):
     return cfg, out, start
 
 
-@pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("objg", {"target_delta": 1e-5}), ("outl", {})])
+@pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("objg", {"target_delta": 1e-5}), ("outl", {}),
+                                              ("totl", {"objective": "cost+shedding"}),
+                                              ("totg", {"objective": "cost+shedding", "target_delta": 1e-5}),
+                                              ("hrcl", {"objective": "cost+shedding"})])
 def test_power_flow_interrupted_and_crashed_releases_no_round_twice(tmp_path, algorithm, extra):
     """Ctrl-C, a crash between checkpoints, Ctrl-C, a crash: every round crossed once; composed ≤ ledger ≤ claim."""
     cfg, out, start = _power_flow(tmp_path, algorithm=algorithm, **extra)
@@ -176,7 +179,8 @@ def _dispatch(tmp_path, horizon, algorithm="objl", faults=None, **kw):
     return cfg, out, start
 
 
-@pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("inpl", {}), ("inpg", {"target_delta": 1e-5})])
+@pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("inpl", {}), ("inpg", {"target_delta": 1e-5}), ("totl", {}),
+                                              ("totg", {"target_delta": 1e-5})])
 def test_dispatch_stopped_in_its_periods_releases_no_round_twice(tmp_path, algorithm, extra):
     """Ctrl-C (the documented way to stop a day) three times, each in the middle of a period: the zones replay the
     period's rounds bit for bit from their per-period checkpoints, so nothing crossed twice (the issue measured 92

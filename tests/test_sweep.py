@@ -163,6 +163,20 @@ def test_an_unfinished_run_of_a_sweep_resumes_from_its_checkpoint(tmp_path, monk
     assert calls == [False, True]
 
 
+def test_a_sweep_with_an_automatic_shedding_weight_resumes(tmp_path):
+    """A run records the ω it resolved (cost+shedding's automatic weight); the sweep that left ω to it still resumes
+    over it instead of calling it a run made with other settings."""
+    from powerdp.studies.sweep import SweepSpec, changed_runs, run_sweep
+
+    spec = SweepSpec(cases=["case14"], partitions=[{"zones": 2}], algorithms=["exact"], seeds=[0],
+                     base={"objective": "cost+shedding", "rounds": 2, "local_solver": "clarabel"})
+    run_sweep(spec, tmp_path / "s", jobs=1)
+    assert changed_runs(spec, tmp_path / "s") == {}
+    other = SweepSpec(cases=["case14"], partitions=[{"zones": 2}], algorithms=["exact"], seeds=[0],
+                      base={"objective": "cost+shedding", "rounds": 2, "local_solver": "clarabel", "shedding_weight": 1e6})
+    assert "shedding_weight" in next(iter(changed_runs(other, tmp_path / "s").values()))
+
+
 def test_the_sweep_says_what_its_runs_epsilon_means(tmp_path, capsys):
     """examples/sweep_small.toml runs outl with sensitivity "paper" (no proven bound) and seeded noise: each single run
     says so, the sweep's output said nothing. Now one warning per kind, with the number of runs."""

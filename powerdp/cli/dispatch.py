@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..apps.dispatch.config import TOLERANCE
+from ..apps.dispatch.config import TOLERANCE, default_algorithm
 from .args import integer, real
 from .common import _check_output_file, _status_printer, add_verbosity, refuse_backend_flags
 from .streams import is_terminal
@@ -52,7 +52,8 @@ examples:
 
 exit status: 0 done, 1 a period failed (the complete periods are kept), 2 bad input, 130 interrupted."""
 
-ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "objg", "inpg", "exact/input/gaussian")
+ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "hrcl", "objg", "inpg",
+              "exact/input/gaussian", "totg", "hrcg")
 
 
 def add_dispatch_parser(sub) -> None:
@@ -64,14 +65,19 @@ def add_dispatch_parser(sub) -> None:
     p.add_argument("--profiles", type=Path, help="the user's own time series (CSV or parquet)")
     p.add_argument("--costs", type=Path, help="public costs overriding the defaults (CSV or JSON)")
     p.add_argument("--zones", type=integer(2), default=4, help="automatic zones (default 4)")
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="nonprivate",
+    p.add_argument("--algorithm", choices=ALGORITHMS, default=None,
                    help="nonprivate (linearized ADMM), exact (exact ADMM), or a private one: objl (objective perturbation), "
                    "inpl (input perturbation: noise once per period, linearized ADMM on the perturbed loads), "
                    "exact/input/laplace (the same under exact ADMM), outl, and their Gaussian forms objg, inpg, "
-                   "exact/input/gaussian (need --target-delta; default nonprivate)")
+                   "exact/input/gaussian (need --target-delta), totl and totg (each zone's two load totals released "
+                   "once a period, exact ADMM on equal shares of them; docs/privacy.md). Default: nonprivate without "
+                   "--target-epsilon; with it the mechanism that measured best (docs/results/dispatch.md): totl "
+                   "(--relation event, or user without --target-delta), totg (--relation user with --target-delta)")
     p.add_argument("--target-epsilon", type=real(0, lo_open=True), help="total epsilon per zone over the horizon")
     p.add_argument("--target-delta", type=real(0, 1, lo_open=True, hi_open=True),
-                   help="total delta per zone over the horizon (the Gaussian algorithms objg, inpg, exact/input/gaussian)")
+                   help="total delta per zone over the horizon: the Gaussian algorithms (objg, inpg, exact/input/gaussian, "
+                   "totg) need one; a Laplace one (objl, inpl, exact/input/laplace, totl) is then calibrated with the exact "
+                   "privacy-loss distribution instead of pure epsilon")
     p.add_argument("--clip-loads", action="store_true",
                    help="project each perturbed load onto [0, its bus's public rated load] (SimBench's load sn_mva): "
                    "post-processing, no privacy cost (docs/privacy.md)")
@@ -142,7 +148,9 @@ def _config(args):
     return DispatchConfig(
         source=args.source, periods=args.periods, zones=args.zones, start=args.start,
         profiles=str(args.profiles) if args.profiles else None, costs=str(args.costs) if args.costs else None,
-        algorithm=args.algorithm, target_epsilon=args.target_epsilon, target_delta=args.target_delta,
+        algorithm=args.algorithm if args.algorithm is not None else default_algorithm(args.target_epsilon, args.target_delta,
+                                                                                       args.relation),
+        target_epsilon=args.target_epsilon, target_delta=args.target_delta,
         clip_loads=args.clip_loads, relation=args.relation, beta=args.beta,
         ramp=args.ramp, max_rounds=args.max_rounds, tolerance=args.tolerance, seed=args.seed, backend=args.backend,
         workers=args.workers, local_solver=args.local_solver, cold_start=args.cold_start, rho=args.rho,
@@ -212,7 +220,10 @@ def _report(result) -> None:
                                                      else []) + (["the AC check"] if "ac_converged" in result.periods else [])
         lines.append(f"the simulation's evaluation ({', '.join(parts)}): {s['evaluation_s_per_period']:.2f} s per period more")
     if s.get("max_relative_cost_gap") is not None:
-        lines.append(f"largest relative cost gap to the centralized SOC OPF over the periods: {s['max_relative_cost_gap']:.2e}")
+        lines.append(f"the run's own dispatch: largest relative cost gap to the centralized SOC OPF over the periods: "
+                     f"{s['max_relative_cost_gap']:.2e}")
+    if s.get("implemented_max_shedding_mw") is not None:
+        lines.append(_implemented_line(s, len(result.periods)))
     if "ac_converged" in result.periods:
         lines.append(_ac_line(result.periods))
     if s["private"]:
@@ -220,6 +231,19 @@ def _report(result) -> None:
         lines.append(f"{s['relation_text']}")
         lines.append(f"epsilon over the horizon per zone (the ledger): {eps}; the claim: {s['epsilon_claim']:.4g}")
     print("\n".join(lines))
+
+
+def _implemented_line(s: dict, periods: int) -> str:
+    """The zones' implemented dispatch over the periods (their true loads, their tie-line flows held at the agreed
+    values), as the operator's AC evaluation sees it, in one line."""
+    line = (f"the implemented dispatch (true loads, tie-line flows held at the agreed values): largest shed "
+            f"{s['implemented_max_shedding_mw']:.2f} MW ({100 * (s.get('implemented_max_shedding_fraction') or 0):.2f} % of "
+            "its period's load)")
+    if s.get("implemented_max_relative_cost_gap") is not None:
+        line += (f"; AC cost against the centralized dispatch evaluated the same way: largest gap "
+                 f"{s['implemented_max_relative_cost_gap']:+.2e}, median {s['implemented_median_relative_cost_gap']:+.2e}; "
+                 f"AC evaluation converged in {s['implemented_ac_converged_periods']} of {periods} periods")
+    return line
 
 
 def _ac_line(periods) -> str:

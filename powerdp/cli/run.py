@@ -7,7 +7,17 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from ..apps.power_flow.config import ACCELERATIONS, ADJACENCIES, ALGORITHMS, DEFAULT_TOLERANCE, LOCAL_SOLVERS, NOISE_SUPPORTS, RunConfig
+from ..apps.power_flow.config import (
+    ACCELERATIONS,
+    ADJACENCIES,
+    ALGORITHMS,
+    BUDGET_ALGORITHM,
+    DEFAULT_TOLERANCE,
+    LOCAL_SOLVERS,
+    NOISE_SUPPORTS,
+    RunConfig,
+    default_algorithm,
+)
 from ..engine.consensus.algorithms import compose
 from ..engine.consensus.penalties import PENALTY_RULES
 from ..engine.consensus.perturbations import PERTURBATIONS
@@ -117,7 +127,11 @@ def add_run_parser(sub) -> None:
         choices=["auto", "modularity", "kernighan_lin", "spectral"],
         help="partition method (default: auto, the bundled partition of a bundled case when there is one, else modularity)",
     )
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="objl", help="algorithm (default: objl)")
+    p.add_argument(
+        "--algorithm", choices=ALGORITHMS, default=None,
+        help=f"algorithm (default: with --target-epsilon, {BUDGET_ALGORITHM}, the mechanism that measured best at a total "
+        "budget, docs/results/utility.md; without it, objl)",
+    )
     p.add_argument("--update", choices=list(UPDATES), help="replace the algorithm's update rule (e.g. --algorithm objg --update trust-region)")
     p.add_argument("--perturbation", choices=list(PERTURBATIONS), help="replace the algorithm's perturbation")
     p.add_argument("--mechanism", choices=list(MECHANISMS), help="replace the algorithm's noise mechanism")
@@ -279,6 +293,13 @@ def add_run_parser(sub) -> None:
         "case) and report convergence, the slack's mismatch (MW), voltage and loading violations (simulation_evaluation/summary.json "
         "and --json: ac_check)",
     )
+    p.add_argument(
+        "--no-ac-evaluation", action="store_true",
+        help="skip the operator's evaluation of the implemented dispatch (each zone's set-points from its true loads, "
+        "its tie-line flows held at the agreed values): pandapower's AC power flow on the true loads, restored when a "
+        "limit breaks, beside the centralized dispatch evaluated the same way (--json: implemented, "
+        "implemented_reference; about 1-5 s; runs with a cost+shedding objective)",
+    )
     p.add_argument("--config", metavar="FILE", type=Path, help="read the run from a TOML file ([run] table of RunConfig keys); flags given explicitly override it")
     add_net_run_flags(p)
     p.set_defaults(func=cmd_run)
@@ -298,6 +319,7 @@ FLAG_TO_FIELD = {
 # flags that --resume accepts: they cannot change the results of the run
 RESUME_FLAGS = {
     "rounds", "backend", "workers", "rank_timeout", "checkpoint_every", "resume", "json", "no_reference", "quiet", "verbose", "ac_check",
+    "no_ac_evaluation",
     "overwrite",  # with --resume it replaces only an existing --json file
     *NET_RUN_FIELDS,  # where the zone servers are and how long to wait for them
 }
@@ -323,10 +345,12 @@ def _field_values(args: argparse.Namespace, dest: str) -> dict:
 
 
 def _algorithm(args: argparse.Namespace) -> str:
-    """--algorithm with --update / --perturbation / --mechanism applied (an alias where one exists)."""
+    """--algorithm with --update / --perturbation / --mechanism applied (an alias where one exists); without
+    --algorithm the default of a run with or without a total budget (:func:`default_algorithm`)."""
+    base = args.algorithm if args.algorithm is not None else default_algorithm(args.target_epsilon)
     if args.update is None and args.perturbation is None and args.mechanism is None:
-        return args.algorithm
-    return compose(args.algorithm, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
+        return base
+    return compose(base, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
 
 
 def _refuse_unused_noise_flags(cfg: RunConfig, args: argparse.Namespace) -> RunConfig:
@@ -368,8 +392,10 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
         for dest in sorted(explicit & set(FLAG_TO_FIELD)):  # flags given on the command line override the file
             fields.update(_field_values(args, dest))
         if explicit & {"update", "perturbation", "mechanism"}:  # replace choices of the file's algorithm
-            base = args.algorithm if "algorithm" in explicit else fields.get("algorithm", "objl")
+            base = args.algorithm if "algorithm" in explicit else fields.get("algorithm", default_algorithm(fields.get("target_epsilon")))
             fields["algorithm"] = compose(base, update=args.update, perturbation=args.perturbation, mechanism=args.mechanism)
+        if "algorithm" not in fields:  # a file that names no algorithm: the default of a run with (or without) a budget
+            fields["algorithm"] = default_algorithm(fields.get("target_epsilon"))
         if args.zones is not None and "partition" not in explicit:
             fields["partition"] = None
         if args.partition is not None and "zones" not in explicit:
@@ -508,6 +534,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = run_distributed(
             cfg, out=out, resume=args.resume is not None, progress=progress, reference=reference,
             overwrite=args.overwrite and args.resume is None, status=_status_printer(args), ac_check=args.ac_check,
+            ac_evaluation=not args.no_ac_evaluation,
         )
     finally:
         if bar is not None:

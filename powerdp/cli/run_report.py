@@ -79,6 +79,46 @@ def _progress_printer(args, cfg: RunConfig):
     return line, None
 
 
+RESTORATION = {
+    "voltage": "voltages and reactive powers restored, P held",
+    "redispatch": "P moved to meet a limit",
+    "failed": "no restoration converged: the direct power flow's figures",
+}
+
+
+def _ac_line(e: dict) -> str:
+    """One evaluation's AC figures in a line."""
+    if not e.get("ac_converged"):
+        return "AC power flow did not converge"
+    load = e.get("max_line_loading_percent")
+    load_txt = "no rated branch" if load is None else f"worst branch {load:.1f} %"
+    shift = e.get("max_p_shift_mw")
+    how = RESTORATION.get(e.get("restoration"), e.get("restoration"))
+    if e.get("restoration") == "redispatch" and shift is not None:
+        how += f" (by up to {shift:.2f} MW)"
+    return (f"AC converged ({how}); {load_txt}, voltage violation {e.get('max_voltage_violation_pu') or 0:.4f} p.u., "
+            f"reactive violation {e.get('max_q_violation_mvar') or 0:.2f} MVAr, slack mismatch "
+            f"{e.get('slack_mismatch_mw') or 0:+.2f} MW")
+
+
+def _print_implemented(s: dict) -> None:
+    """The operator's evaluation of the implemented dispatch beside the centralized dispatch's (both on the true loads)."""
+    imp, ref = s.get("implemented"), s.get("implemented_reference")
+    if not imp:
+        return
+    gap = imp.get("relative_cost_gap")
+    gap_txt = f" ({gap * 100:+.3f} % vs the centralized dispatch evaluated the same way)" if gap is not None else ""
+    cost = imp.get("cost")
+    cost_txt = f"AC cost {cost:,.2f} $/h{gap_txt}, " if cost is not None else ""
+    print(f"implemented   the zones' implemented dispatch (true loads, tie-line flows held at the agreed values): "
+          f"{cost_txt}shed {imp.get('shedding_mw') or 0:.2f} MW")
+    print(f"              {_ac_line(imp)}")
+    if ref:
+        print(f"reference     the centralized SOC dispatch, evaluated the same way: AC cost {ref['cost']:,.2f} $/h, "
+              f"shed {ref.get('shedding_mw') or 0:.2f} MW")
+        print(f"              {_ac_line(ref)}")
+
+
 STOPPED = {  # summary["stopped"], in words
     "rounds": "all rounds run", "tolerance": "converged: both relative residuals at most --tol",
     "interrupted": "interrupted", "failed": "failed",
@@ -141,6 +181,7 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
         rel = s.get("relative_gap_to_centralized")
         rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
         print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g} {unit} (absolute){rel_txt}")
+    _print_implemented(s)
     label = SOLVERS[cfg.local_solver].label if cfg.local_solver in SOLVERS else "the zones' solvers (auto)"
     if s.get("solves"):
         print(f"zone solves   {s['solver_s']:.2f} s in {label}, {s['solves']} local solves (zone-private statistics)")

@@ -88,6 +88,12 @@ class ZoneFolders:
             return self.zone_dir(zone) / f"zone_{int(zone)}.csv"
         return self.zone_dir(zone) / "solution.csv"
 
+    def implemented_path(self, zone: int) -> Path:
+        """The zone's implemented dispatch (powerdp.apps.power_flow.implemented): variable, index, value."""
+        if self.layout == LEGACY_TEST_ONLY:
+            return self.zone_dir(zone) / f"implemented_zone_{int(zone)}.csv"
+        return self.zone_dir(zone) / "implemented.csv"
+
     def stats_path(self, zone: int) -> Path:
         if self.layout == LEGACY_TEST_ONLY:
             return self.zone_dir(zone) / f"private_stats_zone_{int(zone)}.csv"

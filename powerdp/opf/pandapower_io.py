@@ -70,8 +70,9 @@ class PandapowerDispatch:
     branches: pd.DataFrame | None
 
 
-def _ppc(net: Network, d: Dispatch) -> dict[str, Any]:
-    """A PYPOWER case of the network arrays with the dispatch as generator set-points."""
+def _ppc(net: Network, d: Dispatch, unrated_mva: float = 0.0) -> dict[str, Any]:
+    """A PYPOWER case of the network arrays with the dispatch as generator set-points; a branch without a rating gets
+    ``unrated_mva`` (0: none, as MATPOWER's rate 0)."""
     S = net.base_mva
     vm = d.vm
     kv = net.base_kv if net.base_kv is not None else np.zeros(net.n_bus)
@@ -86,7 +87,7 @@ def _ppc(net: Network, d: Dispatch) -> dict[str, Any]:
     ]).astype(float)
     # a branch without tap and shift is a line (ratio 0), as in the MATPOWER file
     plain = (net.tap == 1.0) & (net.shift == 0.0)
-    rate = np.where(np.isfinite(net.rate_a), net.rate_a * S, 0.0)
+    rate = np.where(np.isfinite(net.rate_a) & (net.rate_a > 0), net.rate_a * S, float(unrated_mva))
     branch = np.column_stack([
         net.bus_ids[net.f_bus], net.bus_ids[net.t_bus], net.r, net.x, net.b_fr + net.b_to, rate, rate, rate,
         np.where(plain, 0.0, net.tap), np.rad2deg(net.shift), np.ones(net.n_branch),
@@ -95,7 +96,7 @@ def _ppc(net: Network, d: Dispatch) -> dict[str, Any]:
     return {"version": "2", "baseMVA": S, "bus": bus, "gen": gen, "branch": branch}
 
 
-def _from_network(net: Network, d: Dispatch) -> PandapowerDispatch:
+def _from_network(net: Network, d: Dispatch, unrated_mva: float = 0.0) -> PandapowerDispatch:
     from pandapower.converter.pypower.from_ppc import from_ppc
 
     # from_ppc's notes on powerdp's own arrays ("3 branches ... considered as trafos") are not the user's business
@@ -103,7 +104,7 @@ def _from_network(net: Network, d: Dispatch) -> PandapowerDispatch:
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
-        pp_net = from_ppc(_ppc(net, d), f_hz=50, validate_conversion=False, check_costs=False)
+        pp_net = from_ppc(_ppc(net, d, unrated_mva), f_hz=50, validate_conversion=False, check_costs=False)
     except Exception as exc:  # noqa: BLE001 - pandapower raises many exception types
         raise ModelError(f"pandapower could not build a network of {net.name}: {type(exc).__name__}: {exc}") from None
     finally:
@@ -163,11 +164,12 @@ def _apply(pd_: PandapowerDispatch, net: Network, d: Dispatch) -> None:
             pp_net.sgen.loc[idx, "q_mvar"] = q[sel]
 
 
-def to_pandapower(net: Network, d: Dispatch) -> PandapowerDispatch:
+def to_pandapower(net: Network, d: Dispatch, unrated_mva: float = 0.0) -> PandapowerDispatch:
     """A pandapower network holding dispatch ``d`` of ``net`` (module docstring), with the element maps.
 
     A network read from pandapower gives a copy of its source net with the set-points written
-    in; any other network is converted with ``from_ppc``.
+    in; any other network is converted with ``from_ppc``, a branch without a rating getting ``unrated_mva``
+    (0: none; pandapower's OPF needs a finite rating on every branch).
     """
     if net.pandapower_net is not None:
         pp_net = copy.deepcopy(net.pandapower_net)
@@ -175,7 +177,7 @@ def to_pandapower(net: Network, d: Dispatch) -> PandapowerDispatch:
         out = PandapowerDispatch(net=pp_net, gens=gens, buses=None, branches=None)
         _check_gens(pp_net, gens, net, None)
     else:
-        out = _from_network(net, d)
+        out = _from_network(net, d, unrated_mva)
         _check_gens(out.net, out.gens, net, net.bus_ids[net.gen_bus])
         _add_dclines(out.net, net, d)
     _apply(out, net, d)
@@ -275,16 +277,17 @@ def _branch_results(pdd: PandapowerDispatch, net: Network) -> pd.DataFrame:
     return out
 
 
-def ac_check(net: Network, d: Dispatch, **options: Any) -> ACCheck:
+def ac_check(net: Network, d: Dispatch, unrated_mva: float = 0.0, **options: Any) -> ACCheck:
     """Run ``pandapower.runpp`` at dispatch ``d`` (module docstring) and report how far it is from an AC operating point.
 
     ``options`` override :data:`RUNPP_OPTIONS`. A power flow that does not converge is
     reported (``converged`` False), not raised; a network pandapower cannot hold, or one
-    without a slack, is a :class:`ModelError` naming the element.
+    without a slack, is a :class:`ModelError` naming the element. ``unrated_mva`` is the rating the pandapower
+    network gives a branch without one (:func:`to_pandapower`; the report's loading figures still skip such branches).
     """
     import pandapower as pp
 
-    pdd = to_pandapower(net, d)
+    pdd = to_pandapower(net, d, unrated_mva=unrated_mva)
     pp_net = pdd.net
     opts = dict(RUNPP_OPTIONS, **options)
     if "init_vm_pu" not in options:  # start from the dispatch's voltage magnitudes

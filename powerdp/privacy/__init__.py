@@ -45,12 +45,14 @@ from .mechanisms import (
 )
 from .params import ADJACENCIES, SENSITIVITY_RULES, PrivacyWarning
 from .sampler import NoiseSource
-from .sensitivity import Sensitivity, gradient_sensitivity, output_sensitivity
+from .sensitivity import Sensitivity, gradient_sensitivity, hierarchical_sensitivity, output_sensitivity, totals_sensitivity
 
 __all__ = [
     "Sensitivity",
     "gradient_sensitivity",
     "output_sensitivity",
+    "totals_sensitivity",
+    "hierarchical_sensitivity",
     "LaplaceMechanism",
     "GaussianMechanism",
     "make_mechanism",

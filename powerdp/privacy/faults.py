@@ -38,7 +38,9 @@ class InjectedFaults:
     released value is the noise-free one. ``leak``: a message field outside the allow-list (see :data:`LEAKS`).
     ``sampler``: ``"numpy"`` selects the old floating-point sampler (see :data:`SAMPLERS`). ``resume``: ``"fresh"``
     brings back the old resume (see :data:`RESUMES`). ``market_release``: ``"screened"`` the DC market's old step
-    (see :data:`MARKET_RELEASES`).
+    (see :data:`MARKET_RELEASES`). ``sensitivity_scale``: a power-flow perturbation calibrates its mechanism to its
+    sensitivity times this factor (< 1: noise too small for the claim the ledger makes, the classic under-estimated
+    sensitivity; the audit must catch it).
     """
 
     disable_noise: bool = False
@@ -46,8 +48,11 @@ class InjectedFaults:
     sampler: str = "grid"
     resume: str = "replay"
     market_release: str = "all"
+    sensitivity_scale: float = 1.0
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.sensitivity_scale, (int, float)) and 0 < self.sensitivity_scale <= 1):
+            raise ConfigError(f"faults.sensitivity_scale = {self.sensitivity_scale!r}: a factor in (0, 1]")
         if self.sampler not in SAMPLERS:
             raise ConfigError(f"faults.sampler = {self.sampler!r}: choose one of {', '.join(SAMPLERS)}")
         if self.leak not in LEAKS:
@@ -70,6 +75,8 @@ class InjectedFaults:
             parts.append("a resume that draws fresh noise and keeps no journal")
         if self.market_release != "all":
             parts.append("the DC market's old step (only the screened rows penalized, every row released)")
+        if self.sensitivity_scale != 1.0:
+            parts.append(f"noise calibrated to {self.sensitivity_scale:g} x the sensitivity")
         return "injected faults: " + (", ".join(parts) or "none") + " (a test-only broken run)"
 
 

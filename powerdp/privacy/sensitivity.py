@@ -10,7 +10,8 @@ from typing import Any, Literal
 from ..errors import ConfigError
 from .params import ADJACENCIES, check_kind, check_positive, check_rule
 
-__all__ = ["Sensitivity", "gradient_sensitivity", "output_sensitivity", "Rule", "Adjacency"]
+__all__ = ["Sensitivity", "gradient_sensitivity", "output_sensitivity", "totals_sensitivity", "hierarchical_sensitivity",
+           "Rule", "Adjacency"]
 
 Rule = Literal["sound", "paper"]
 Adjacency = Literal["value", "bus"]
@@ -95,6 +96,40 @@ def gradient_sensitivity(beta: float, rule: Rule = "sound", adjacency: Adjacency
         "sound": "ObjPert gradient, value adjacency: one load value moves one entry of ∇f_p = 2(y + d) by 2β",
     }[rule]
     return Sensitivity(l1=2.0 * beta, l2=2.0 * beta, rule=rule, beta=beta, note=note, coordinates=1)
+
+
+def totals_sensitivity(beta: float, adjacency: Adjacency = "value") -> Sensitivity:
+    """Sensitivity of a zone's load totals (Σ pd, Σ qd over its own buses; p.u.), the one release of the totals
+    perturbation (docs/privacy.md, "Input perturbation on the zone's totals").
+
+    * ``adjacency="value"``: one load value moves by at most β, so one of the two totals moves by β:
+      Δ₁ = Δ₂ = β, one coordinate.
+    * ``adjacency="bus"``: pd_i and qd_i move by at most β each, so both totals move by β: Δ₁ = 2β,
+      Δ₂ = √2·β, two coordinates.
+    """
+    beta = check_positive("beta", beta)
+    if _adjacency(adjacency) == "bus":
+        return Sensitivity(l1=2.0 * beta, l2=math.sqrt(2.0) * beta, rule="sound", beta=beta, coordinates=2,
+                           note="zone load totals, bus adjacency: pd_i and qd_i move both totals by β")
+    return Sensitivity(l1=beta, l2=beta, rule="sound", beta=beta, coordinates=1,
+                       note="zone load totals, value adjacency: one load value moves one total by β")
+
+
+def hierarchical_sensitivity(beta: float, adjacency: Adjacency = "value") -> Sensitivity:
+    """Sensitivity of the hierarchical release (docs/privacy.md): a zone's two load totals and its own buses' load
+    values in one vector, every entry with the same noise.
+
+    * ``adjacency="value"``: one load value moves its own entry and its total by β each: Δ₁ = 2β, Δ₂ = √2·β,
+      two coordinates.
+    * ``adjacency="bus"``: pd_i and qd_i move their two entries and both totals by β each: Δ₁ = 4β, Δ₂ = 2β, four
+      coordinates.
+    """
+    beta = check_positive("beta", beta)
+    if _adjacency(adjacency) == "bus":
+        return Sensitivity(l1=4.0 * beta, l2=2.0 * beta, rule="sound", beta=beta, coordinates=4,
+                           note="zone totals and bus loads, bus adjacency: two loads and both totals move by β")
+    return Sensitivity(l1=2.0 * beta, l2=math.sqrt(2.0) * beta, rule="sound", beta=beta, coordinates=2,
+                       note="zone totals and bus loads, value adjacency: one load and its total move by β")
 
 
 def output_sensitivity(

@@ -7,7 +7,9 @@
   algorithm and E;
 * :func:`plot_partition_sensitivity` — final objective, feasibility and wall time
   against the zone count, per partition method;
-* :func:`plot_network` — the bus graph coloured by zone, tie-lines highlighted.
+* :func:`plot_network` — the bus graph coloured by zone, tie-lines highlighted;
+* :func:`plot_implemented` — the implemented dispatch an operator would apply (its AC cost gap to the centralized
+  dispatch evaluated the same way, its shedding) against the total ε, beside the run's own dispatch.
 
 Each returns a ``matplotlib.figure.Figure``; :func:`plot_sweep` draws every figure
 that a sweep directory supports and saves them as PNG.
@@ -23,7 +25,8 @@ import pandas as pd
 
 from .figure_style import _plt, suptitle
 
-__all__ = ["plot_trajectories", "plot_privacy_utility", "plot_partition_sensitivity", "plot_network", "plot_sweep"]
+__all__ = ["plot_trajectories", "plot_privacy_utility", "plot_partition_sensitivity", "plot_network", "plot_sweep",
+           "plot_implemented"]
 
 MAX_BUS_LABELS = 500  # beyond this many buses the numbers would cover the map
 
@@ -141,6 +144,39 @@ def plot_privacy_budget(runs: pd.DataFrame, title: str = "") -> Any:
         axes[0, 0].legend(fontsize="small")
     axes[0, 1].legend(title="algorithm", fontsize="small")
     suptitle(fig, title or "utility at a total budget (mean over seeds, min–max shaded)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_implemented(runs: pd.DataFrame, title: str = "") -> Any:
+    """The implemented dispatch (docs/privacy.md) against the total ε per zone, one line per algorithm: the |relative
+    gap| of its AC operating point's cost to the centralized dispatch's evaluated the same way (log; the 1 % line),
+    and the MW it sheds beside the MW the run's own dispatch sheds (dashed)."""
+    plt = _plt()
+    runs = runs[runs["epsilon_total"] > 0].assign(epsilon_total=lambda f: f["epsilon_total"].round(6))
+    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.2), squeeze=False)
+    gap_ax, shed_ax = axes[0]
+    for alg, g in runs.groupby("algorithm"):
+        g = g.assign(abs_gap=g["implemented_relative_cost_gap"].astype(float).abs().clip(lower=1e-7))
+        _band(gap_ax, g.dropna(subset=["abs_gap"]), "epsilon_total", "abs_gap", alg, marker="o")
+        line = shed_ax.plot([], [])[0]
+        color = line.get_color()
+        stats = g.groupby("epsilon_total")["implemented_shedding_mw"].agg(["mean", "min", "max"])
+        shed_ax.plot(stats.index, stats["mean"], marker="o", color=color, label=f"{alg}: implemented")
+        own = g.groupby("epsilon_total")["total_shedding_mw"].mean()
+        shed_ax.plot(own.index, own, ls="--", color=color, alpha=0.6, label=f"{alg}: the run's own")
+    gap_ax.axhline(0.01, color="k", lw=1, ls="--", label="1 %")
+    for ax in (gap_ax, shed_ax):
+        ax.set_xscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.set_xlabel("total ε per zone (whole run)")
+    gap_ax.set_yscale("log")
+    gap_ax.set_ylabel("|AC cost gap| to the centralized dispatch")
+    shed_ax.set_yscale("symlog", linthresh=1.0)
+    shed_ax.set_ylabel("load shed (MW)")
+    gap_ax.legend(title="algorithm", fontsize="x-small")
+    shed_ax.legend(fontsize="x-small", ncol=2)
+    fig.suptitle(title or "the implemented dispatch at a total budget (mean over seeds, min–max shaded)")
     fig.tight_layout()
     return fig
 
@@ -263,6 +299,8 @@ def plot_sweep(directory: str | Path, out: str | Path | None = None) -> list[Pat
             save(plot_privacy_utility(g, f"{case}: privacy–utility"), f"privacy_utility_{case}.png")
         if g.loc[g["epsilon_total"] > 0, "epsilon_total"].round(6).nunique() > 1:
             save(plot_privacy_budget(g, f"{case}: utility at a total budget"), f"privacy_budget_{case}.png")
+            if "implemented_relative_cost_gap" in g and g["implemented_relative_cost_gap"].notna().any():
+                save(plot_implemented(g, f"{case}: the implemented dispatch at a total budget"), f"implemented_{case}.png")
         if g["n_zones"].nunique() > 1:
             save(plot_partition_sensitivity(g, f"{case}: partition sensitivity"), f"partition_sensitivity_{case}.png")
     from ..grid.loading import load_case

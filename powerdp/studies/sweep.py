@@ -11,6 +11,8 @@ A sweep is described by a TOML file (or a :class:`SweepSpec`)::
     #                              # every run that can use one (Laplace output perturbation: pure ε)
     local_updates = [1, 5]
     seeds = [0, 1, 2]
+    # operator_evaluation = true   # each run also solves the centralized reference and evaluates its implemented
+    #                              # dispatch and the reference's as an operator would (AC power flow, restoration)
 
     [run]            # every other RunConfig field, shared by all runs
     rounds = 100
@@ -52,6 +54,7 @@ from ..errors import ConfigError
 __all__ = ["SweepSpec", "load_sweep", "load_toml", "run_sweep", "sweep_tables"]
 
 GRID_KEYS = {"cases", "partitions", "algorithms", "epsilons", "target_epsilons", "local_updates", "seeds"}
+OPTION_KEYS = {"operator_evaluation"}  # [sweep] keys that are not a grid axis
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
@@ -87,8 +90,13 @@ class SweepSpec:
     seeds: list[int] = field(default_factory=lambda: [0])
     base: dict[str, Any] = field(default_factory=dict)
     source: str = "sweep"
+    #: every run also solves the centralized reference and evaluates its implemented dispatch and the reference's as
+    #: an operator would (powerdp.opf.ac_evaluation): the runs table's implemented_* columns
+    operator_evaluation: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.operator_evaluation, bool):
+            raise ConfigError(f"{self.source}: sweep.operator_evaluation must be true or false")
         for name in GRID_KEYS:
             value = getattr(self, name)
             if not isinstance(value, list) or not value:
@@ -219,9 +227,9 @@ def load_sweep(path: str | Path) -> SweepSpec:
         raise ConfigError(f"{src}: no [sweep] grid; a sweep file lists at least sweep.cases (see examples/sweep_small.toml)")
     if "epsilons" in grid and "target_epsilons" in grid:
         raise ConfigError(f"{src}: give sweep.epsilons (ε per step) or sweep.target_epsilons (a total budget), not both")
-    bad = sorted(set(grid) - GRID_KEYS)
+    bad = sorted(set(grid) - GRID_KEYS - OPTION_KEYS)
     if bad:
-        raise ConfigError(f"{src}: unknown key(s) {', '.join(bad)} in [sweep]; known: {', '.join(sorted(GRID_KEYS))}")
+        raise ConfigError(f"{src}: unknown key(s) {', '.join(bad)} in [sweep]; known: {', '.join(sorted(GRID_KEYS | OPTION_KEYS))}")
     base = dict(data.get("run", {}))
     known = {f.name for f in dataclasses.fields(RunConfig)}
     bad = sorted(set(base) - known)
@@ -231,8 +239,9 @@ def load_sweep(path: str | Path) -> SweepSpec:
     return SweepSpec(**grid, base=base, source=src)
 
 
-def _one(run: str, cfg: RunConfig, out: str) -> tuple[str, str | None]:
-    """Run one grid point into out/runs/<run>; returns (run id, error or None)."""
+def _one(run: str, cfg: RunConfig, out: str, evaluation: bool = False) -> tuple[str, str | None]:
+    """Run one grid point into out/runs/<run>; returns (run id, error or None). ``evaluation``: the centralized
+    reference and the operator's evaluation too (SweepSpec.operator_evaluation)."""
     from ..apps.power_flow.runner import run_distributed
     from ..files.checkpoint import state_exists
     from ..runs.stopping import pool_task_stop
@@ -242,7 +251,7 @@ def _one(run: str, cfg: RunConfig, out: str) -> tuple[str, str | None]:
     resume = state_exists(d / "checkpoint" / "state")
     try:  # an unfinished run resumes from its checkpoint; one without a checkpoint starts again
         with pool_task_stop():  # the sweep's Ctrl-C: this run ends after its round, checkpoint written
-            run_distributed(cfg, out=d, resume=resume, overwrite=not resume, reference=False)
+            run_distributed(cfg, out=d, resume=resume, overwrite=not resume, reference=evaluation, ac_evaluation=evaluation)
     except Exception as exc:  # one failed run must not sink the sweep
         return run, f"{type(exc).__name__}: {exc}"
     return run, None
@@ -271,8 +280,8 @@ def _finished(d: Path) -> bool:
 
 
 def _settings(cfg: RunConfig) -> dict[str, Any]:
-    """The settings that decide a run's results."""
-    return {k: v for k, v in cfg.to_dict().items() if k not in RESUME_MAY_CHANGE and k != "rho"}
+    """The settings that decide a run's results (ρ and ω are compared apart: a run records the values it resolved)."""
+    return {k: v for k, v in cfg.to_dict().items() if k not in RESUME_MAY_CHANGE and k not in ("rho", "shedding_weight")}
 
 
 def changed_runs(spec: SweepSpec, out: Path) -> dict[str, str]:
@@ -296,6 +305,10 @@ def changed_runs(spec: SweepSpec, out: Path) -> dict[str, str]:
         if old.rho is not None and cfg.rho is not None and old.rho != cfg.rho:
             diff.append("rho")
             a["rho"], b["rho"] = old.rho, cfg.rho
+        auto = (None, "auto")  # a spec that leaves ω to the run accepts the value the run resolved
+        if cfg.shedding_weight not in auto and old.shedding_weight not in auto and old.shedding_weight != cfg.shedding_weight:
+            diff.append("shedding_weight")
+            a["shedding_weight"], b["shedding_weight"] = old.shedding_weight, cfg.shedding_weight
         if diff:
             changed[run] = ", ".join(f"{k} {a.get(k)!r} → {b.get(k)!r}" for k in diff)
     return changed
@@ -344,7 +357,7 @@ def run_sweep(
         if todo:
             pool = _executor(jobs)
             try:
-                futures = [pool.submit(_one, r, c, str(out)) for r, c in todo]
+                futures = [pool.submit(_one, r, c, str(out), spec.operator_evaluation) for r, c in todo]
                 for fut in as_completed(futures):
                     run, err = fut.result()
                     done += 1
@@ -377,6 +390,26 @@ def run_dirs(out: str | Path) -> list[Path]:
 PARAM_COLUMNS = [
     "run", "case", "zones", "partition", "partition_method", "algorithm", "epsilon", "target_epsilon", "local_updates", "seed", "sensitivity", "eta",
 ]
+
+
+#: the implemented dispatch's figures a runs table carries (``implemented_*``, ``reference_*``: the run's summary
+#: objects ``implemented`` and ``implemented_reference``; NaN where a run has none)
+IMPLEMENTED_FIGURES = ("objective", "cost", "relative_cost_gap", "shedding_mw", "ac_converged", "max_line_loading_percent",
+                       "max_voltage_violation_pu", "max_q_violation_mvar", "slack_mismatch_mw", "restoration",
+                       "max_p_shift_mw")
+
+
+def implemented_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run summary's implemented dispatch and reference as flat columns (:data:`IMPLEMENTED_FIGURES`)."""
+    out: dict[str, Any] = {}
+    for key, prefix in (("implemented", "implemented_"), ("implemented_reference", "reference_")):
+        obj = summary.get(key) or {}
+        for name in IMPLEMENTED_FIGURES:
+            if key == "implemented" or name != "objective":
+                out[prefix + name] = obj.get(name)
+        out[prefix + "direct_max_q_violation_mvar"] = (obj.get("direct") or {}).get("max_q_violation_mvar")
+        out[prefix + "direct_max_voltage_violation_pu"] = (obj.get("direct") or {}).get("max_voltage_violation_pu")
+    return out
 
 
 def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -416,6 +449,8 @@ def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.Dat
             "epsilon_total": max(s["epsilon_total"].values()) if s.get("epsilon_total") else 0.0,
             "beta": cfg.beta,
             "load_values": s.get("load_values"),
+            "total_shedding_mw": s.get("total_shedding_mw"),
+            **implemented_columns(s),
         })
     rounds = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=PARAM_COLUMNS)
     if rows:

@@ -79,7 +79,7 @@ class DispatchZoneAgent(ZoneAgent):
         if data.get("cold"):
             self.lam = np.zeros(self.n_shared)
             self._warm = None
-        if self.perturbation.once:  # input perturbation: the period's own d̃, drawn once per period from its loads
+        if self.perturbation.once:  # input perturbation (d̃) or the totals: the period's own, drawn once from its loads
             self._draw_input()
 
     def _draw_input(self) -> None:
@@ -87,6 +87,9 @@ class DispatchZoneAgent(ZoneAgent):
         loads it stands for, d̃ = n/(2ω), are projected onto their public range once, before the zone computes with
         them: post-processing of the draw, from n alone."""
         if getattr(self, "period", None) is None:  # the constructor: a day draws per period, from its loads (set_period)
+            return
+        if self.perturbation.from_loads:  # the totals of the period's own loads (no public clipping: refused)
+            super()._draw_input()
             return
         term = self.perturbation.draw(self._f_lin_true.c[self.noise_cols])
         if self._rating is not None:
@@ -157,6 +160,7 @@ class DispatchZoneAgent(ZoneAgent):
         const = f.const + w * float(np.sum(pd**2 - self._pd0**2) + np.sum(qd**2 - self._qd0**2))
         self._f = dataclasses.replace(f, c=c, const=const)
         self._pd, self._qd = pd.copy(), qd.copy()
+        self._own_loads = (self._pd.copy(), self._qd.copy())
         if self._free_r is not None:  # only the part holding the loads is linearized; the rest is unchanged
             self._f_lin, _ = self._f.split(np.concatenate([self._yp, self._yq]))
         else:

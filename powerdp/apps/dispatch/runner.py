@@ -53,6 +53,7 @@ from ...runs.stopping import deferred_stop, stop_requested
 from ...runs.views import COORDINATOR_VIEW, EVALUATION_VIEW, save_summary_views
 from ..power_flow.plan import resolve_config, resolve_partition
 from .config import DispatchConfig, relation_text
+from .operator_view import ac_check_row, implemented_row, implemented_summary, nested
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ class DispatchResult:
         coord = {k: v for k, v in self.summary.items() if k in COORDINATOR_KEYS}
         ev = {k: v for k, v in self.summary.items() if k not in COORDINATOR_KEYS}
         coord["periods"] = self.periods[[c for c in PERIOD_COORDINATOR_COLUMNS if c in self.periods]].to_dict("records")
-        ev["periods"] = self.periods.to_dict("records")
+        ev["periods"] = [nested(r) for r in self.periods.to_dict("records")]
         return jsonable({"coordinator_view": coord, "simulation_evaluation": ev})
 
 
@@ -108,13 +109,18 @@ def _zone_gens(net: Network, zone_of_bus: np.ndarray, n_zones: int) -> dict[int,
 def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None, resume: bool = False,
                  overwrite: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
                  status: Callable[[str], None] | None = None, reference: bool = True,
-                 ac_check: bool = False, observe: Callable[[list], None] | None = None) -> DispatchResult:
+                 ac_check: bool = False, ac_evaluation: bool = True,
+                 observe: Callable[[list], None] | None = None) -> DispatchResult:
     """Run the dispatch of ``horizon`` (a :class:`~powerdp.grid.profiles.Horizon`) with ``config`` (module docstring).
 
     ``progress`` is called after every round with its row (``period``, ``round``, residuals) and after every period
     with ``{"period_done": k, ...}``; ``status`` with a short message as each stage starts. ``reference`` solves the
     centralized SOC OPF of every period (the simulation's evaluation); ``ac_check`` runs pandapower's AC power flow
     at every period's dispatch (the simulation's evaluation: ``ac_*`` columns, as ``powerdp run --ac-check``).
+    After every period each zone computes its implemented dispatch (its true loads, its tie-line flows held at the
+    agreed values; :mod:`powerdp.apps.power_flow.implemented`); ``ac_evaluation`` evaluates it as an operator would,
+    beside the period's centralized dispatch evaluated the same way (the ``implemented_*`` and
+    ``implemented_reference_*`` columns; :mod:`powerdp.opf.ac_evaluation`).
     ``observe`` is called with every round's updates: what the coordinator receives (the audits' and tests' hook).
     """
     config.validate()
@@ -123,17 +129,17 @@ def run_dispatch(config: DispatchConfig, horizon, out: str | Path | None = None,
     if out is None:
         if resume:
             raise ConfigError("resume needs the output directory of the run")
-        return _run(config, horizon, None, False, progress, status, reference, ac_check, observe)
+        return _run(config, horizon, None, False, progress, status, reference, ac_check, ac_evaluation, observe)
     out_dir = ensure_dir(out)
     if resume and not (out_dir / "config.json").is_file():
         raise ConfigError(f"{out_dir} holds no dispatch run to resume")
     with DirectoryLock(out_dir):
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(config, horizon, out_dir, resume, progress, status, reference, ac_check, observe)
+        return _run(config, horizon, out_dir, resume, progress, status, reference, ac_check, ac_evaluation, observe)
 
 
 def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, progress, status,
-         reference: bool, ac_check: bool = False, observe=None) -> DispatchResult:
+         reference: bool, ac_check: bool = False, ac_evaluation: bool = True, observe=None) -> DispatchResult:
     say = status or (lambda msg: None)
     t_setup = time.perf_counter()
     net: Network = horizon.network
@@ -206,7 +212,8 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
             for k in range(first, config.periods):
                 try:
                     row = _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record,
-                                  progress, reference, evaluation, run_cfg, part if ac_check else None, observe)
+                                  progress, reference, evaluation, run_cfg, part if ac_check else None,
+                                  part if ac_evaluation else None, observe)
                 except Interrupted:  # inside a period's rounds: the complete periods are kept
                     raise Interrupted(f"interrupted in period {k} of {config.periods}{_kept(out_dir, k)}", None) from None
                 except DispatchFailed as exc:
@@ -275,7 +282,7 @@ def _ramp_limits(config: DispatchConfig, horizon) -> np.ndarray | None:
 
 
 def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp, history, record, progress, reference,
-            evaluation, run_cfg, ac_part=None, observe=None) -> dict[str, Any]:
+            evaluation, run_cfg, ac_part=None, impl_part=None, observe=None) -> dict[str, Any]:
     """One period: its data to the zones, (re)start, the rounds until the residuals meet the tolerance.
 
     Its times: ``wall_s``/``cpu_s`` are the dispatch's own (the zones' data, their solves, the coordinator; CPU of
@@ -331,6 +338,12 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
     stopped = run_rounds(rounds, coordinator.round + 1, coordinator.round + config.max_rounds, history, record, 0,
                          progress, False)
     rows = history[start:]
+    # the zones' implemented dispatch: their true loads, their tie-line flows held at the agreed values (the mean of
+    # the last releases); nothing crosses back in a deployment (the evaluation reads it)
+    ti = time.perf_counter()
+    implemented = {int(z): v for z, v in backend.call("implement", {m.zone: m for m in coordinator.agreed()}).items()
+                   if v is not None}
+    implemented_s = time.perf_counter() - ti
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     te, ce = time.perf_counter(), time.process_time()
     diags = backend.diagnostics()
@@ -345,8 +358,10 @@ def _period(k, config, horizon, backend, coordinator, own_buses, own_gens, ramp,
         "zones_cpu_s": _zone_cpu(backend, own_buses, z0),  # the zones' processes' CPU (each process once); evaluation only
         # private rounds whose local solve failed (the zone released its previous point again; docs/multi_period.md)
         "local_failures": _failures(backend, own_buses) - f0,
+        "implemented_solve_s": implemented_s,
     }
     row.update(_evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, run_cfg, ac_part))
+    row.update(implemented_row(k, horizon, implemented, evaluation, impl_part))
     row["evaluation_s"] = clock["eval"] + time.perf_counter() - te
     row["evaluation_cpu_s"] = clock["eval_cpu"] + time.process_time() - ce
     return row
@@ -429,30 +444,8 @@ def _evaluate(k, config, horizon, backend, diags, reference, evaluation, ramp, r
             row["centralized_cost"] = central
             row["relative_cost_gap"] = abs(cost - central) / max(abs(central), 1e-9)
     if ac_part is not None:
-        row.update(_ac_check(k, horizon, backend, diags, ac_part))
+        row.update(ac_check_row(k, horizon, backend, diags, ac_part))
     return row
-
-
-#: the AC check's figures per period (powerdp run --ac-check's ACCheck, one column each)
-AC_COLUMNS = ("converged", "slack_mismatch_mw", "max_voltage_violation_pu", "max_loading_percent", "losses_mw")
-
-
-def _ac_check(k, horizon, backend, diags, part) -> dict[str, Any]:
-    """pandapower's AC power flow at period ``k``'s dispatch (the zones' released solutions, each value from the zone
-    that owns it) on the period's network: ``ac_converged``, the slack's mismatch against the dispatch (MW), the worst
-    voltage outside [vmin, vmax] (p.u.), the most loaded rated branch (%), the losses (MW)."""
-    from ...opf.pandapower_io import ac_check
-    from ...opf.tables import dispatch_from_zones
-
-    sols = {int(d.zone): d.solution for d in backend.diagnostics(with_solution=True)}
-    # the period's loads in a network converted from its arrays (a SimBench source net holds its own loads)
-    net_k = replace(horizon.network_at(k), pandapower_net=None, pandapower_gens=None)
-    try:
-        check = ac_check(net_k, dispatch_from_zones(net_k, part.zone_of_bus, sols))
-    except PowerDPError as exc:
-        log.warning("period %d: AC check failed: %s", k, exc)
-        return {f"ac_{c}": (False if c == "converged" else None) for c in AC_COLUMNS}
-    return {f"ac_{c}": getattr(check, c) for c in AC_COLUMNS}
 
 
 def _central(k, horizon, evaluation, ramp, run_cfg) -> float | None:
@@ -476,6 +469,7 @@ def _central(k, horizon, evaluation, ramp, run_cfg) -> float | None:
         log.warning("period %d: centralized reference solve failed (%s)", k, res.status_name)
         return None
     evaluation["central_pg"] = np.asarray(res.dispatch.pg, dtype=float).tolist()
+    evaluation["central_result"] = res  # the period's centralized dispatch, for the operator's evaluation
     return float(res.objective)
 
 
@@ -548,6 +542,7 @@ def _result(config, horizon, run_cfg, part, history, periods, evaluation, diags,
         "total_shedding_mwh": float(frame["shedding_mw"].sum() * horizon.period_minutes / 60.0) if len(frame) else None,
         "shedding_weight": run_cfg.shedding_weight, "rho": run_cfg.rho,
         "total_cost_with_curtailment": float(frame["cost_with_curtailment"].sum()) if "cost_with_curtailment" in frame else None,
+        **implemented_summary(frame),
     }
     dispatch = _tables(horizon, evaluation["dispatch"])
     privacy = {int(d.zone): d.privacy for d in diags if d.privacy is not None}

@@ -43,8 +43,10 @@ from ...privacy.journal import ReleaseJournal, privacy_report
 from ...privacy.mechanisms import mechanism_from_dict
 from ...privacy.sampler import warm_up as warm_up_sampler
 from .config import RunConfig
+from .implemented import ZoneImplemented, held_flows, solve_implemented, with_loads
 
-__all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "step_size", "lipschitz_constant", "zone_checkpoint_path"]
+__all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "ZoneImplemented", "step_size", "lipschitz_constant",
+           "zone_checkpoint_path"]
 
 @dataclasses.dataclass(frozen=True)
 class _LeakyZoneUpdate(ZoneUpdate):
@@ -165,6 +167,7 @@ class ZoneAgent:
         # linearize "private" only the terms on y; the rest (e.g. the generation cost) holds no load and
         # is kept exact in every local problem, and the proximal term covers only what is linearized
         self._f_lin, free = self._f, None
+        self._y_cols = y_cols
         if config.linearize == "private" and y_cols.size:
             private, rest = self._f.split(y_cols)
             # a zone of an objective with a data-free part is treated so even when its own part is zero (no generator
@@ -236,6 +239,8 @@ class ZoneAgent:
             self.grad_sensitivity = OBJECTIVES[config.objective].gradient_sensitivity(
                 config.beta, config.sensitivity, config.adjacency, weight=self.shedding_weight
             )
+        own = np.asarray(prob.meta.get("own", own_buses), dtype=np.int64)
+        self._own_loads = (np.asarray(net.pd[own], dtype=float), np.asarray(net.qd[own], dtype=float))
         self.perturbation: Perturbation = PERTURBATIONS[config.spec.perturbation](
             config,
             gradient_sensitivity=self.grad_sensitivity,
@@ -245,7 +250,14 @@ class ZoneAgent:
             zone=self.zone,
             update=self.update,
             lipschitz=self.lipschitz,
+            loads=self._own_loads,
         )
+        # the balance variables of the own buses, in own-bus order (where the loads enter f_p: 2ω·d on y)
+        self._y_own = (prob.index_of([("yp", int(i)) for i in own]), prob.index_of([("yq", int(i)) for i in own])) \
+            if y_cols.size else None
+        self._round_f: QuadraticObjective | None = None  # f_p with the perturbation's loads (totals), else None
+        self._held = held_flows(net, prob, own_buses, shared_keys)  # the tie-line flows the implemented dispatch holds
+        self.z_implemented: np.ndarray | None = None  # the implemented point, once computed (implement)
         # what the zone has released, so that a resumed zone never releases a round again with fresh noise
         # (privacy/journal.py); opened in its private checkpoint folder when the run keeps checkpoints
         replay = replays(config.faults)  # False only under the test-only old resume (privacy/faults.py)
@@ -266,7 +278,12 @@ class ZoneAgent:
     # ------------------------------------------------------------ input perturbation
     def _draw_input(self) -> None:
         """Input perturbation: release the zone's data term on the noise support once (its loads' 2ωd) and compute with
-        that noisy term from now on (:meth:`use_input_term`)."""
+        that noisy term from now on (:meth:`use_input_term`). A perturbation that releases from the loads themselves
+        (the totals): release them and aim the rounds at the loads the release stands for (:meth:`_aim_rounds`)."""
+        if self.perturbation.from_loads:
+            self.perturbation.draw(*self._own_loads)
+            self._aim_rounds()
+            return
         self.use_input_term(self.perturbation.draw(self._f_lin_true.c[self.noise_cols]))
 
     def _data_changed(self) -> None:
@@ -288,6 +305,23 @@ class ZoneAgent:
         self._f_exact = self.reduction.pull_objective(dataclasses.replace(self._f, c=full))
 
     # ------------------------------------------------------------ internals
+    def _aim_rounds(self) -> None:
+        """The objective the rounds solve with: f_p itself, or (a perturbation whose release stands for the loads: the
+        totals) f_p with the release's loads written in place of the zone's own, so nothing of the true loads is left
+        in what the rounds compute. Refreshes the linearized part and the exact step's form (:attr:`_f_lin`,
+        :attr:`_f_exact`); the true f_p (:attr:`_f`) stays for the evaluation and the implemented dispatch."""
+        loads = self.perturbation.round_loads()
+        f = self._f
+        if loads is not None:
+            f = self._round_f = self._with_loads(*loads)
+        self._f_lin = f.split(self._y_cols)[0] if self._free_r is not None else f
+        self._f_exact = self.reduction.pull_objective(f)
+
+    def _with_loads(self, pd: np.ndarray, qd: np.ndarray) -> QuadraticObjective:
+        """f_p with the loads ``pd``, ``qd`` (own buses, p.u.) instead of the zone's (:func:`.implemented.with_loads`)."""
+        what = f"zone {self.zone}: objective {self.config.objective!r}"
+        return with_loads(self._f, self._y_own, self._own_loads, pd, qd, float(self.shedding_weight or 1.0), what)
+
     @property
     def mechanism(self):
         """The zone's noise mechanism of the current round (None when non-private)."""
@@ -411,6 +445,32 @@ class ZoneAgent:
         out[self.shared_cols] = rho
         return out
 
+    # ------------------------------------------------------ implemented dispatch
+    def implement(self, msg: ConsensusMessage) -> ZoneImplemented | None:
+        """The zone's implemented dispatch (:mod:`powerdp.apps.power_flow.implemented`): its problem re-solved with its
+        true loads, the active power into each of its tie-lines held at the agreed value ``msg.w`` (the mean of the
+        last releases). Nothing is released: the simulation's evaluation gets the point (``config.evaluate``), a
+        deployment's zone keeps it (:meth:`save_solution` writes it into its private folder) and returns None."""
+        if msg.zone != self.zone:
+            raise ValueError(f"message for zone {msg.zone} delivered to zone {self.zone}")
+        scale = objective_scaling(self.shedding_weight).get("obj_scaling_factor")
+        point = solve_implemented(self.problem, self._f, self._held, msg.w, self.shedding_weight, objective_scale=scale)
+        self.z_implemented = point.z
+        if not self.config.evaluate:
+            return None
+        z = point.z
+        balance = self.problem.expressions.get("sp")
+        sp = balance(z) if balance is not None else np.zeros(0)
+        buses = [int(b) for b in balance.keys] if balance is not None else []
+        return ZoneImplemented(
+            zone=self.zone, solution=dict(zip(self.problem.var_keys, z.tolist())),
+            shed_mw={b: float(v) * self._net.base_mva for b, v in zip(buses, sp)},
+            shedding_mw=total_shedding_mw(sp, self._net.base_mva), objective=self._f.value(z),
+            cost=generation_cost(self._net, z[self._gen_cols], self._gens), held=point.held, outcome=point.outcome,
+            solver_s=point.solver_s,
+            held_mw={k: float(v) * self._net.base_mva for k, v in zip(self._held.keys, self._held.values(msg.w))},
+        )
+
     # ----------------------------------------------------------- evaluation
     def diagnostics(self, with_solution: bool = False) -> ZoneDiagnostics:
         """True objective and W_p violation of the released point, and the privacy spend.
@@ -458,6 +518,9 @@ class ZoneAgent:
             except (ValueError, KeyError, OSError):  # a damaged log of the zone's own: rewritten from this run
                 pass
         folders.write_csv(frame, stats)
+        if self.z_implemented is not None:  # the set-points the zone applies (implement): its own, never sent
+            folders.write_csv(pd.DataFrame({"variable": [k[0] for k in keys], "index": [k[1] for k in keys],
+                                            "value": self.z_implemented}), folders.implemented_path(self.zone))
         return path
 
     # ----------------------------------------------------------- checkpoint
@@ -540,7 +603,9 @@ class ZoneAgent:
             if missing > 0:  # checkpoints written before the ledger kept its history
                 self.ledger.record(missing)
         self.perturbation.load_state_arrays(state)
-        if self.perturbation.once and self.perturbation.term is not None:  # the zone computes with the term it drew
+        if self.perturbation.from_loads:  # the zone computes with the release it drew, not the constructor's fresh one
+            self._aim_rounds()
+        elif self.perturbation.once and self.perturbation.term is not None:  # the zone computes with the term it drew
             self.use_input_term(self.perturbation.term)
         elif self.perturbation.once and state.get("input_noise") is not None:  # an earlier version kept ξ alone
             gamma = self.perturbation.mechanism.grid

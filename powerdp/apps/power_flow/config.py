@@ -23,7 +23,8 @@ from ...opf.local_solver import AUTO, SOLVERS, solver_class
 from ...opf.objectives import OBJECTIVES
 from ...privacy.faults import InjectedFaults, check_faults
 
-__all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS", "LINEARIZE"]
+__all__ = ["RunConfig", "ALGORITHMS", "ETA_SCHEDULES", "ADJACENCIES", "NOISE_SUPPORTS", "LINEARIZE", "default_algorithm",
+           "BUDGET_ALGORITHM"]
 
 ALGORITHMS = tuple(ALIASES)  # the named combinations; any UPDATE/PERTURBATION/MECHANISM is accepted too
 ADJACENCIES = ("value", "bus")
@@ -46,6 +47,20 @@ COORDINATION = {
 FIXED_COORDINATION = COORDINATION[True]
 #: the stopping rule's default tolerance on both relative residuals (docs/algorithm.md, "Stopping")
 DEFAULT_TOLERANCE = 1e-4
+
+#: the mechanism of a run given a total budget but no algorithm (``powerdp run CASE --target-epsilon E``): the one that
+#: measured best at a total budget (docs/results/utility.md): the zone's two load totals released once with Laplace
+#: noise (at δ > 0 calibrated with the exact privacy-loss distribution), exact ADMM on loads built from them, and the
+#: implemented dispatch on the true loads
+BUDGET_ALGORITHM = "totl"
+#: without a budget: objective perturbation at ``epsilon`` per local step (the paper's method)
+DEFAULT_ALGORITHM = "objl"
+
+
+def default_algorithm(target_epsilon: float | None) -> str:
+    """The algorithm of a run that names none: :data:`BUDGET_ALGORITHM` with a total budget, else
+    :data:`DEFAULT_ALGORITHM`."""
+    return BUDGET_ALGORITHM if target_epsilon is not None else DEFAULT_ALGORITHM
 
 
 @dataclass
@@ -198,8 +213,9 @@ class RunConfig(AlgorithmChoices):
                 "output perturbation adds noise to every entry of the local solution (its sensitivity bounds all of z); "
                 "leave noise_on unset or use 'all'",
             )
-        if self.noise_on == "all" and spec.perturbation == "input":
-            raise bad("noise_on", "input perturbation perturbs the loads, which enter only the balance-variable entries; leave noise_on unset")
+        if self.noise_on == "all" and spec.perturbation in ("input", "totals", "hierarchical"):
+            raise bad("noise_on", f"{spec.perturbation} perturbation perturbs the loads, which enter only the balance-variable "
+                      "entries; leave noise_on unset")
         if int(self.rounds) != self.rounds or self.rounds < 1:
             raise bad("rounds", "must be a positive integer")
         if int(self.local_updates) != self.local_updates or self.local_updates < 1:

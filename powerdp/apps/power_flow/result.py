@@ -127,6 +127,7 @@ class RunResult:
     tables: ResultTables | None = field(default=None, repr=False)
     dispatch: Dispatch | None = field(default=None, repr=False)
     ac_check: Any = field(default=None, repr=False)
+    implemented: dict[int, Any] = field(default_factory=dict, repr=False)  # zone → its implemented dispatch (evaluation)
 
     @property
     def final(self) -> pd.Series:
@@ -234,6 +235,9 @@ class RunResult:
         for zone, sol in self.zone_solutions.items():
             keys = list(sol)
             folders.write_csv(_key_frame(keys, [sol[k] for k in keys]), folders.solution_path(zone))
+        for zone, imp in self.implemented.items():  # each zone's implemented set-points: its own private file
+            keys = list(imp.solution)
+            folders.write_csv(_key_frame(keys, [imp.solution[k] for k in keys]), folders.implemented_path(zone))
         if self.tables is not None:
             self.tables.save(evaluation)
         remove_legacy_files(d)

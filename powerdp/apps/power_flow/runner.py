@@ -25,6 +25,7 @@ from ...errors import ConfigError, PowerDPError
 from ...files.atomic import atomic_write
 from ...grid.network import Network
 from ...grid.partition import Partition
+from ...opf.objectives import OBJECTIVES
 from ...runs.directory import DirectoryLock, ensure_dir, prepare_run_dir
 from ...runs.inputs import case_entry, file_entry, partition_entry
 from ...runs.loop import Rounds, run_rounds
@@ -62,6 +63,7 @@ def run_distributed(
     status: Callable[[str], None] | None = None,
     ac_check: bool = False,
     observe: Callable[[list[ZoneUpdate]], None] | None = None,
+    ac_evaluation: bool = True,
     _zone_layout: str | None = None,
 ) -> RunResult | None:
     """Run the (private) distributed ADMM of docs/algorithm.md and return its :class:`RunResult`.
@@ -86,6 +88,10 @@ def run_distributed(
         ``summary["ac_check"]``; docs/operating_point.md). Needs ``config.evaluate``.
     observe: called with the zones' :class:`ZoneUpdate` messages of every round, round 0 (the initial
         projection) included: exactly what the coordinator receives (``powerdp audit`` records them).
+    ac_evaluation: evaluate the implemented dispatch as an operator would (pandapower's AC power flow on the true
+        loads, restored when the set-points break a limit; docs/operating_point.md), beside the centralized
+        dispatch evaluated the same way: ``summary["implemented"]``, ``summary["implemented_reference"]``. Needs
+        ``config.evaluate`` and an objective with costs and balance variables (``cost+shedding``); else skipped.
     _zone_layout: TEST-ONLY: ``"legacy-test-only"`` writes the zones' files where earlier versions did (under
         ``out``, default permissions), for the tests that show the file audit catching it. Never in a real run.
 
@@ -107,19 +113,19 @@ def run_distributed(
     # the backend decides how the run starts (under MPI only rank 0 coordinates; docs/contributing.md)
     return launch(
         config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check,
-                                    observe, _zone_layout)
+                                    observe, _zone_layout, ac_evaluation)
     )
 
 
 def _locked_run(
     config, network, partition, out, resume, progress, reference, overwrite, status, ac_check=False, observe=None,
-    zone_layout=None,
+    zone_layout=None, ac_evaluation=True,
 ) -> RunResult:
     if out is None:
         if resume:
             raise ConfigError("resume needs the output directory of the run")
         return _run(plan_run(config, network, partition, None, False, reference, status, zone_layout), progress, status, ac_check,
-                    observe)
+                    observe, ac_evaluation)
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"output directory {out_dir} is an existing file, not a directory")
@@ -129,7 +135,7 @@ def _locked_run(
     with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
         return _run(plan_run(config, network, partition, out_dir, resume, reference, status, zone_layout), progress, status,
-                    ac_check, observe)
+                    ac_check, observe, ac_evaluation)
 
 
 def _checked(observe):
@@ -148,7 +154,7 @@ def _checked(observe):
     return seen
 
 
-def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunResult:
+def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evaluation=True) -> RunResult:
     """Execute ``plan``: the reference solve, the agents on their backend, the rounds, the final point."""
     say = status or (lambda msg: None)
     seen = observe or (lambda updates: None)
@@ -157,11 +163,13 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
         seen = _checked(seen)
     t_setup = time.perf_counter()
     central = None
+    central_solve = None  # the centralized OPF (its dispatch is the operator's reference)
     reference_s = 0.0  # the centralized solve reads every load: the simulation's, kept out of the coordinator's setup time
     if plan.reference:
         say(f"centralized reference solve of {net.name} ({net.n_bus} buses)")
         t_ref = time.perf_counter()
-        central = _centralized_reference(net, config)
+        central_solve = _centralized_reference(net, config)
+        central = central_solve.objective if central_solve is not None else None
         reference_s = time.perf_counter() - t_ref
     keys = plan.shared_keys
     history: list[dict[str, Any]] = []
@@ -246,6 +254,19 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
             log.warning("the run reached its round cap (%d) before both relative residuals met the tolerance %g "
                         "(primal %.2e, dual %.2e); --rounds raises the cap", config.rounds, config.tolerance,
                         history[-1].get("primal_relative", float("nan")), history[-1].get("dual_relative", float("nan")))
+        if stopped in ("rounds", "tolerance") and OBJECTIVES[config.objective].balance_variables:
+            say("implemented dispatch: each zone re-solves with its true loads, its tie-line flows held at the agreed values")
+            t_impl = time.perf_counter()
+            try:
+                done = backend.call("implement", {m.zone: m for m in coordinator.agreed()})
+            except PowerDPError as exc:  # the run's rounds are kept whatever happens here
+                log.warning("implemented dispatch failed: %s", exc)
+                result.summary["implemented_error"] = str(exc)
+            else:
+                result.implemented = {int(z): v for z, v in done.items() if v is not None}
+            result.summary["implemented_s"] = time.perf_counter() - t_impl  # the zones' solves (evaluation view)
+            if result.implemented:  # the zones' own figures; the AC ones join them in evaluate_implemented
+                result.summary["implemented"] = implemented_figures(result.implemented)
         result.summary["resumed_from"] = start_round - 1 if plan.resume else None
         if plan.folders is not None and plan.folders.run:  # names each zone's folder DEP/zone_P.private/runs/RUN on its host
             result.summary["zone_run"] = plan.folders.run
@@ -256,6 +277,13 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None) -> RunRe
         backend.close()
     out_dir = record.directory if record is not None else None
     _final_point(result, net, part, out_dir, ac_check, say)
+    if ac_evaluation and result.implemented and net.has_costs:
+        say("operator's evaluation: AC power flow of the implemented dispatch and of the centralized one")
+        try:
+            evaluate_implemented(result, net, part, central_solve)
+        except PowerDPError as exc:  # a network pandapower cannot hold: the run's results are kept
+            log.warning("the operator's evaluation failed: %s", exc)
+            result.summary["implemented_evaluation_error"] = str(exc)
     if out_dir is not None:
         result.save(out_dir)
     return result
@@ -304,12 +332,30 @@ def _renamed(row: dict) -> dict:
     return out
 
 
-def _centralized_reference(net: Network, config: RunConfig) -> float | None:
-    """The centralized optimum of the run's objective, solved with Ipopt whatever the local solver: the
-    reference the product is specified on (Clarabel does not reach its tolerances on some large
-    centralized problems, docs/guide.md "Choosing the local solver")."""
+#: the centralized references a process has solved (and evaluated), by what decides them: a sweep's runs of one case
+#: share one (its solve and its AC evaluation take longer than a private case118 run)
+_REFERENCES: dict[tuple, Any] = {}
+
+
+def _reference_key(net: Network, config: RunConfig) -> tuple:
+    import hashlib
+
+    h = hashlib.sha256()
+    for a in (net.pd, net.qd, net.pmin, net.pmax, net.qmin, net.qmax, net.cost_c2, net.cost_c1, net.rate_a, net.vmin, net.vmax):
+        h.update(np.ascontiguousarray(a, dtype=float).tobytes())
+    return (net.name, net.n_bus, net.n_branch, h.hexdigest(), config.objective, config.convention, config.flows,
+            config.shedding_weight)
+
+
+def _centralized_reference(net: Network, config: RunConfig):
+    """The centralized optimum of the run's objective (an :class:`~powerdp.opf.centralized.OPFResult`, None when it
+    fails), solved with Ipopt whatever the local solver: the reference the product is specified on (Clarabel does
+    not reach its tolerances on some large centralized problems, docs/guide.md "Choosing the local solver")."""
     from ...opf.centralized import solve_opf
 
+    key = _reference_key(net, config)
+    if key in _REFERENCES:
+        return _REFERENCES[key]
     try:
         res = solve_opf(
             net, objective=config.objective, convention=config.convention, flows=config.flows,
@@ -321,7 +367,10 @@ def _centralized_reference(net: Network, config: RunConfig) -> float | None:
     if not res.success:
         log.warning("centralized reference solve failed (%s); the run reports no gap to it", res.status_name)
         return None
-    return res.objective
+    if len(_REFERENCES) > 8:
+        _REFERENCES.clear()
+    _REFERENCES[key] = res
+    return res
 
 
 def _final_point(result: RunResult, net: Network, part: Partition, out_dir: Path | None, ac_check: bool, say) -> None:
@@ -339,6 +388,45 @@ def _final_point(result: RunResult, net: Network, part: Partition, out_dir: Path
         result.check_ac(net)
     if out_dir is not None and net.pandapower_net is not None:
         _write_pandapower_copy(result, net, out_dir)
+
+
+def evaluate_implemented(result: RunResult, net: Network, part: Partition, central=None) -> None:
+    """The operator's evaluation (:func:`powerdp.opf.ac_evaluation.evaluate_ac`) of the zones' implemented dispatch
+    (``summary["implemented"]``) and of the centralized dispatch ``central`` (an OPFResult; ``summary[
+    "implemented_reference"]``), the gap taken between the two AC points' costs; the simulation's evaluation."""
+    from ...opf.ac_evaluation import evaluate_ac
+    from ...opf.tables import dispatch_from_zones
+
+    zones = result.implemented
+    dispatch = dispatch_from_zones(net, part.zone_of_bus, {z: imp.solution for z, imp in zones.items()})
+    shed = np.zeros(net.n_bus)
+    for imp in zones.values():
+        for bus, mw in imp.shed_mw.items():
+            shed[bus] = mw
+    shedding = float(sum(imp.shedding_mw for imp in zones.values()))
+    ref = None
+    if central is not None:
+        ref = getattr(central, "_operator_evaluation", None)  # evaluated once per reference (a sweep's runs share it)
+        if ref is None:
+            ref_shed = central.buses["p_shed_mw"].to_numpy(dtype=float) if "p_shed_mw" in central.buses else None
+            ref = central._operator_evaluation = evaluate_ac(net, central.dispatch, ref_shed)
+        result.summary["implemented_reference"] = ref.to_dict(float(central.total_shedding_mw), ref.cost)
+    held = {k: mw for imp in zones.values() for k, mw in getattr(imp, "held_mw", {}).items()}
+    ev = evaluate_ac(net, dispatch, shed, held, part.zone_of_bus)
+    result.summary["implemented"] = {**ev.to_dict(shedding, ref.cost if ref is not None else None),
+                                     **implemented_figures(zones)}
+
+
+def implemented_figures(zones: dict) -> dict[str, Any]:
+    """The zones' implemented dispatch in figures of its own (the simulation's evaluation): Σ f_p at the true loads
+    (``objective``: the shedding objective's F, or cost + ω·shedding²), the MW shed, each zone's generation cost and
+    whether its holds were met exactly."""
+    return {
+        "objective": float(sum(imp.objective for imp in zones.values())),
+        "shedding_mw": float(sum(imp.shedding_mw for imp in zones.values())),
+        "zone_costs": {z: imp.cost for z, imp in sorted(zones.items())},
+        "held": {z: imp.held for z, imp in sorted(zones.items())},
+    }
 
 
 def _write_pandapower_copy(result: RunResult, net: Network, out_dir: Path) -> None:

@@ -145,6 +145,14 @@ class Coordinator:
             for p in range(self.n_zones)
         ]
 
+    def agreed(self) -> list[ConsensusMessage]:
+        """The agreed point after the last round, one message per zone (its entries): the mean of the zones' last
+        releases (:meth:`average`: the duals of a shared variable sum to zero, so it is the plain mean), which is
+        post-processing of the releases. The zones hold it in their implemented dispatch; nothing of the coordinator's
+        state changes."""
+        w = self.average()
+        return [ConsensusMessage(round=self.round, zone=p, w=w[m].copy(), rho=self.rho) for p, m in enumerate(self.zone_maps)]
+
     def receive(self, updates: Sequence[ZoneUpdate]) -> Residuals:
         """Take B_p z_p^{t+1}, update the duals (docs/algorithm.md step 3), return the residuals."""
         u_prev = (self.x, self.lam)

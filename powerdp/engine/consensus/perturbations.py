@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from ...privacy import MECHANISMS, GaussianMechanism, Mechanism, PrivacyLedger, Sensitivity, noise_magnitude
+from ...privacy.sensitivity import hierarchical_sensitivity, totals_sensitivity
 
 if TYPE_CHECKING:
     from .settings import ConsensusSettings
 
-__all__ = ["Perturbation", "ObjectivePerturbation", "OutputPerturbation", "InputPerturbation", "PERTURBATIONS"]
+__all__ = ["Perturbation", "ObjectivePerturbation", "OutputPerturbation", "InputPerturbation", "TotalsPerturbation",
+           "HierarchicalPerturbation", "shrunk_loads", "PERTURBATIONS"]
 
 
 
@@ -46,6 +48,9 @@ class Perturbation:
     #: whether the paper's sensitivity value (``sensitivity = "paper"``) is a sound bound for this perturbation
     #: (docs/privacy.md: measured 2β for objective and input perturbation; not for output perturbation)
     paper_rule_sound: ClassVar[bool] = True
+    #: whether its release is computed from the zone's loads themselves (drawn again whenever they change: a
+    #: dispatch's period), rather than noise added inside the zone's steps
+    from_loads: ClassVar[bool] = False
 
     def __init__(self, config: ConsensusSettings, **_: Any):
         self.config = config
@@ -66,6 +71,11 @@ class Perturbation:
     def end_round(self, steps: int) -> None:
         """Called after a round of ``steps`` released local steps."""
 
+    def round_loads(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The loads (pd, qd of the zone's own buses, p.u.) the zone's rounds solve with instead of its own: a function
+        of the perturbation's release alone; None (the default) when the rounds see the zone's own loads."""
+        return None
+
     def state_arrays(self) -> dict[str, np.ndarray]:
         """The perturbation's own state for the zone's checkpoint (arrays; none by default)."""
         return {}
@@ -75,7 +85,16 @@ class Perturbation:
 
 
 def _mechanism(config: ConsensusSettings, sensitivity: Sensitivity) -> Mechanism:
-    """The per-step mechanism: from ``epsilon``/``delta`` per step, or calibrated to the run's total budget."""
+    """The per-step mechanism: from ``epsilon``/``delta`` per step, or calibrated to the run's total budget.
+
+    The test-only fault ``sensitivity_scale`` (:class:`~powerdp.privacy.faults.InjectedFaults`) calibrates it to a
+    smaller sensitivity than the true one: a broken run the audit must catch."""
+    faults = getattr(config, "faults", None)
+    if faults is not None and faults.sensitivity_scale != 1.0:
+        from dataclasses import replace
+
+        f = float(faults.sensitivity_scale)
+        sensitivity = replace(sensitivity, l1=sensitivity.l1 * f, l2=sensitivity.l2 * f)
     budget = config.per_step_noise()
     if budget is None:
         return MECHANISMS[config.mechanism].from_sensitivity(sensitivity, config.epsilon, config.delta)
@@ -204,10 +223,140 @@ class InputPerturbation(Perturbation):
             self._uncharged = False
 
 
+class TotalsPerturbation(Perturbation):
+    """Input perturbation on the zone's totals (docs/privacy.md): the zone releases its two load totals (Σ pd, Σ qd
+    over its own buses) once, with noise calibrated to what one neighbouring change moves them by
+    (:func:`~powerdp.privacy.sensitivity.totals_sensitivity`: β), and its rounds solve with loads built from that
+    release alone: every own bus gets an equal share of each noisy total, a distribution that depends on no data.
+    Everything the zone releases afterwards is post-processing of the two noisy totals, so the run costs one
+    release's ε, whatever its rounds. The boundary of a zone depends on its loads mostly through these totals
+    (its net injection); the implemented dispatch puts the true loads back inside the zone.
+
+    The zone draws the release (:meth:`draw`, from its own buses' pd and qd) once when it is built, and a dispatch's
+    zone once per period; like input perturbation's term, the release is in the zone's private checkpoint (a resumed
+    zone computes with the same totals, never a fresh noisy copy) and charged once, after the round that follows
+    its draw."""
+
+    name: ClassVar[str] = "totals"
+    summary: ClassVar[str] = ("the zone's two load totals perturbed once and shared equally over its buses, then the "
+                              "non-private update (the run costs ε once)")
+    once: ClassVar[bool] = True
+    exact_privacy_loss: ClassVar[bool] = True
+    from_loads: ClassVar[bool] = True
+
+    def __init__(self, config: ConsensusSettings, *, rng: np.random.Generator, zone: int, **_: Any):
+        super().__init__(config)
+        self.rng = rng
+        self.zone = int(zone)
+        # the loads' own adjacency (β, one value or one bus): a power-flow run's settings (RunConfig)
+        self.mechanism = _mechanism(config, self._sensitivity(config))
+        self.ledger = _ledger(config, self.mechanism, zone)
+        self.totals: np.ndarray | None = None  # the release, on the sampler's grid (p.u.)
+        self.n_buses = 0
+        self.xi: np.ndarray | None = None  # its noise (the simulation's Σ|ξ|)
+        self._uncharged = False  # a draw not yet in the ledger
+
+    @staticmethod
+    def _sensitivity(config: ConsensusSettings) -> Sensitivity:
+        return totals_sensitivity(config.beta, config.adjacency)
+
+    def _value(self, pd: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        return np.array([float(np.sum(pd)), float(np.sum(qd))])
+
+    def draw(self, pd: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Release what this perturbation releases of ``pd`` and ``qd`` (the zone's own buses' loads) with fresh noise
+        (through the sampler: a resumed zone's journal checks it); the loads the rounds then solve with."""
+        self.totals, self.xi = self.mechanism.release(self._value(pd, qd), self.rng)
+        self.n_buses = len(pd)
+        self._uncharged = True
+        return self.round_loads()
+
+    def perturb_objective(self, c: np.ndarray) -> float:
+        return noise_magnitude(self.xi) if self.xi is not None else 0.0  # the release is in the loads already
+
+    def round_loads(self) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.totals is None:
+            return None
+        n = max(self.n_buses, 1)
+        return np.full(self.n_buses, self.totals[0] / n), np.full(self.n_buses, self.totals[1] / n)
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        # released once: a resumed run (secret noise too) keeps the same totals, never a fresh noisy copy
+        if self.totals is None:
+            return {}
+        return {"released_totals": self.totals, "released_totals_noise": self.xi,
+                "released_totals_buses": np.array(self.n_buses), "released_totals_uncharged": np.array(self._uncharged)}
+
+    def load_state_arrays(self, state: dict[str, Any]) -> None:
+        if state.get("released_totals") is None:
+            return
+        self.totals = np.asarray(state["released_totals"], dtype=float)
+        if state.get("released_totals_noise") is not None:
+            self.xi = np.asarray(state["released_totals_noise"], dtype=float)
+        if state.get("released_totals_buses") is not None:
+            self.n_buses = int(np.asarray(state["released_totals_buses"]))
+        if "released_totals_uncharged" in state:
+            self._uncharged = bool(np.asarray(state["released_totals_uncharged"]))
+        elif self.ledger is not None:  # an earlier version's checkpoint: charged from the first round on
+            self._uncharged = self.ledger.steps == 0
+
+    def end_round(self, steps: int) -> None:
+        if self._uncharged:  # the release is out (through its post-processing) from the round after its draw on
+            self.ledger.record(1)
+            self._uncharged = False
+
+
+class HierarchicalPerturbation(TotalsPerturbation):
+    """Input perturbation at two levels (docs/privacy.md): one release holds the zone's two load totals and every own
+    bus's load values, every entry with the same noise, calibrated to what one neighbouring change moves (a load and
+    its total, β each: :func:`~powerdp.privacy.sensitivity.hierarchical_sensitivity`). The rounds solve with
+    :func:`shrunk_loads` of it: each bus's noisy value shrunk toward an equal share of the noisy total by as much as
+    the release says its noise dominates, then shifted so the zone's loads sum to the noisy total. At a large budget
+    that is each bus's own load; at a small one the totals' equal shares. A function of the release alone: the run
+    costs one release's ε, whatever its rounds."""
+
+    name: ClassVar[str] = "hierarchical"
+    summary: ClassVar[str] = ("the zone's load totals and bus loads perturbed once, the bus loads shrunk toward equal shares "
+                              "of the totals; then the non-private update (the run costs ε once)")
+
+    @staticmethod
+    def _sensitivity(config: ConsensusSettings) -> Sensitivity:
+        return hierarchical_sensitivity(config.beta, config.adjacency)
+
+    def _value(self, pd: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        # [Σ pd, Σ qd, pd_1..pd_n, qd_1..qd_n]
+        return np.concatenate([[float(np.sum(pd)), float(np.sum(qd))], np.asarray(pd, dtype=float),
+                               np.asarray(qd, dtype=float)])
+
+    def round_loads(self) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.totals is None:
+            return None
+        n, v = self.n_buses, float(self.mechanism.variance)
+        r = self.totals
+        return shrunk_loads(r[0], r[2:2 + n], v), shrunk_loads(r[1], r[2 + n:2 + 2 * n], v)
+
+
+def shrunk_loads(total: float, values: np.ndarray, variance: float) -> np.ndarray:
+    """The loads of one kind a hierarchical release stands for: each noisy bus value ``values`` shrunk toward the equal
+    share of the noisy ``total`` by λ = max(s² − v, 0)/s² (s² the noisy values' spread, v the noise ``variance``: the
+    share of the spread that is signal, estimated from the release), then shifted to sum to ``total``."""
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    if n == 0:
+        return values
+    if n == 1:
+        return np.array([float(total)])
+    spread = float(np.var(values, ddof=1))
+    lam = max(spread - variance, 0.0) / spread if spread > 0 else 0.0
+    return float(total) / n + lam * (values - values.mean())
+
+
 #: perturbation name → class; a new perturbation is one class and one entry here
 PERTURBATIONS: dict[str, type[Perturbation]] = {
     "none": Perturbation,
     "objective": ObjectivePerturbation,
     "output": OutputPerturbation,
     "input": InputPerturbation,
+    "totals": TotalsPerturbation,
+    "hierarchical": HierarchicalPerturbation,
 }

@@ -15,7 +15,7 @@ class ExactUpdate(LocalUpdate):
 
     name: ClassVar[str] = "exact"
     # input perturbation runs it on perturbed loads: f_p with d̃ is f_p plus a fixed linear term
-    perturbations: ClassVar[tuple[str, ...]] = ("none", "input")
+    perturbations: ClassVar[tuple[str, ...]] = ("none", "input", "totals", "hierarchical")
     summary: ClassVar[str] = "the zone's true objective plus the ADMM term, one solve per round"
 
     def local_problem(self, reduction, f_r: QuadraticObjective) -> tuple[CompiledProblem, QuadraticObjective]:

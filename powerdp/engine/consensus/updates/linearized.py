@@ -49,7 +49,7 @@ class LinearizedUpdate(LocalUpdate):
     """
 
     name: ClassVar[str] = "linearized"
-    perturbations: ClassVar[tuple[str, ...]] = ("none", "objective", "output", "input")
+    perturbations: ClassVar[tuple[str, ...]] = ("none", "objective", "output", "input", "totals", "hierarchical")
     summary: ClassVar[str] = "linearized objective plus a proximal term 1/(2η_t)‖z − z^{t,e}‖², E steps per round"
 
     def eta(self, t: int, lipschitz: float, cap: float = CAP_ALL) -> float:
