@@ -28,8 +28,9 @@ def one(case: str, solver: str, rounds: int, eps: float, seed: int) -> dict:
     w0, c0 = time.perf_counter(), time.process_time()
     res = run_distributed(cfg, reference=False, ac_evaluation=False)  # the run: set-up, rounds, implemented dispatch
     run_wall, run_cpu = time.perf_counter() - w0, time.process_time() - c0
+    from powerdp.apps.power_flow.operator_view import evaluate_implemented
     from powerdp.apps.power_flow.plan import resolve_config, resolve_partition
-    from powerdp.apps.power_flow.runner import _centralized_reference, evaluate_implemented
+    from powerdp.apps.power_flow.runner import _centralized_reference
     from powerdp.grid.loading import load_case
 
     w1, c1 = time.perf_counter(), time.process_time()  # the simulation's evaluation, apart

@@ -42,7 +42,7 @@ def test_no_noise_or_solver_statistics_in_a_zone_update():
 def test_check_message_refuses_extra_fields_and_foreign_types():
     check_message(ZoneUpdate(1, 0, np.zeros(2)))
     check_message(ConsensusMessage(1, 0, np.zeros(2), 1.0))
-    from powerdp.apps.power_flow.agent import _LeakyZoneUpdate
+    from powerdp.apps.power_flow.zone_terms import LeakyZoneUpdate as _LeakyZoneUpdate
 
     with pytest.raises(ValueError, match="noise_magnitude"):
         check_message(_LeakyZoneUpdate(1, 0, np.zeros(2), 3.0))

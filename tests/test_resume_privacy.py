@@ -164,13 +164,13 @@ def _day(tmp_path, periods=4):
     return load_horizon("case14", periods=periods, profiles=day_profile(tmp_path / "day.csv", periods))
 
 
-def _dispatch(tmp_path, horizon, algorithm="objl", faults=None, **kw):
+def _dispatch(tmp_path, horizon, algorithm="objl", faults=None, max_rounds=5, **kw):
     from powerdp.apps.dispatch.config import DispatchConfig
     from powerdp.apps.dispatch.runner import run_dispatch
 
     out = tmp_path / f"day_{algorithm}"
     cfg = DispatchConfig(source="case14", periods=horizon.pd.shape[0], zones=3, algorithm=algorithm, target_epsilon=1.0,
-                         max_rounds=5, tolerance=0.0, **kw)
+                         max_rounds=max_rounds, tolerance=0.0, **kw)
 
     def start(resume, observe):
         warnings.filterwarnings("ignore")
@@ -206,7 +206,9 @@ def test_the_old_resume_of_a_day_sends_fresh_copies(tmp_path):
     from powerdp.apps.dispatch.config import DispatchConfig  # noqa: F401 - the fault reaches the zones via run_config
 
     horizon = _day(tmp_path)
-    cfg, out, _ = _dispatch(tmp_path, horizon, "objl")
+    # 40 rounds a period: the Ctrl-C asked after round 3 lands a few fast rounds later, mid-period (with 5 a period
+    # it could land on the period's end, and the resume would then repeat nothing for the fault to show)
+    cfg, out, _ = _dispatch(tmp_path, horizon, "objl", max_rounds=40)
     from powerdp.apps.dispatch import runner
 
     real = runner.resolve_config

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse.linalg as spla
 
 from ...engine.consensus.messages import ConsensusMessage, SolverStats, ZoneUpdate
 from ...engine.consensus.perturbations import PERTURBATIONS, Perturbation
@@ -44,57 +43,11 @@ from ...privacy.mechanisms import mechanism_from_dict
 from ...privacy.sampler import warm_up as warm_up_sampler
 from .config import RunConfig
 from .implemented import ZoneImplemented, held_flows, solve_implemented, with_loads
+from .zone_terms import lipschitz_constant, objective_scaling
+from .zone_terms import maybe_leak as _maybe_leak
 
 __all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "ZoneImplemented", "step_size", "lipschitz_constant",
            "zone_checkpoint_path"]
-
-@dataclasses.dataclass(frozen=True)
-class _LeakyZoneUpdate(ZoneUpdate):
-    """A ZoneUpdate with a field the allow-list forbids (the test-only leak switch)."""
-
-    noise_magnitude: float = 0.0
-
-
-def _maybe_leak(update: ZoneUpdate, noise: float, faults) -> ZoneUpdate:
-    """The test-only side channel (``RunConfig.faults.leak == "noise_magnitude"``): every ZoneUpdate carries the
-    round's Σ|ξ| in a field outside the allow-list, as before the privacy review; ``powerdp audit`` must fail on it."""
-    if faults is not None and faults.leak == "noise_magnitude":
-        return _LeakyZoneUpdate(update.round, update.zone, update.released, float(noise))
-    return update
-
-
-def lipschitz_constant(objective: QuadraticObjective, n: int) -> float:
-    """L_p = λ_max of the objective's Hessian (docs/algorithm.md).
-
-    For the shedding objective in the paper's coordinates the Hessian is 2·I on
-    the balance variables and 0 elsewhere, so L_p = 2 exactly; a diagonal
-    Hessian is read off, any other goes to an eigensolver with a fixed start
-    vector, so the value (and the run) is the same on every execution.
-    """
-    H = objective.hessian_matrix(n).tocoo()
-    if H.nnz == 0:
-        return 0.0
-    if np.all(H.row == H.col):
-        return float(max(H.data.max(), 0.0))
-    if n <= 400:
-        return float(max(np.linalg.eigvalsh(H.toarray()).max(), 0.0))
-    val = spla.eigsh(H.tocsr(), k=1, which="LA", return_eigenvectors=False, tol=1e-8, v0=np.ones(n))
-    return float(max(val[0], 0.0))
-
-
-#: the curvature 2ω·s of the shedding penalty Ipopt should see: with ω ~ 1e9 $/h per p.u.² (auto ω) a
-#: warm-started local solve otherwise fails (Ipopt scales the objective only from a cold start's gradient)
-PENALTY_CURVATURE_TARGET = 1e4
-
-
-def objective_scaling(shedding_weight: float | None) -> dict[str, float]:
-    """Ipopt's obj_scaling_factor for a weighted objective: 2ω·s = PENALTY_CURVATURE_TARGET (s ≤ 1); {} otherwise.
-
-    Scaling the objective does not move its minimiser; a user's own obj_scaling_factor wins.
-    """
-    if not shedding_weight:
-        return {}
-    return {"obj_scaling_factor": min(1.0, PENALTY_CURVATURE_TARGET / (2.0 * float(shedding_weight)))}
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,7 @@ def solve_implemented(problem: CompiledProblem, objective: QuadraticObjective, h
     met becomes a penalty, and a failed soft solve is reported (``outcome``)."""
     from ...opf.conic import LOCAL_SETTINGS, ClarabelSolver, column_scaling
 
-    if objective_scale is None and shedding_weight:  # the zone's own scaling of a weighted objective (agent.objective_scaling)
+    if objective_scale is None and shedding_weight:  # the zone's own scaling of a weighted objective (zone_terms.objective_scaling)
         objective_scale = min(1.0, 1e4 / (2.0 * float(shedding_weight)))
     values = held.values(agreed)
     exact = _with_rows(problem, held.A, values)
