@@ -267,7 +267,9 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
         backend.close()
     out_dir = record.directory if record is not None else None
     _final_point(result, net, part, out_dir, ac_check, say)
-    if ac_evaluation and result.implemented and net.has_costs:
+    # the evaluation compares the two dispatches' AC costs: only an objective with a generation cost has one to compare
+    # (the paper's shedding objective dispatches without prices; its run reports the implemented dispatch's shed only)
+    if ac_evaluation and result.implemented and net.has_costs and OBJECTIVES[config.objective].priced:
         say("operator's evaluation: AC power flow of the implemented dispatch and of the centralized one")
         try:
             evaluate_implemented(result, net, part, central_solve)
