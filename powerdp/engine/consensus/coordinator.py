@@ -68,8 +68,8 @@ class Coordinator:
         self.counts = counts.astype(float)
         if rho_schedule not in PENALTY_RULES:
             raise ValueError(f"unknown rho_schedule {rho_schedule!r}; choose one of {', '.join(PENALTY_RULES)}")
-        self.rho_schedule = rho_schedule
-        self.penalty = PENALTY_RULES[rho_schedule](**(penalty_options or {}))
+        self._penalty_options = (rho_schedule, dict(penalty_options or {}))  # the options are the first rule's
+        self.rho_schedule = rho_schedule  # builds self.penalty
         # each stacked entry's group: (its zone, the group of its shared variable)
         kinds = np.zeros(self.n_shared, np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
         n_kinds = int(kinds.max()) + 1 if kinds.size else 1
@@ -92,6 +92,24 @@ class Coordinator:
         self.x = self.released  # the releases the next consensus point averages (the accelerated ones)
         self.sent = self.released  # the stacked targets of the last messages (w, or its over-relaxed form)
         self.round = 0
+
+    @property
+    def rho_schedule(self) -> str:
+        """The penalty rule's name. Setting another name swaps the rule from the next round on (learning balances ρ
+        for its first rounds, then holds it: ``coordinator.rho_schedule = "constant"``); the same name keeps the rule
+        and its state."""
+        return self._rho_schedule
+
+    @rho_schedule.setter
+    def rho_schedule(self, name: str) -> None:
+        from .penalties import PENALTY_RULES
+
+        if name not in PENALTY_RULES:
+            raise ValueError(f"unknown rho_schedule {name!r}; choose one of {', '.join(PENALTY_RULES)}")
+        if name != getattr(self, "_rho_schedule", None):
+            self._rho_schedule = name
+            first, options = self._penalty_options
+            self.penalty = PENALTY_RULES[name](**(options if name == first else {}))
 
     @property
     def sends_duals(self) -> bool:
