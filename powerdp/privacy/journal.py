@@ -15,8 +15,10 @@ The rule, for every application (power flow and dispatch zones, learning clients
   loses nothing of what crossed.
 * **A resumed zone replays against it.** Resumed at T, the zone's ledger is the journal's last one (every release that
   ever crossed stays charged), and the journaled rounds after T drawn from the restored stream are the replay: each
-  repeated round whose sampler outputs equal the journaled ones digest for digest is the same release again (the
-  coordinator learns nothing new), and the ledger, which holds it already, records nothing for it. The first output
+  repeated round whose sampler outputs and message equal the journaled ones digest for digest is the same release
+  again (the coordinator learns nothing new), and the ledger, which holds it already, records nothing for it; the
+  same outputs with another message (a local solve warm-started otherwise) is a second release of that noise and is
+  charged again. The first output
   that differs (another machine's arithmetic, a missing ``cryptography`` package, a test fault) is never used: the
   zone's stream is re-keyed from fresh OS entropy, that output is drawn again, the replay ends (the rounds it did not
   repeat stay charged) and everything drawn from then on is charged anew: one more charge for each round repeated,
@@ -100,7 +102,7 @@ class ReleaseJournal:
         self._journaled: set[int] = set()  # rounds released before the resume
         self.replayed = 0  # rounds repeated bit for bit since the resume
         self.diverged = 0  # replays that diverged (the stream was re-keyed)
-        self.differing_messages = 0  # repeated rounds whose outputs matched but whose message did not (post-processing)
+        self.differing_messages = 0  # repeated rounds whose outputs matched but whose message did not (charged again)
 
     @property
     def active(self) -> bool:
@@ -190,8 +192,10 @@ class ReleaseJournal:
         if head is not None and int(head["round"]) == int(round) and head["outputs"] == self._pending:
             self._replay.popleft()  # the same release again: already journaled and charged
             self.replayed += 1
-            if head["release"] != msg:
-                self.differing_messages += 1
+            if head["release"] != msg:  # the same noise, another message (e.g. a local solve warm-started otherwise):
+                self.differing_messages += 1  # the coordinator now holds two releases of it, so it is charged again
+                if self.ledger is not None:
+                    self.ledger.add_recharged(head["charge"])
             self._pending = []
             if not self._replay and self.ledger is not None:  # the replay is over: the next rounds are charged
                 self.ledger.paused = False
