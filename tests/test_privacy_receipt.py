@@ -91,20 +91,25 @@ def test_market_vertical_and_noisy_admm_receipts_are_re_accounted_as_the_ledger(
         _verified(out, capsys)
 
 
-def test_a_receipt_that_states_less_noise_than_the_ledger_needs_exits_3(tmp_path, capsys):
-    out = tmp_path / "run"
-    assert main(["run", "case14", "--zones", "2", "--algorithm", "objg", "--target-epsilon", "1", "--target-delta", "1e-5",
-                 "--rounds", "4", "--out", str(out), "--no-reference", "-q"]) == 0
-    path = out / "coordinator_view" / RECEIPT_FILE
-    receipt = json.loads(path.read_text())
-    for release in receipt["units"][1]["releases"]:  # zone 1's noise said to be half what it was
+
+def _verify_with_half_the_noise(receipt: dict, unit: int, tmp_path, capsys) -> tuple[int, str]:
+    """``powerdp privacy verify`` of ``receipt`` edited to state half of ``unit``'s noise: its exit status and output."""
+    for release in receipt["units"][unit]["releases"]:
         release["grid_scale"] /= 2
         release["noise_scale"] /= 2
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(receipt))
     capsys.readouterr()
-    assert main(["privacy", "verify", str(edited)]) == 3
-    text = capsys.readouterr().out
+    status = main(["privacy", "verify", str(edited)])
+    return status, capsys.readouterr().out
+
+def test_a_receipt_that_states_less_noise_than_the_ledger_needs_exits_3(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "case14", "--zones", "2", "--algorithm", "objg", "--target-epsilon", "1", "--target-delta", "1e-5",
+                 "--rounds", "4", "--out", str(out), "--no-reference", "-q"]) == 0
+    path = out / "coordinator_view" / RECEIPT_FILE
+    status, text = _verify_with_half_the_noise(json.loads(path.read_text()), 1, tmp_path, capsys)  # zone 1's noise halved
+    assert status == 3
     assert "FAILED" in text and "zone 1" in text
     assert main(["privacy", "verify", str(tmp_path / "nowhere")]) == 2
 
@@ -125,14 +130,9 @@ def test_a_totals_receipt_verifies_and_an_edited_one_exits_3(tmp_path, capsys, a
         assert release["sensitivity"] == pytest.approx(receipt["relation"]["beta"], rel=1e-12)
     rows = _verified(out, capsys)
     assert all(r["ledger_epsilon"] == pytest.approx(1.0, rel=1e-3) for r in rows)
-    for release in receipt["units"][0]["releases"]:
-        release["grid_scale"] /= 2
-        release["noise_scale"] /= 2
-    edited = tmp_path / "edited.json"
-    edited.write_text(json.dumps(receipt))
-    capsys.readouterr()
-    assert main(["privacy", "verify", str(edited)]) == 3
-    assert "FAILED" in capsys.readouterr().out
+    status, text = _verify_with_half_the_noise(receipt, 0, tmp_path, capsys)
+    assert status == 3
+    assert "FAILED" in text
 
 
 def test_the_discrete_laplace_pld_is_the_exact_loss():
