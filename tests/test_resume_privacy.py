@@ -232,3 +232,41 @@ def test_powerdp_audit_has_a_resume_channel_that_the_old_resume_fails(capsys):
     assert "channel       resume, zone 0" in capsys.readouterr().out
     assert main(argv, faults=InjectedFaults(resume="fresh")) == 3
     assert "resume channel" in capsys.readouterr().err
+
+
+def test_the_stops_land_on_their_round_however_fast_the_run(tmp_path):
+    """The audit's default run is 5 rounds of case14 (a few ms each): each attempt stops itself on its planned round,
+    so the Ctrl-C and the crash both land before the run ends and the crash's rounds are replayed (it raced the run's
+    end when the parent polled the records: statuses [0, 1, 1] or [130, 0, 1], and the channel saw no resume)."""
+    for i in range(3):
+        (tmp_path / str(i)).mkdir()
+        cfg, out, start = _power_flow(tmp_path / str(i), rounds=5)
+        records = tmp_path / str(i) / "records.txt"
+        assert interrupted_run(start, stop_plan(2), records) == [130, -9, 0]
+        lines = [line.split() for line in records.read_text().splitlines()]
+        # round 1 (then Ctrl-C), rounds 2-3 (then the crash), rounds 2-5 replayed from the checkpoint of round 1
+        assert [int(r) for z, r, _ in lines if z == "0" and int(r) > 0] == [1, 2, 3, 2, 3, 4, 5]
+        res = resume_channel(records, load_receipt(out), cfg.target_epsilon)
+        assert not res["failed"] and all(z["repeated"] == 0 for z in res["zones"].values()), res
+
+
+def test_a_finished_run_without_its_evaluation_resumes(tmp_path):
+    """A run without the evaluation writes NaN objectives, which its checkpoint keeps as JSON null: resuming it once
+    it is done read them back as None and failed (float(None)); they are NaN again."""
+    out = tmp_path / "run"
+    cfg = RunConfig(case="case14", zones=2, algorithm="objl", target_epsilon=0.5, rounds=3, checkpoint_every=1,
+                    evaluate=False)
+    first = run_distributed(cfg, out=out, reference=False)
+    again = run_distributed(cfg, out=out, resume=True, reference=False)
+    assert len(again.history) == len(first.history) == 3
+    assert np.isnan(again.history["objective"]).all()
+
+
+def test_the_resume_channel_says_when_an_attempt_did_not_stop_as_planned(monkeypatch):
+    """An attempt that failed (or ended before its stop) leaves the channel without a verdict: the audit fails and
+    names the exit statuses, never a pass on a run that was not resumed."""
+    import powerdp.studies.resume_audit as resume_audit
+
+    monkeypatch.setattr(resume_audit, "interrupted_run", lambda start, plan, records: [130, 0, 1])
+    res = resume_audit.audit_resume(RunConfig(case="case14", zones=2, algorithm="objl", target_epsilon=1.0, rounds=5), 2)
+    assert res["failed"] and "[130, 0, 1], not the planned [130, -9, 0]" in res["problem"]

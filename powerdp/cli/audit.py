@@ -228,6 +228,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             _print_resume(resume)
     if args.json is not None:
         write_json(args.json, {**res.to_dict(), "resume": resume})
+    if resume is not None and resume.get("problem"):
+        print(f"powerdp: audit FAILED: the resume channel could not run: {resume['problem']}", file=sys.stderr)
+        return EXIT_AUDIT_FAILED
     if resume is not None and resume["failed"]:
         worst = max(resume["zones"].values(), key=lambda z: z["epsilon_crossed"] - z["epsilon_ledger"])
         print(f"powerdp: audit FAILED: the resume channel: the coordinator received {worst['releases_crossed']} releases of "

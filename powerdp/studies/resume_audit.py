@@ -4,8 +4,10 @@ ledger (docs/privacy.md, "Resume"; issue 36).
 :func:`interrupted_run` runs an application in a child process with the command line's own stop handler
 (:func:`powerdp.runs.stopping.stop_signals`: SIGINT ends the round in progress, writes the checkpoint and stops), records
 every update the coordinator receives through the run's ``observe`` hook, and stops it as the plan says: ``("int", k)``
-sends SIGINT once the attempt has run k rounds (what an operator's Ctrl-C does), ``("kill", k)`` sends SIGKILL (a crash:
-the last checkpoint may be rounds behind). Each stop is followed by a resume, the last attempt runs to the end.
+sends SIGINT once the coordinator has received the attempt's k-th round (what an operator's Ctrl-C does), ``("kill",
+k)`` sends SIGKILL there (a crash: the last checkpoint may be rounds behind). The attempt signals itself from the hook,
+so a stop lands on its round however fast the run. Each stop is followed by a resume, the last attempt runs to the end;
+an attempt that fails or ends before its stop leaves the channel without a verdict (:func:`audit_resume` says so).
 
 :func:`count_releases` then counts, per zone, the distinct releases of every round that crossed (a resumed zone that
 repeats a round bit for bit sends the same release again: one; a fresh noisy copy: two), and
@@ -37,24 +39,39 @@ def _sender(update) -> int:
     return int(update.zone if hasattr(update, "zone") else update.agent)
 
 
-def _child(start: Callable[[bool, Callable], Any], resume: bool, records: str) -> None:  # pragma: no cover - a child
+def _child(start: Callable[[bool, Callable], Any], resume: bool, records: str,
+           stop: tuple[str, int] | None) -> None:  # pragma: no cover - a child
+    """One attempt. ``stop`` = (kind, k): once the coordinator has received the k-th new round of this attempt, the
+    attempt stops itself: SIGINT through the command line's handler ("int": the round ends, the checkpoint is written)
+    or SIGKILL ("kill": the process dies there, between the release and any checkpoint). Signalled from inside, the
+    stop lands on that round whatever the machine's speed (a parent polling the records raced a fast run's end)."""
     from ..errors import Interrupted
     from ..runs.stopping import stop_signals
 
     status = 0
+    rounds_seen: set[int] = set()
     with open(records, "a", encoding="utf-8") as fh:
         def observe(updates) -> None:
             for u in updates:
                 digest = hashlib.blake2b(np.ascontiguousarray(np.asarray(u.released, dtype=float)).tobytes(), digest_size=16)
                 fh.write(f"{_sender(u)} {int(u.round)} {digest.hexdigest()}\n")
+                if int(u.round) > 0:
+                    rounds_seen.add(int(u.round))
             fh.flush()
+            if stop is not None and len(rounds_seen) == stop[1]:
+                os.fsync(fh.fileno())
+                os.kill(os.getpid(), signal.SIGINT if stop[0] == "int" else signal.SIGKILL)
 
         with stop_signals():  # the command line's own handler: Ctrl-C finishes the round and checkpoints
             try:
                 start(resume, observe)
             except Interrupted:
                 status = 130
-            except BaseException:  # noqa: BLE001 - reported by the exit status
+            except BaseException:  # noqa: BLE001 - reported by the exit status and in the records' error file
+                import traceback
+
+                with open(records + ".errors", "a", encoding="utf-8") as err:
+                    err.write(traceback.format_exc())
                 status = 1
     os._exit(status)
 
@@ -79,20 +96,17 @@ def interrupted_run(start: Callable[[bool, Callable], Any], plan: list[tuple[str
     statuses = []
     for i, step in enumerate([*plan, None]):
         offset = records.stat().st_size if records.exists() else 0
-        child = ctx.Process(target=_child, args=(start, i > 0, str(records)), daemon=True)
+        child = ctx.Process(target=_child, args=(start, i > 0, str(records), step), daemon=True)
         child.start()
-        if step is not None:
-            kind, rounds = step
-            t0, seen = time.monotonic(), 0
-            while child.is_alive() and _rounds_recorded(records, offset) < rounds:
-                now = _rounds_recorded(records, offset)
-                if now > seen:
-                    seen, t0 = now, time.monotonic()
-                if time.monotonic() - t0 > _STALL_S:
-                    break
-                time.sleep(0.01)
-            if child.is_alive():
-                os.kill(child.pid, signal.SIGINT if kind == "int" else signal.SIGKILL)
+        t0, seen = time.monotonic(), 0
+        while child.is_alive():  # the attempt stops itself (``_child``); one that records nothing for long is stuck
+            now = _rounds_recorded(records, offset)
+            if now > seen:
+                seen, t0 = now, time.monotonic()
+            if time.monotonic() - t0 > _STALL_S:
+                os.kill(child.pid, signal.SIGKILL)
+                break
+            child.join(0.05)
         child.join()
         statuses.append(int(child.exitcode))
     return statuses
@@ -176,8 +190,17 @@ def audit_resume(config, interrupts: int) -> dict[str, Any]:
         def start(resume: bool, observe) -> None:
             run_distributed(cfg, out=out, resume=resume, observe=observe, reference=False)
 
-        statuses = interrupted_run(start, stop_plan(interrupts), records)
-        receipt = json.loads((out / "coordinator_view" / "privacy_receipt.json").read_text())
-        res = resume_channel(records, receipt, config.target_epsilon)
-    res.update(statuses=statuses, rounds=rounds, interrupts=interrupts)
+        plan = stop_plan(interrupts)
+        statuses = interrupted_run(start, plan, records)
+        errors_file = Path(str(records) + ".errors")
+        errors = errors_file.read_text() if errors_file.exists() else ""
+        expected = [130 if kind == "int" else -signal.SIGKILL for kind, _ in plan] + [0]
+        receipt_file = out / "coordinator_view" / "privacy_receipt.json"
+        if statuses == expected and receipt_file.is_file():
+            res = resume_channel(records, json.loads(receipt_file.read_text()), config.target_epsilon)
+        else:  # an attempt that failed or did not stop where planned: the channel has no verdict, and says why
+            last = errors.strip().splitlines()[-1] if errors.strip() else "no error recorded"
+            res = {"zones": {}, "claim": config.target_epsilon, "failed": True,
+                   "problem": f"the attempts ended with exit statuses {statuses}, not the planned {expected} ({last})"}
+    res.update(statuses=statuses, rounds=rounds, interrupts=interrupts, errors=errors)
     return res

@@ -316,8 +316,9 @@ def _key_groups(keys) -> np.ndarray:
 
 
 def _renamed(row: dict) -> dict:
-    """A history row with its old column names (``ipopt_s``) renamed to the current ones."""
-    out = dict(row)
+    """A history row of a checkpoint with its old column names (``ipopt_s``) renamed to the current ones, and the
+    JSON null a NaN was written as (a run without the evaluation has no objective) read back as NaN."""
+    out = {k: (np.nan if v is None else v) for k, v in row.items()}
     for old, new in OLD_HISTORY_NAMES.items():
         if old in out and new not in out:
             out[new] = out.pop(old)
