@@ -21,6 +21,7 @@ from ..files.atomic import atomic_to_csv, atomic_write_text
 from ..grid.loading import load_case
 from ..grid.network import Network
 from .compiled import CompiledProblem, compile_model
+from .direct import DIRECT_OBJECTIVES, compile_direct
 from .formulation import FlowMode, Objective, build_model
 from .local_solver import SUCCESS_OUTCOMES, solver_class
 from .objectives import generation_cost, total_shedding_mw
@@ -171,12 +172,16 @@ def solve_opf(
 
         raise ModelError(missing_costs_message(net))
     t0 = time.perf_counter()
-    model = build_model(net, objective=objective, flows=flows, shedding_weight=shedding_weight)
-    t1 = time.perf_counter()
-    prob = compile_model(model)
-    del model
-    gc.collect()  # free the Pyomo model now, not during the solver's callbacks
-    t2 = time.perf_counter()
+    if objective in DIRECT_OBJECTIVES and flows == "variables":  # the same arrays without Pyomo (opf/direct.py)
+        prob = compile_direct(net, None, objective=objective, flows=flows, name=net.name, shedding_weight=shedding_weight)
+        t1 = t2 = time.perf_counter()
+    else:
+        model = build_model(net, objective=objective, flows=flows, shedding_weight=shedding_weight)
+        t1 = time.perf_counter()
+        prob = compile_model(model)
+        del model
+        gc.collect()  # free the Pyomo model now, not during the solver's callbacks
+        t2 = time.perf_counter()
     res = (cls(prob, profile=profile, options=options) if solver == "ipopt" else cls(prob, options=options)).solve()
     dispatch, tables = solution_tables(net, prob, res.x)
     sp = prob.expressions["sp"](res.x) if "sp" in prob.expressions else np.zeros(0)

@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pyo
 import scipy.sparse as sp
-from pyomo.repn import generate_standard_repn
 
 from ..errors import ModelError
+from .pyomo_lazy import generate_standard_repn, pyo
 
 __all__ = ["CompiledProblem", "QuadraticObjective", "LinearMap", "compile_model", "INF"]
 

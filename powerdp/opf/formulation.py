@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-import pyomo.environ as pyo
 
 from ..errors import ModelError
 from ..grid.network import Network, voltage_product_bounds
 from .objectives import objective_unit, resolve_shedding_weight
+from .pyomo_lazy import pyo
 
 __all__ = ["build_model", "zone_model_elements", "ZoneElements", "FLOW_MODES", "BALANCE_VARIABLES", "DCLINE_VARIABLES", "branch_flow_coefficients", "zone_dclines"]
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pyo
 
 from ..errors import ModelError
 from ..grid.network import missing_costs_message
 from ..privacy import Sensitivity, gradient_sensitivity
+from .pyomo_lazy import pyo
 
 __all__ = [
     "ObjectiveUnit", "OBJECTIVES", "objective_unit", "auto_shedding_weight", "resolve_shedding_weight",
