@@ -160,6 +160,7 @@ if TYPE_CHECKING:  # the names as a type checker and an IDE see them
 
 
 def __getattr__(name: str) -> Any:
+    """A public name of :data:`__all__`, imported from its module the first time it is used (``_PUBLIC``)."""
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'powerdp' has no attribute {name!r}")
@@ -169,6 +170,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
+    """Every public name, imported or not yet."""
     return sorted(set(globals()) | set(_PUBLIC))
 
 
