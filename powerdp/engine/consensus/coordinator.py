@@ -53,7 +53,6 @@ class Coordinator:
                  groups: np.ndarray | None = None, relaxation: float = 1.0, acceleration: str | None = None,
                  penalty_options: dict | None = None, acceleration_options: dict | None = None):
         from .acceleration import Anderson
-        from .penalties import PENALTY_RULES
 
         self.n_shared = int(n_shared)
         self.zone_maps = [np.asarray(m, dtype=np.int64) for m in zone_maps]
@@ -66,10 +65,8 @@ class Coordinator:
             k = int(np.flatnonzero(counts < 2)[0])
             raise ValueError(f"shared variable {k} is held by {counts[k]} zone(s); a shared variable needs two or more")
         self.counts = counts.astype(float)
-        if rho_schedule not in PENALTY_RULES:
-            raise ValueError(f"unknown rho_schedule {rho_schedule!r}; choose one of {', '.join(PENALTY_RULES)}")
         self._penalty_options = (rho_schedule, dict(penalty_options or {}))  # the options are the first rule's
-        self.rho_schedule = rho_schedule  # builds self.penalty
+        self.rho_schedule = rho_schedule  # checks the name and builds self.penalty
         # each stacked entry's group: (its zone, the group of its shared variable)
         kinds = np.zeros(self.n_shared, np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
         n_kinds = int(kinds.max()) + 1 if kinds.size else 1
