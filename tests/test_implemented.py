@@ -236,3 +236,16 @@ def test_a_sweep_with_the_operators_evaluation_draws_the_implemented_figure(tmp_
     assert (runs["reference_relative_cost_gap"] == 0.0).all()
     paths = plot_sweep(tmp_path / "s")
     assert tmp_path / "s" / "figures" / "implemented_case14.png" in paths
+
+
+def test_the_summary_of_a_shedding_run_claims_no_ac_result(capsys):
+    """The shedding objective's run has no operator's AC evaluation (no costs to compare): its summary gives the
+    implemented dispatch's shed and no AC line (it printed "AC power flow did not converge" for an evaluation that
+    never ran); a priced run's summary gives the AC line."""
+    from powerdp.cli.run_report import _print_implemented
+
+    _print_implemented({"implemented": {"shedding_mw": 0.0, "objective": 1e-9}})
+    out = capsys.readouterr().out
+    assert "shed 0.00 MW" in out and "AC power flow" not in out
+    _print_implemented({"implemented": {"shedding_mw": 0.1, "ac_converged": False}})
+    assert "AC power flow did not converge" in capsys.readouterr().out

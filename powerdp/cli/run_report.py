@@ -112,7 +112,8 @@ def _print_implemented(s: dict) -> None:
     cost_txt = f"AC cost {cost:,.2f} $/h{gap_txt}, " if cost is not None else ""
     print(f"implemented   the zones' implemented dispatch (true loads, tie-line flows held at the agreed values): "
           f"{cost_txt}shed {imp.get('shedding_mw') or 0:.2f} MW")
-    print(f"              {_ac_line(imp)}")
+    if "ac_converged" in imp:  # the operator's AC evaluation ran (an objective with a generation cost only)
+        print(f"              {_ac_line(imp)}")
     if ref:
         print(f"reference     the centralized SOC dispatch, evaluated the same way: AC cost {ref['cost']:,.2f} $/h, "
               f"shed {ref.get('shedding_mw') or 0:.2f} MW")
