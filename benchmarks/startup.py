@@ -3,6 +3,7 @@
     python benchmarks/startup.py                       # this checkout, 5 interleaved repetitions
     python benchmarks/startup.py --against ../old      # and another checkout of powerdp, interleaved with this one
     python benchmarks/startup.py --only import,cases   # some of the commands
+    python benchmarks/startup.py --only main --no-stats --against ../old   # the README main job, two checkouts
 
 Commands: ``import`` (``import powerdp``), ``cli`` (``import powerdp.cli``), ``cases`` (``powerdp cases``), ``main``
 (``powerdp run case118 --zones 3 --algorithm objl --epsilon 0.1``, the README main job; the numba cache is warmed by a
@@ -46,7 +47,9 @@ def _argv(command: str, eager: bool) -> list[str]:
 
 
 def _time(argv: list[str], path: Path, cwd: Path) -> tuple[float, float]:
-    env = {**os.environ, "PYTHONPATH": str(path)}
+    # bytecode written and read, as an installed package's (pip compiles it at install): PYTHONDONTWRITEBYTECODE
+    # would compile every powerdp module at every start
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(path)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -62,9 +65,10 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--against", type=Path, default=None, help="another checkout of powerdp (its repository root)")
     p.add_argument("--only", default=",".join(COMMANDS), help="commands, comma-separated: " + ", ".join(COMMANDS))
+    p.add_argument("--no-stats", action="store_true", help="leave out the +stats variant (Pyomo's old scipy imports)")
     args = p.parse_args()
     commands = [c for c in args.only.split(",") if c]
-    variants = [("this", ROOT, False), ("this+stats", ROOT, True)]
+    variants = [("this", ROOT, False)] + ([] if args.no_stats else [("this+stats", ROOT, True)])
     if args.against is not None:
         variants.append(("against", args.against.resolve(), False))
     cwd = Path(os.environ.get("TMPDIR", "/tmp"))

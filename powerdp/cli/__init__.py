@@ -77,7 +77,30 @@ EPILOG = textwrap.dedent(
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The commands whose parsers live outside this module's imports, each with the module and function that add it:
+# ``powerdp run ...`` builds only its own parser (the other commands' modules import learning, pandas, grpc...).
+_LAZY_COMMANDS = {
+    "dispatch": ("dispatch", "add_dispatch_parser"),  # multi-period private dispatch (cli/dispatch.py)
+    "learn": ("learn", "add_learn_parser"),  # federated learning on the same engine (cli/learn.py)
+    "privacy": ("privacy", "add_privacy_parser"),  # powerdp privacy amplification (docs/amplification.md)
+    "certs": ("net", "add_certs_parser"),  # certs make: a deployment's test CA and certificates (cli/net.py)
+    "zone": ("net", "add_zone_parser"),  # zone serve: a zone's server in a deployment over the network
+}
+_EAGER_COMMANDS = ("solve", "export", "partition", "cases", "run", "sweep", "plot", "audit")
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command a command line names (its first word that is not an option), None when it names none."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``powerdp`` parser: every command's, or with ``command`` (a command's name) only that command's (a
+    command line parsed by it is parsed as by the whole parser; ``powerdp --help`` and a mistyped command use the
+    whole one)."""
+    from importlib import import_module
+
+    known = command in _EAGER_COMMANDS or command in _LAZY_COMMANDS
     parser = Parser(
         prog="powerdp",
         description=DESCRIPTION,
@@ -94,19 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_parser(sub)  # run: the distributed solve (cli/run.py)
     add_study_parsers(sub)  # sweep, plot: its studies (cli/study.py)
     add_audit_parser(sub)
-    from .dispatch import add_dispatch_parser
-    from .learn import add_learn_parser
-    from .privacy import add_privacy_parser
+    for name, (module, adder) in _LAZY_COMMANDS.items():
+        if known and name != command:
+            continue
+        add = getattr(import_module(f".{module}", __name__), adder)
+        add(sub, add_verbosity) if name == "learn" else add(sub)
     from .sharing import register  # solve/run --model dc, learn --vertical (ADMM sharing)
 
-    add_dispatch_parser(sub)  # dispatch: multi-period private dispatch (cli/dispatch.py)
-    add_learn_parser(sub, add_verbosity)  # learn: federated learning on the same engine (powerdp/cli/learn.py)
-    add_privacy_parser(sub)  # powerdp privacy amplification (docs/amplification.md)
-    from .net import add_certs_parser, add_zone_parser
-
-    add_certs_parser(sub)  # certs make: a deployment's test CA and certificates (cli/net.py)
-    add_zone_parser(sub)  # zone serve: a zone's server in a deployment over the network
-    register(sub)
+    register(sub, learn=not known or command == "learn")
     return parser
 
 
@@ -119,7 +137,7 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 def explicit_options(argv: list[str]) -> set[str]:
     """The destinations of the options given on the command line (whatever their value)."""
-    parser = build_parser()
+    parser = build_parser(command_of(argv))
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
@@ -192,14 +210,15 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
     open_closed_stderr()  # `2>&-`: messages go nowhere, as with 2>/dev/null, and the run goes on
     protect_streams()  # a character the terminal cannot encode is spelled in ASCII, never a traceback
     argv = list(sys.argv[1:] if argv is None else argv)
-    from .learn import audit_as_learn
+    if command_of(argv) == "audit":
+        from .learn import audit_as_learn
 
-    try:
-        argv = audit_as_learn(argv)  # powerdp audit DATASET: the learning audit (powerdp learn --audit)
-    except PowerDPError as exc:
-        print(f"powerdp: error: {exc}", file=sys.stderr)
-        return exc.exit_status
-    parser = build_parser()
+        try:
+            argv = audit_as_learn(argv)  # powerdp audit DATASET: the learning audit (powerdp learn --audit)
+        except PowerDPError as exc:
+            print(f"powerdp: error: {exc}", file=sys.stderr)
+            return exc.exit_status
+    parser = build_parser(command_of(argv))
     args = parser.parse_args(argv)
     args._explicit = explicit_options(argv)
     args._faults = faults

@@ -97,8 +97,9 @@ def _noise_source(seed, noise_multiplier) -> str | None:
     return noise_source(seed)
 
 
-def register(sub) -> None:
-    """Add ``--model`` to ``solve`` and ``run``, and a ``learn`` command with ``--vertical`` if there is none."""
+def register(sub, learn: bool = True) -> None:
+    """Add ``--model`` to ``solve`` and ``run``, and (``learn``) ``--vertical`` to the ``learn`` command, or a ``learn``
+    command with ``--vertical`` if there is none."""
     choices = sub.choices
     for name, handler in (("solve", cmd_solve_dc), ("run", cmd_run_dc)):
         if name in choices:
@@ -110,6 +111,8 @@ def register(sub) -> None:
                                     "(neighbours: one c1 moves by GAMMA $/h per p.u.; docs/market.md)")
         choices["run"].add_argument("--line-scale", type=real(0, lo_open=True), default=1.0, help="--model dc: weight of the line rows "
                                     "against the balance row in the sharing penalty (default 1)")
+    if not learn:
+        return
     if "learn" not in choices:
         p = sub.add_parser("learn", help="train a model over parties that hold feature blocks (--vertical: ADMM sharing)",
                            description=VERTICAL_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
