@@ -240,6 +240,24 @@ def test_console_script():
     assert "solve" in proc.stdout and "partition" in proc.stdout
 
 
+def test_a_shedding_run_imports_neither_other_commands_nor_ipopt(tmp_path):
+    """The README main job's start-up (docs/results/performance.md): `powerdp run` builds only its own parser, so it
+    does not import learning, dispatch or grpc, and the shedding objective's centralized reference is
+    solved by Clarabel, so cyipopt (and the scipy.optimize it imports) is not imported either."""
+    code = ("import sys; from powerdp.cli import main; "
+            "status = main(['-q', 'run', 'case14', '--zones', '2', '--algorithm', 'objl', '--epsilon', '0.1', '--rounds', '3', "
+            "'--json', sys.argv[1]]); "
+            "print(status, sorted(m for m in ('cyipopt', 'scipy.optimize', 'powerdp.apps.learning', 'powerdp.cli.learn', "
+            "'powerdp.cli.dispatch', 'grpc', 'powerdp.apps.dispatch') if m in sys.modules))")
+    out = tmp_path / "run.json"
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "0" and proc.stdout.strip().endswith("[]"), proc.stdout
+    summary = json.loads(out.read_text())
+    assert summary["centralized_objective"] == pytest.approx(0.0, abs=1e-8)  # case14 is feasible: nothing to shed
+
+
 def test_run_without_evaluation_from_a_config_file(tmp_path, capsys):
     """--no-evaluation also applies over a --config file; the zones' own solution files are written."""
 
