@@ -147,7 +147,10 @@ def main() -> None:
     cpu0 = time.process_time()
     # the rounds only: no operator's AC evaluation after them (pandapower's AC OPF of a 10 000-bus case takes longer
     # than its 250 rounds)
-    res = run_distributed(cfg, reference=False, progress=progress, status=status, ac_evaluation=False)
+    import inspect
+
+    quiet = {"ac_evaluation": False} if "ac_evaluation" in inspect.signature(run_distributed).parameters else {}  # older trees: none
+    res = run_distributed(cfg, reference=False, progress=progress, status=status, **quiet)
     total = time.perf_counter() - t0
     s = res.summary
     setup = s["setup_s"]
