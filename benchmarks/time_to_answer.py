@@ -15,6 +15,9 @@ gap of the final objective to the centralized optimum (Ipopt's when it solved, e
 draws both relative residuals of every distributed run against wall time (set-up included), with the centralized
 solves' wall times as vertical lines.
 
+The distributed runs skip the simulation's evaluations (``--no-reference --no-ac-evaluation``: the centralized
+reference, and pandapower's AC power flow and OPF of the implemented dispatch), which are not part of the answer.
+
     python benchmarks/time_to_answer.py --case ../shared/data/matpower/case13659pegase.m
     python benchmarks/time_to_answer.py --case case118 --zones 3 --algorithm objl --target-epsilon 1 --target-delta 1e-5
     python benchmarks/time_to_answer.py ... --backends process,mpi --figure docs/results/figures/time_to_answer.png
@@ -71,7 +74,7 @@ def centralized(args, solver: str, tmp: Path) -> dict:
 def distributed(args, backend: str, tmp: Path) -> tuple[dict, pd.DataFrame | None]:
     out_dir, out_json = tmp / f"run_{backend}", tmp / f"run_{backend}.json"
     flags = ["run", args.case, "--zones", str(args.zones), "--algorithm", args.algorithm, "--objective", args.objective,
-             "--rounds", str(args.rounds), "--tol", str(args.tol), "--backend", backend, "--no-reference", "--out", str(out_dir),
+             "--rounds", str(args.rounds), "--tol", str(args.tol), "--backend", backend, "--no-reference", "--no-ac-evaluation", "--out", str(out_dir),
              "--json", str(out_json), "--force", "-q", "--checkpoint-every", "0", *shlex.split(args.run_flags)]
     if args.local_solver:
         flags += ["--local-solver", args.local_solver]
