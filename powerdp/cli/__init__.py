@@ -86,7 +86,6 @@ _LAZY_COMMANDS = {
     "certs": ("net", "add_certs_parser"),  # certs make: a deployment's test CA and certificates (cli/net.py)
     "zone": ("net", "add_zone_parser"),  # zone serve: a zone's server in a deployment over the network
 }
-_EAGER_COMMANDS = ("solve", "export", "partition", "cases", "run", "sweep", "plot", "audit")
 
 
 def command_of(argv: list[str]) -> str | None:
@@ -100,7 +99,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     whole one)."""
     from importlib import import_module
 
-    known = command in _EAGER_COMMANDS or command in _LAZY_COMMANDS
     parser = Parser(
         prog="powerdp",
         description=DESCRIPTION,
@@ -117,6 +115,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_run_parser(sub)  # run: the distributed solve (cli/run.py)
     add_study_parsers(sub)  # sweep, plot: its studies (cli/study.py)
     add_audit_parser(sub)
+    known = command in sub.choices or command in _LAZY_COMMANDS
     for name, (module, adder) in _LAZY_COMMANDS.items():
         if known and name != command:
             continue
@@ -218,7 +217,8 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
         except PowerDPError as exc:
             print(f"powerdp: error: {exc}", file=sys.stderr)
             return exc.exit_status
-    parser = build_parser(command_of(argv))
+    command = command_of(argv)
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     args._explicit = explicit_options(argv)
     args._faults = faults
