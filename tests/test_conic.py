@@ -468,6 +468,52 @@ def test_column_scaling_comes_from_the_zones_structure_alone_and_keeps_the_solut
     assert column_scaling(solver.problem, None) is None
 
 
+def test_a_failed_solve_is_retried_by_the_twins_in_order(case118, monkeypatch):
+    """A solve that fails is tried again by the RETRIES' twin solvers, in order, each counted, until one succeeds;
+    the result says which solved it after which failures and carries the first's point. Here the run's own settings
+    stop at 3 iterations (MaxIterations), the first retry (without the column scaling) inherits that and fails too,
+    the second (patched to lift the cap) solves: the same point as a plain solve."""
+    from powerdp.opf import conic
+
+    part = bundled_partition(case118, 3)
+    cfg = RunConfig(case="case118", zones=3, algorithm="nonprivate", local_solver="clarabel")
+    agent = ZoneAgent(case118, 0, part.own_buses(0), part.shared_by_zone("variables")[0], cfg)
+    base = agent.solver
+    pattern = agent.reduction.pull(np.zeros(agent.n), np.ones(agent.n))
+    monkeypatch.setattr(conic, "RETRIES", (("without column scaling", False, {}), ("to 200 iterations", False, {"max_iter": 200})))
+    capped = ClarabelSolver(base.problem, objective_pattern=pattern, options={**base.options, "max_iter": 3},
+                            column_scale=base.column_scale)
+    plain = ClarabelSolver(base.problem, objective_pattern=pattern, options=base.options)
+    c, diag = _admm_terms(agent, 0)
+    objective = agent.reduction.pull(c, diag)
+    res = capped.solve(objective).check()
+    assert (capped.unscaled_retries, capped.refined_retries) == (1, 1)
+    assert res.message.startswith("Solved (to 200 iterations, after MaxIterations, MaxIterations)"), res.message
+    np.testing.assert_allclose(res.x, plain.solve(objective).check().x, atol=1e-6)
+    again = capped.solve(objective)  # the twins are built once
+    assert again.success and capped._retries[1]._retry_index is None and (capped.unscaled_retries, capped.refined_retries) == (2, 2)
+    monkeypatch.setattr(conic, "RETRIES", (("without column scaling", False, {}),))
+    monkeypatch.setattr(conic, "RETRY_COUNTERS", ("unscaled_retries",))
+    hopeless = ClarabelSolver(base.problem, objective_pattern=pattern, options={**base.options, "max_iter": 3})
+    failed = hopeless.solve(objective)  # no column scaling: its only retry would be itself, so none runs
+    assert not failed.success and hopeless.unscaled_retries == 0 and hopeless._retries == [None]
+
+
+@pytest.mark.slow
+def test_case13659pegase_cost_objective_survives_the_balanced_rules_first_steps(tmp_path):
+    """Issue 39: with the balanced ρ acting at 5× (its default), `powerdp run case13659pegase.m --zones 16 --algorithm
+    nonprivate --objective cost` failed in round 4 (zone 1: Clarabel AlmostDualInfeasible after 7 iterations with the
+    column scaling, InsufficientProgress without it) until the retries gained iterative refinement."""
+    from tests.shared_data import shared_case
+
+    path = shared_case("matpower", "case13659pegase.m", checks="the cost objective's first rounds on case13659pegase")
+    cfg = RunConfig(case=str(path), zones=16, algorithm="nonprivate", objective="cost", local_solver="clarabel",
+                    rounds=6, backend="process", workers=2, checkpoint_every=0)
+    res = run_distributed(cfg, out=tmp_path / "run", reference=False, ac_evaluation=False)
+    assert res.summary["rounds"] == 6
+    assert res.summary["final_feasibility"] < 10.0  # 23 after round 1 (p.u.)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("zone", [1, 10])
 def test_case13659pegase_cost_zones_survive_their_first_solve(zone):

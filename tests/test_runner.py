@@ -19,11 +19,13 @@ COMPARE = ["objective", "feasibility", "dual_residual", "noise_magnitude", "max_
 
 
 def test_exact_admm_reaches_centralized_optimum_case14():
-    cfg = RunConfig(case="case14", zones=3, algorithm="exact", objective="cost", rho=1e4, rounds=120)
+    # every one of the 120 rounds (tolerance 0): the stopping rule would end it at round 61, where both relative
+    # residuals are below 1e-4 but the absolute one is 4e-4 p.u.
+    cfg = RunConfig(case="case14", zones=3, algorithm="exact", objective="cost", rho=1e4, rounds=120, tolerance=0.0)
     res = run_distributed(cfg)
     s = res.summary
     assert s["centralized_objective"] == pytest.approx(8075.12, abs=0.01)
-    assert abs(s["relative_gap_to_centralized"]) <= 1e-3
+    assert abs(s["relative_gap_to_centralized"]) <= 1e-5
     assert s["final_feasibility"] <= 1e-4
     assert s["max_violation"] <= 1e-6
 

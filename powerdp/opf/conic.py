@@ -102,6 +102,19 @@ STALLS = ("InsufficientProgress", "NumericalError")
 STALL_ACCEPT_VIOLATION = 1e-4
 
 
+#: a failed solve's retries, in order: (label, keeps the column scaling, settings over the solver's own). Measured on
+#: zone 1 of case13659pegase's cost objective in round 4 with the balanced ρ at μ = 5 (a 2× step of every kind's ρ):
+#: with the column scaling Clarabel stops at iteration 7 (AlmostDualInfeasible), without it at 29
+#: (InsufficientProgress, a row violated by 1.6e-4), without it and with iterative refinement AlmostSolved after 67
+#: (violation 2.0e-6). Clarabel's default regularization 1e-8 or equilibration did not solve it (200 iterations
+#: AlmostSolved at 2.6e-5, NumericalError); docs/results/performance.md
+RETRIES: tuple[tuple[str, bool, dict[str, Any]], ...] = (
+    ("without column scaling", False, {}),
+    ("without column scaling, with iterative refinement", False, {"iterative_refinement_enable": True}),
+)
+RETRY_COUNTERS = ("unscaled_retries", "refined_retries")
+
+
 # Clarabel's SolverStatus names → powerdp outcomes (local_solver.OUTCOMES); others are "failed"
 OUTCOMES = {
     "Solved": "solved",
@@ -259,8 +272,9 @@ class ClarabelSolver:
         self.center_columns: np.ndarray | None = None
         self.uncentered_retries = 0  # solves that stalled from x_c and were solved again from 0
         self.accepted_stalls = 0  # stalled solves whose feasible point was accepted (STALL_ACCEPT_VIOLATION)
-        self._unscaled: ClarabelSolver | None = None  # the retry without column scaling (solve)
-        self.unscaled_retries = 0
+        self._retries: list[ClarabelSolver | None] = [None] * len(RETRIES)  # the twins of a failed solve (solve)
+        self._retry_index: int | None = 0  # None: a twin, which does not retry
+        self.unscaled_retries = self.refined_retries = 0
 
     @classmethod
     def from_config(
@@ -448,22 +462,36 @@ class ClarabelSolver:
         """Solve with ``objective`` (default: the problem's own). ``x0`` and the multipliers are
         accepted for the interface and not used (no warm start). Never raises on a failed solve.
 
-        A solve that fails with the column scaling is tried once more without it (a twin solver, built on first
-        use; ``unscaled_retries``): on case13659pegase's cost zones that turns a stall into AlmostSolved."""
+        A failed solve is tried again by twin solvers (built on first use) in the order of :data:`RETRIES`: without
+        the column scaling (``unscaled_retries``: on case13659pegase's cost zones that turns a stall into
+        AlmostSolved), then without it and with iterative refinement (``refined_retries``: the same zones after a
+        large ρ step, where the first retry stalls too). Each is a function of the same (P, q, A, b): the same bits
+        on every host and after a resume."""
         res = self._solve(objective)
-        if not res.success and self.column_scale is not None:
-            if self._unscaled is None:
-                self._unscaled = ClarabelSolver(self.problem, self._default_objective, options=self.options,
-                                                objective_scale=self.objective_scale, column_scale=None, polish=False,
-                                                drop_implied=self._drop_implied)
-                self._unscaled.center_columns = self.center_columns
-            self._unscaled.set_bounds(*self.bounds)
-            self.unscaled_retries += 1
-            again = self._unscaled.solve(objective)
+        if res.success or self._retry_index is None:
+            return res
+        failed = [res.message]
+        for i, (label, scaled, options) in enumerate(RETRIES):
+            if self.column_scale is None and not scaled and not options:
+                continue  # the solve above was this one
+            twin = self._retries[i]
+            if twin is None:
+                twin = ClarabelSolver(self.problem, self._default_objective, options={**self.options, **options},
+                                      objective_scale=self.objective_scale,
+                                      column_scale=self.column_scale if scaled else None, polish=False,
+                                      drop_implied=self._drop_implied)
+                twin.center_columns = self.center_columns
+                twin._retry_index = None  # a twin does not retry itself
+                self._retries[i] = twin
+            twin.set_bounds(*self.bounds)
+            setattr(self, RETRY_COUNTERS[i], getattr(self, RETRY_COUNTERS[i]) + 1)
+            again = twin._solve(objective)
             if again.success:
                 again.wall_s += res.wall_s
-                again.message += " (without column scaling, after " + res.message + ")"
+                again.message += f" ({label}, after " + ", ".join(failed) + ")"
                 return again
+            failed.append(again.message)
+            res.wall_s += again.wall_s
         return res
 
     def _solve(self, objective: QuadraticObjective | None) -> SolveResult:

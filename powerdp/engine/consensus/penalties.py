@@ -148,16 +148,17 @@ class SpectralPenalty(PenaltyRule):
 
 class GroupBalancing(PenaltyRule):
     """Residual balancing per kind of shared variable (one ρ per kind, shared by every zone): ×τ or ÷τ when one
-    relative residual of the kind is μ× the other (μ = 10, τ = 2). μ = 5 was measured faster (rounds to a 1e-3 cost
-    gap in 16 zones, μ = 10 / 5: case118 24 / 21, case1354_pegase 35 / 33, case2000_goc 60 / 42, ACTIVSg10k 63 / 39)
-    but not adopted: it makes zone 1 of case13659pegase's cost objective fail in round 4 (Clarabel
-    AlmostDualInfeasible; docs/results/performance.md)."""
+    relative residual of the kind is μ× the other (μ = 5, τ = 2). μ = 5 rather than :class:`ResidualBalancing`'s 10:
+    rounds to a 1e-3 cost gap in 16 zones, μ = 10 / 5: case118 24 / 21, case1354_pegase 35 / 33, case2000_goc 60 / 42,
+    ACTIVSg10k 63 / 39; μ = 3 left case118's residuals above 1e-4 at 250 rounds. μ = 5's larger early steps of ρ made
+    zone 1 of case13659pegase's cost objective fail in round 4 until Clarabel's retries gained iterative refinement
+    (powerdp.opf.conic.RETRIES; docs/results/performance.md)."""
 
     name: ClassVar[str] = "balanced"
     per_entry: ClassVar[bool] = True
     summary: ClassVar[str] = "residual balancing per kind of shared variable"
 
-    def __init__(self, mu: float = 10.0, tau: float = 2.0, every: int = 1, by_zone: bool = False, sqrt: bool = False):
+    def __init__(self, mu: float = 5.0, tau: float = 2.0, every: int = 1, by_zone: bool = False, sqrt: bool = False):
         self.mu, self.tau, self.every, self.by_zone, self.sqrt = float(mu), float(tau), int(every), bool(by_zone), bool(sqrt)
 
     def update(self, c: Coordinator) -> bool:
