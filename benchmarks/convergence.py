@@ -121,10 +121,24 @@ def main() -> None:
     rows: list[dict] = []
     original = coordinator_module.Coordinator.receive
     residuals: list[tuple[float, float]] = []
+    rho_kinds: list[list[float] | None] = []
+    zone_primal: list[list[float] | None] = []
 
     def receive(self, updates):
         res = original(self, updates)
         residuals.append(relative_residuals(self))
+        kinds, rho = getattr(self, "kinds", None), np.asarray(self.rho, dtype=float)
+        if kinds is not None and rho.shape == np.shape(kinds) and len(kinds):  # ρ of each kind of shared variable
+            rho_kinds.append((np.bincount(kinds, rho) / np.maximum(np.bincount(kinds), 1)).tolist())
+        else:
+            rho_kinds.append(None)
+        groups = getattr(self, "groups", None)  # zone · kinds + kind per stacked entry (versions since issue 39)
+        if groups is not None and kinds is not None and len(kinds):
+            n_kinds = int(np.max(kinds)) + 1
+            sq = np.bincount(groups // n_kinds, (self.w[self.gidx] - self.released) ** 2)
+            zone_primal.append(np.sqrt(sq).tolist())  # ‖w − B_p z_p‖ of each zone (p.u.)
+        else:
+            zone_primal.append(None)
         return res
 
     coordinator_module.Coordinator.receive = receive
@@ -140,7 +154,9 @@ def main() -> None:
         gap = abs(row["objective"] - ref["objective"]) / abs(ref["objective"])
         rows.append({"round": row["round"], "elapsed_s": time.perf_counter() - t0, "objective": row["objective"], "gap": gap,
                      "primal_relative": primal, "dual_relative": dual, "feasibility": row["feasibility"],
-                     "dual_residual": row["dual_residual"], "rho": float(np.mean(row["rho"])), "wall_s": row["wall_s"]})
+                     "dual_residual": row["dual_residual"], "rho": float(np.mean(row["rho"])), "rho_by_kind": rho_kinds[-1],
+                     "primal_by_zone": zone_primal[-1],
+                     "wall_s": row["wall_s"]})
         if args.trace and row["round"] % 10 == 0:  # a long run's rows survive its interruption
             args.trace.write_text(json.dumps(rows) + "\n")
 
