@@ -33,6 +33,8 @@ VARIANTS: dict[str, dict] = {
     "refine_loose": {"iterative_refinement_enable": True, "iterative_refinement_reltol": 1e-10,
                      "iterative_refinement_abstol": 1e-10, "iterative_refinement_max_iter": 3},
     "tight": {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-13, "tol_feas": 1e-12},  # how far any of them is from a tight solve
+    "feas_1e-8": {"tol_feas": 1e-8},  # the feasibility tolerance before issue 39's stall was traced to it
+    "feas_1e-10": {"tol_feas": 1e-10},
     "static_reg_1e-8": {"static_regularization_constant": 1e-8},  # Clarabel's default static regularization
     "static_reg_1e-10": {"static_regularization_constant": 1e-10},
     "no_column_scaling": {"column_scaling_power": 0.0},  # conic.column_scaling off (its power 0: every factor 1)

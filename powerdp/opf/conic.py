@@ -62,6 +62,23 @@ LOCAL_SETTINGS: dict[str, Any] = {
     "static_regularization_constant": 1e-10,
 }
 
+#: the feasibility tolerance of an ill-conditioned zone's local solves (CLARABEL_SETTINGS' 1e-8 elsewhere): a zone whose
+#: Hessian pattern (admittances pulled through z = P r, unit weights: :func:`pattern_hessian_diagonal`) reaches
+#: :data:`ILL_CONDITIONED_HESSIAN` on its diagonal. Clarabel measures the dual residual ‖Px + q + Aᵀz‖ against
+#: max(1, ‖q‖, ‖Px‖, ‖Aᵀz‖), and where P holds ρ times admittances² 1e-8 of that leaves "Solved" points far from
+#: the minimiser: on round 44 of a case13659pegase cost+shedding run (16 zones) every zone said Solved while a tight
+#: re-solve found objectives lower by 4–118 (median 23) and points up to 59 p.u. away; at 1e-10 the median is 0.045,
+#: and the runs' cost gap stopped settling 1.5e-3 above the optimum (1.5e-4; case1354_pegase reaches a 1e-4 gap at
+#: round 85 instead of never, case2000_goc a 1e-3 gap at round 32 instead of 42). Not everywhere: on case118 it costs
+#: 14 % more iterations for nothing (benchmarks/clarabel_settings.py, variants feas_*), and on a 4-bus case with an
+#: HVDC line 35 of 602 solves ended AlmostSolved, a worse point than Solved at 1e-8, so exact ADMM no longer reached
+#: relative residuals of 1e-7 (docs/results/performance.md)
+ILL_CONDITIONED_TOL_FEAS = 1e-10
+#: the largest diagonal entry of a zone's Hessian pattern from which its solves use ILL_CONDITIONED_TOL_FEAS. Measured
+#: per zone (largest entry): case118 in 3 or 16 zones ≤ 2.4e5, the 4-bus HVDC case 4e2; case2000_goc 3.5e6–6.3e6,
+#: ACTIVSg10k 3.2e6–2.0e10, case1354_pegase 1.0e7–3.1e8, case13659pegase 4.5e7–2.0e8 (16 zones)
+ILL_CONDITIONED_HESSIAN = 1e6
+
 #: runs polish Clarabel's solution of a zone with at most POLISH_MAX_N variables (ClarabelSolver.from_config):
 #: the working sets of powerdp.opf.working_sets, started from Clarabel's point, solve the problem on its active
 #: blocks exactly and keep that solution when it is certified. On case118 (objl, T = 100, E = 5) every solve was
@@ -149,6 +166,17 @@ def _kept(a: np.ndarray) -> np.ndarray:
 COLUMN_SCALING_POWER = 0.25
 
 
+def pattern_hessian_diagonal(problem: CompiledProblem, pattern: QuadraticObjective) -> np.ndarray:
+    """The diagonal H_jj of ``pattern``'s Hessian (a function of the zone's structure in a run: see
+    :func:`column_scaling`)."""
+    h = np.zeros(problem.n)
+    on = pattern.qi == pattern.qj
+    np.add.at(h, pattern.qi[on], 2.0 * pattern.qv[on])
+    if pattern.diag is not None:
+        h = h + pattern.diag
+    return h
+
+
 def column_scaling(problem: CompiledProblem, pattern: QuadraticObjective | None) -> np.ndarray | None:
     """The variables' scale factors of a zone's local solves: s_j = max(H_jj, 1)^¼, H the Hessian of ``pattern``.
 
@@ -162,13 +190,7 @@ def column_scaling(problem: CompiledProblem, pattern: QuadraticObjective | None)
     (benchmarks/clarabel_settings.py, variant no_column_scaling). None when every factor is 1."""
     if pattern is None:
         return None
-    n = problem.n
-    h = np.zeros(n)
-    on = pattern.qi == pattern.qj
-    np.add.at(h, pattern.qi[on], 2.0 * pattern.qv[on])
-    if pattern.diag is not None:
-        h = h + pattern.diag
-    s = np.maximum(h, 1.0) ** COLUMN_SCALING_POWER
+    s = np.maximum(pattern_hessian_diagonal(problem, pattern), 1.0) ** COLUMN_SCALING_POWER
     return None if np.all(s == 1.0) else s
 
 
@@ -280,7 +302,8 @@ class ClarabelSolver:
     def from_config(
         cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any, objective_scale: float | None = None
     ) -> ClarabelSolver:
-        """A zone's solver in a run: :data:`CLARABEL_SETTINGS` with :data:`LOCAL_SETTINGS`; P and q are
+        """A zone's solver in a run: :data:`CLARABEL_SETTINGS` with :data:`LOCAL_SETTINGS` (and
+        :data:`ILL_CONDITIONED_TOL_FEAS` when the zone's Hessian pattern reaches :data:`ILL_CONDITIONED_HESSIAN`); P and q are
         multiplied by ``objective_scale`` (the minimiser stays; reported objectives are unscaled); solutions are
         polished when :data:`POLISH` is on and the zone has at most :data:`POLISH_MAX_N` variables."""
         from .objectives import OBJECTIVES
@@ -289,7 +312,11 @@ class ClarabelSolver:
         weighted = (OBJECTIVES[config.objective].weighted if config.objective in OBJECTIVES else False) and getattr(config, "proximal", 0) > 0
         if weighted and objective_scale:
             objective_scale = objective_scale * WEIGHTED_SCALE_FACTOR
-        solver = cls(problem, objective_pattern=objective_pattern, options=LOCAL_SETTINGS, objective_scale=objective_scale,
+        options = LOCAL_SETTINGS
+        if objective_pattern is not None and problem.n:
+            if float(pattern_hessian_diagonal(problem, objective_pattern).max()) >= ILL_CONDITIONED_HESSIAN:
+                options = {**LOCAL_SETTINGS, "tol_feas": ILL_CONDITIONED_TOL_FEAS}
+        solver = cls(problem, objective_pattern=objective_pattern, options=options, objective_scale=objective_scale,
                      column_scale=column_scaling(problem, objective_pattern), polish=POLISH and problem.n <= POLISH_MAX_N)
         if weighted:
             solver.center_columns = balance_columns(problem)
