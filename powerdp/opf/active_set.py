@@ -22,7 +22,7 @@ changes) and a solve's solution is close to the previous one. :class:`ActiveSetS
 The working sets, P⁻¹ and the certificate live in :mod:`powerdp.opf.working_sets`, which Clarabel's polish shares.
 When that cannot certify a solution (no convergence, too many passes, equality rows or a P that is not positive
 definite) the solve falls back to Clarabel with the settings of ``--local-solver clarabel``
-(:data:`~powerdp.opf.conic.LOCAL_SETTINGS`, its solution polished from Clarabel's point);
+(:func:`~powerdp.opf.conic.local_settings`, its solution polished from Clarabel's point);
 :attr:`ActiveSetSolver.fallbacks` counts them. Every step is a
 deterministic function of (P, q, bounds, x0), so a seeded run gives the same bits on every backend and after a
 resume (the warm start is restored exactly from the zone's checkpoint).
@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .compiled import CompiledProblem, QuadraticObjective
-from .conic import LOCAL_SETTINGS, POLISH_MAX_N, ClarabelSolver
+from .conic import POLISH_MAX_N, ClarabelSolver, local_settings
 from .local_solver import SolveResult
 from .working_sets import FEAS_TOL, GUESS_TOL, QP_TOL, WorkingSets
 
@@ -67,7 +67,7 @@ class ActiveSetSolver:
         self.problem = problem
         # the conic form, P's values and the fallback are Clarabel's (its data are built on its first solve only);
         # the fallback polishes its solutions with this solver's own working sets (one P⁻¹ for both)
-        self._clarabel = ClarabelSolver(problem, objective_pattern, options=LOCAL_SETTINGS if options is None else options,
+        self._clarabel = ClarabelSolver(problem, objective_pattern, options=local_settings(problem, objective_pattern) if options is None else options,
                                         objective_scale=objective_scale, polish=problem.n <= POLISH_MAX_N)
         c = self._clarabel
         if c.working_sets is None:  # a zone too large for the polish still gets this solver's working sets

@@ -177,6 +177,15 @@ def pattern_hessian_diagonal(problem: CompiledProblem, pattern: QuadraticObjecti
     return h
 
 
+def local_settings(problem: CompiledProblem, pattern: QuadraticObjective | None) -> dict[str, Any]:
+    """The Clarabel settings of a zone's local solves (over CLARABEL_SETTINGS): :data:`LOCAL_SETTINGS`, with
+    :data:`ILL_CONDITIONED_TOL_FEAS` when ``pattern``'s Hessian reaches :data:`ILL_CONDITIONED_HESSIAN` on its
+    diagonal (a function of the zone's structure: the same on every host and after a resume)."""
+    if pattern is not None and problem.n and float(pattern_hessian_diagonal(problem, pattern).max()) >= ILL_CONDITIONED_HESSIAN:
+        return {**LOCAL_SETTINGS, "tol_feas": ILL_CONDITIONED_TOL_FEAS}
+    return LOCAL_SETTINGS
+
+
 def column_scaling(problem: CompiledProblem, pattern: QuadraticObjective | None) -> np.ndarray | None:
     """The variables' scale factors of a zone's local solves: s_j = max(H_jj, 1)^¼, H the Hessian of ``pattern``.
 
@@ -302,8 +311,7 @@ class ClarabelSolver:
     def from_config(
         cls, problem: CompiledProblem, objective_pattern: QuadraticObjective | None, config: Any, objective_scale: float | None = None
     ) -> ClarabelSolver:
-        """A zone's solver in a run: :data:`CLARABEL_SETTINGS` with :data:`LOCAL_SETTINGS` (and
-        :data:`ILL_CONDITIONED_TOL_FEAS` when the zone's Hessian pattern reaches :data:`ILL_CONDITIONED_HESSIAN`); P and q are
+        """A zone's solver in a run: :data:`CLARABEL_SETTINGS` with :func:`local_settings`; P and q are
         multiplied by ``objective_scale`` (the minimiser stays; reported objectives are unscaled); solutions are
         polished when :data:`POLISH` is on and the zone has at most :data:`POLISH_MAX_N` variables."""
         from .objectives import OBJECTIVES
@@ -312,12 +320,9 @@ class ClarabelSolver:
         weighted = (OBJECTIVES[config.objective].weighted if config.objective in OBJECTIVES else False) and getattr(config, "proximal", 0) > 0
         if weighted and objective_scale:
             objective_scale = objective_scale * WEIGHTED_SCALE_FACTOR
-        options = LOCAL_SETTINGS
-        if objective_pattern is not None and problem.n:
-            if float(pattern_hessian_diagonal(problem, objective_pattern).max()) >= ILL_CONDITIONED_HESSIAN:
-                options = {**LOCAL_SETTINGS, "tol_feas": ILL_CONDITIONED_TOL_FEAS}
-        solver = cls(problem, objective_pattern=objective_pattern, options=options, objective_scale=objective_scale,
-                     column_scale=column_scaling(problem, objective_pattern), polish=POLISH and problem.n <= POLISH_MAX_N)
+        solver = cls(problem, objective_pattern=objective_pattern, options=local_settings(problem, objective_pattern),
+                     objective_scale=objective_scale, column_scale=column_scaling(problem, objective_pattern),
+                     polish=POLISH and problem.n <= POLISH_MAX_N)
         if weighted:
             solver.center_columns = balance_columns(problem)
         return solver
