@@ -304,7 +304,7 @@ class ClarabelSolver:
         self.uncentered_retries = 0  # solves that stalled from x_c and were solved again from 0
         self.accepted_stalls = 0  # stalled solves whose feasible point was accepted (STALL_ACCEPT_VIOLATION)
         self._retries: list[ClarabelSolver | None] = [None] * len(RETRIES)  # the twins of a failed solve (solve)
-        self._retry_index: int | None = 0  # None: a twin, which does not retry
+        self._retries_enabled = True  # False for a twin, which does not retry
         self.unscaled_retries = self.refined_retries = 0
 
     @classmethod
@@ -500,7 +500,7 @@ class ClarabelSolver:
         large ρ step, where the first retry stalls too). Each is a function of the same (P, q, A, b): the same bits
         on every host and after a resume."""
         res = self._solve(objective)
-        if res.success or self._retry_index is None:
+        if res.success or not self._retries_enabled:
             return res
         failed = [res.message]
         for i, (label, scaled, options) in enumerate(RETRIES):
@@ -513,7 +513,7 @@ class ClarabelSolver:
                                       column_scale=self.column_scale if scaled else None, polish=False,
                                       drop_implied=self._drop_implied)
                 twin.center_columns = self.center_columns
-                twin._retry_index = None  # a twin does not retry itself
+                twin._retries_enabled = False  # a twin does not retry itself
                 self._retries[i] = twin
             twin.set_bounds(*self.bounds)
             setattr(self, RETRY_COUNTERS[i], getattr(self, RETRY_COUNTERS[i]) + 1)
