@@ -470,7 +470,7 @@ def test_column_scaling_comes_from_the_zones_structure_alone_and_keeps_the_solut
 
 def test_a_failed_solve_is_retried_by_the_twins_in_order(case118, monkeypatch):
     """A solve that fails is tried again by the RETRIES' twin solvers, in order, each counted, until one succeeds;
-    the result says which solved it after which failures and carries the first's point. Here the run's own settings
+    the result is the solving twin's, and its message says which twin after which failures. Here the run's own settings
     stop at 3 iterations (MaxIterations), the first retry (without the column scaling) inherits that and fails too,
     the second (patched to lift the cap) solves: the same point as a plain solve."""
     from powerdp.opf import conic
