@@ -480,7 +480,8 @@ def test_a_failed_solve_is_retried_by_the_twins_in_order(case118, monkeypatch):
     agent = ZoneAgent(case118, 0, part.own_buses(0), part.shared_by_zone("variables")[0], cfg)
     base = agent.solver
     pattern = agent.reduction.pull(np.zeros(agent.n), np.ones(agent.n))
-    monkeypatch.setattr(conic, "RETRIES", (("without column scaling", False, {}), ("to 200 iterations", False, {"max_iter": 200})))
+    monkeypatch.setattr(conic, "RETRIES", (("without column scaling", False, {}, "unscaled_retries"),
+                                           ("to 200 iterations", False, {"max_iter": 200}, "refined_retries")))
     capped = ClarabelSolver(base.problem, objective_pattern=pattern, options={**base.options, "max_iter": 3},
                             column_scale=base.column_scale)
     plain = ClarabelSolver(base.problem, objective_pattern=pattern, options=base.options)
@@ -492,8 +493,7 @@ def test_a_failed_solve_is_retried_by_the_twins_in_order(case118, monkeypatch):
     np.testing.assert_allclose(res.x, plain.solve(objective).check().x, atol=1e-6)
     again = capped.solve(objective)  # the twins are built once
     assert again.success and not capped._retries[1]._retries_enabled and (capped.unscaled_retries, capped.refined_retries) == (2, 2)
-    monkeypatch.setattr(conic, "RETRIES", (("without column scaling", False, {}),))
-    monkeypatch.setattr(conic, "RETRY_COUNTERS", ("unscaled_retries",))
+    monkeypatch.setattr(conic, "RETRIES", (("without column scaling", False, {}, "unscaled_retries"),))
     hopeless = ClarabelSolver(base.problem, objective_pattern=pattern, options={**base.options, "max_iter": 3})
     failed = hopeless.solve(objective)  # no column scaling: its only retry would be itself, so none runs
     assert not failed.success and hopeless.unscaled_retries == 0 and hopeless._retries == [None]

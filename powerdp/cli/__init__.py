@@ -217,8 +217,7 @@ def main(argv: list[str] | None = None, *, faults=None) -> int:
         except PowerDPError as exc:
             print(f"powerdp: error: {exc}", file=sys.stderr)
             return exc.exit_status
-    command = command_of(argv)
-    parser = build_parser(command)
+    parser = build_parser(command_of(argv))  # argv may have become a learn command above
     args = parser.parse_args(argv)
     args._explicit = explicit_options(argv)
     args._faults = faults

@@ -119,17 +119,17 @@ STALLS = ("InsufficientProgress", "NumericalError")
 STALL_ACCEPT_VIOLATION = 1e-4
 
 
-#: a failed solve's retries, in order: (label, keeps the column scaling, settings over the solver's own). Measured on
+#: a failed solve's retries, in order: (label, keeps the column scaling, settings over the solver's own, the solver's
+#: counter of them). Measured on
 #: zone 1 of case13659pegase's cost objective in round 4 with the balanced ρ at μ = 5 (a 2× step of every kind's ρ):
 #: with the column scaling Clarabel stops at iteration 7 (AlmostDualInfeasible), without it at 29
 #: (InsufficientProgress, a row violated by 1.6e-4), without it and with iterative refinement AlmostSolved after 67
 #: (violation 2.0e-6). Clarabel's default regularization 1e-8 or equilibration did not solve it (200 iterations
 #: AlmostSolved at 2.6e-5, NumericalError); docs/results/performance.md
-RETRIES: tuple[tuple[str, bool, dict[str, Any]], ...] = (
-    ("without column scaling", False, {}),
-    ("without column scaling, with iterative refinement", False, {"iterative_refinement_enable": True}),
+RETRIES: tuple[tuple[str, bool, dict[str, Any], str], ...] = (
+    ("without column scaling", False, {}, "unscaled_retries"),
+    ("without column scaling, with iterative refinement", False, {"iterative_refinement_enable": True}, "refined_retries"),
 )
-RETRY_COUNTERS = ("unscaled_retries", "refined_retries")
 
 
 # Clarabel's SolverStatus names → powerdp outcomes (local_solver.OUTCOMES); others are "failed"
@@ -503,7 +503,7 @@ class ClarabelSolver:
         if res.success or not self._retries_enabled:
             return res
         failed = [res.message]
-        for i, (label, scaled, options) in enumerate(RETRIES):
+        for i, (label, scaled, options, counter) in enumerate(RETRIES):
             if self.column_scale is None and not scaled and not options:
                 continue  # the solve above was this one
             twin = self._retries[i]
@@ -516,7 +516,7 @@ class ClarabelSolver:
                 twin._retries_enabled = False  # a twin does not retry itself
                 self._retries[i] = twin
             twin.set_bounds(*self.bounds)
-            setattr(self, RETRY_COUNTERS[i], getattr(self, RETRY_COUNTERS[i]) + 1)
+            setattr(self, counter, getattr(self, counter) + 1)
             again = twin._solve(objective)
             if again.success:
                 again.wall_s += res.wall_s

@@ -21,8 +21,8 @@ The rule, for every application (power flow and dispatch zones, learning clients
   charged again. The first output that differs (another machine's arithmetic, a missing ``cryptography`` package, a
   test fault) is never used: the zone's stream is re-keyed from fresh OS entropy, that output is drawn again, the
   replay ends (the rounds it did not repeat stay charged) and everything drawn from then on is charged anew: one
-  more charge for each round repeated, never a fresh noisy copy of a release counted once. The ledger keeps the count (``recharged_steps``) and the
-  privacy receipt says so.
+  more charge for each round repeated, never a fresh noisy copy of a release counted once. The ledger keeps the count
+  (``recharged_steps``) and the privacy receipt says so.
 
 What a crash between a release and its checkpoint costs: nothing when the replay is bit-identical (the usual case: one
 machine, the same library versions), one more charge per repeated round otherwise. A release journaled but lost on the
