@@ -150,7 +150,8 @@ class GroupBalancing(PenaltyRule):
     """Residual balancing per kind of shared variable (one ρ per kind, shared by every zone): ×τ or ÷τ when one
     relative residual of the kind is μ× the other (μ = 5, τ = 2). μ = 5 rather than :class:`ResidualBalancing`'s 10:
     rounds to a 1e-3 cost gap in 16 zones, μ = 10 / 5: case118 24 / 21, case1354_pegase 35 / 33, case2000_goc 60 / 42,
-    ACTIVSg10k 63 / 39; μ = 3 left case118's residuals above 1e-4 at 250 rounds. μ = 5's larger early steps of ρ made
+    ACTIVSg10k 63 / 39 (zone solves at Clarabel's tol_feas 1e-8; with the large cases' 1e-10 since, μ = 5 takes 34 / 32 /
+    34 on the last three); μ = 3 left case118's residuals above 1e-4 at 250 rounds. μ = 5's larger early steps of ρ made
     zone 1 of case13659pegase's cost objective fail in round 4 until Clarabel's retries gained iterative refinement
     (powerdp.opf.conic.RETRIES; docs/results/performance.md)."""
 
