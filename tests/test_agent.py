@@ -230,7 +230,7 @@ def test_case118_zone_is_bit_identical_across_processes():
 
 def test_building_a_zone_collects_its_model_and_leaves_the_collector_as_it_was(case14, monkeypatch):
     """The zone's Pyomo model is collected with the rest of the heap frozen (a fast collection); the freeze is
-    undone after a build, and after a build that fails. (The cost objective: its zones are built with Pyomo.)"""
+    undone after a build, and after a build that fails. (Flows as expressions: those zones are built with Pyomo.)"""
     import gc
     import weakref
 
@@ -248,7 +248,9 @@ def test_building_a_zone_collects_its_model_and_leaves_the_collector_as_it_was(c
         return model
 
     monkeypatch.setattr(agent_module, "build_model", build)
-    ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], RunConfig(case="case14", algorithm="nonprivate", objective="cost"))
+    config = RunConfig(case="case14", algorithm="nonprivate", objective="cost", flows="expressions")
+    by_zone = part.shared_by_zone("expressions")
+    ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], config)
     assert built and built[0]() is None  # the model is gone
     assert gc.get_freeze_count() == 0
 
@@ -257,5 +259,5 @@ def test_building_a_zone_collects_its_model_and_leaves_the_collector_as_it_was(c
 
     monkeypatch.setattr(agent_module, "build_model", failing)
     with pytest.raises(RuntimeError, match="model failed"):
-        ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], RunConfig(case="case14", algorithm="nonprivate", objective="cost"))
+        ZoneAgent(case14, 1, part.own_buses(1), by_zone[1], config)
     assert gc.get_freeze_count() == 0

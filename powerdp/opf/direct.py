@@ -2,14 +2,15 @@
 
 :func:`powerdp.opf.formulation.build_model` defines the formulation and
 :func:`powerdp.opf.compiled.compile_model` reads it into arrays; on a large case that
-takes most of a run's set-up (case13659pegase, 16 zones: 19 s of CPU, against 0.3 s here;
+takes most of a run's set-up (case13659pegase, 16 zones: 16–19 s of CPU, against 0.3 s here;
 ``benchmarks/setup_stages.py``). :func:`compile_direct` writes the same
 :class:`~powerdp.opf.compiled.CompiledProblem` — the same variables and rows in the same
 order, the same coefficients, bounds, start point, objective and balance maps — with
-vectorized numpy, for the models it knows: the ``shedding`` objective with the flows as
-variables (the paper's zone problem, which every private run of the power-flow application
-solves). ``tests/test_direct.py`` holds the two equal on case14, case118 and a zone of
-case13659pegase. Any other model goes through Pyomo (:func:`compile_zone` decides).
+vectorized numpy, for the models it knows: every registered objective (``shedding``,
+``cost+shedding``, ``cost``; polynomial and piecewise-linear costs, HVDC lines) with the flows as
+variables. ``tests/test_direct.py`` holds the two equal on case14, case118, the HVDC and
+piecewise-linear cases and a zone of case13659pegase. Flows as expressions go through Pyomo
+(:func:`compile_zone` decides).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .formulation import branch_flow_coefficients, build_model, zone_model_eleme
 __all__ = ["compile_zone", "compile_direct", "DIRECT_OBJECTIVES"]
 
 #: the objectives (with flows as variables) whose models :func:`compile_direct` writes without Pyomo
-DIRECT_OBJECTIVES = ("shedding",)
+DIRECT_OBJECTIVES = ("shedding", "cost+shedding", "cost")
 
 
 def compile_zone(
@@ -106,6 +107,7 @@ def compile_direct(
         raise ModelError(f"compile_direct writes the {', '.join(DIRECT_OBJECTIVES)} objective with flows as variables only "
                          f"(not {objective!r} with flows {flows!r}): use compile_model(build_model(...))")
     z = zone_model_elements(net, own_buses, objective, flows, shedding_weight)
+    with_cost, with_balance_variables = objective != "shedding", z.unit.balance_variables
     weight, own, own_mask, buses, branches, pairs, gens = z.weight, z.own, z.own_mask, z.buses, z.branches, z.pairs, z.gens
     dclines, dclines_fr, dclines_to = z.dclines, z.dclines_fr, z.dclines_to
     pm = net.convention == "powermodels"
@@ -134,21 +136,28 @@ def compile_direct(
     rate = net.rate_a[branches]
     for kind in ("pf", "qf", "pt", "qt"):
         var(kind, branches, np.where(np.isfinite(rate), -rate, -np.inf), np.where(np.isfinite(rate), rate, np.inf), 0.0)
-    offset: dict[str, int] = {}
-    n = 0
-    for kind, index, *_ in blocks:
-        offset[kind] = n
-        n += len(index)
-    n += 2 * len(own)  # yp, yq
-    offset["yp"], offset["yq"] = n - 2 * len(own), n - len(own)
 
     def col(kind: str, elements: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Columns of ``kind[elements]``; ``index`` the sorted elements the variable is declared over."""
-        return offset[kind] + np.searchsorted(index, elements)
+        first = 0
+        for name_, index_, *_ in blocks:
+            if name_ == kind:
+                return first + np.searchsorted(index, elements)
+            first += len(index_)
+        raise KeyError(kind)
 
-    # the balance variables start at their definition's value at the start point (build_model: pyo.value)
-    start = np.concatenate([b[4] for b in blocks])
-    yp0, yq0 = _balance_start(net, own, gens, dclines_fr, dclines_to, start, col, dclines)
+    if with_balance_variables:
+        # they start at their definition's value at the start point (build_model: pyo.value)
+        yp0, yq0 = _balance_start(net, own, gens, dclines_fr, dclines_to, np.concatenate([b[4] for b in blocks]), col, dclines)
+        var("yp", own, np.full(len(own), -np.inf), np.full(len(own), np.inf), yp0)
+        var("yq", own, np.full(len(own), -np.inf), np.full(len(own), np.inf), yq0)
+    if with_cost:  # PowerModels' lambda form of piecewise-linear costs (objectives._generation_cost)
+        pwl = _piecewise_rows(net.pwl_gen, gens)
+        var("pwl_lambda", pwl, np.zeros(len(pwl)), np.ones(len(pwl)), 0.0)
+        if len(dclines_fr):
+            pwl_dc = _piecewise_rows(dc.pwl_line, dclines_fr)
+            var("pwl_dc_lambda", pwl_dc, np.zeros(len(pwl_dc)), np.ones(len(pwl_dc)), 0.0)
+    n = sum(len(b[1]) for b in blocks)
 
     # ---- constraints, in build_model's order of declaration
     rows = _Rows()
@@ -217,25 +226,53 @@ def compile_direct(
         rows.quadratic(rk, p_c, p_c, 1.0)
         rows.quadratic(rk, q_c, q_c, 1.0)
 
-    # yp_i - (Σ pf + Σ pt + Σ p_dc - Σ pg + gs w_i) = 0 and its reactive twin, per own bus
-    r = rows.block("balance_def", [(int(i), k) for i in own for k in ("p", "q")], 0.0, 0.0)
+    pd, qd = net.pd[own], net.qd[own]
+    injection = _Rows()  # the load-free balance of each own bus: entries only, row 2k its active part, 2k + 1 its reactive
     row_p = np.full(net.n_bus, -1, dtype=np.int64)
-    row_p[own] = r + 2 * np.arange(len(own))
-    rows.linear(row_p[own], col("yp", own, own), 1.0)
-    rows.linear(row_p[own] + 1, col("yq", own, own), 1.0)
+    row_p[own] = 2 * np.arange(len(own))
     for kind, at in (("f", fb), ("t", tb)):
         mine = own_mask[at]
         for q in (0, 1):
-            rows.linear(row_p[at[mine]] + q, col(("q" if q else "p") + kind, branches[mine], branches), -1.0)
+            injection.linear(row_p[at[mine]] + q, col(("q" if q else "p") + kind, branches[mine], branches), 1.0)
     for q, kinds_dc in ((0, ("p_dc_fr", "p_dc_to")), (1, ("q_dc_fr", "q_dc_to"))):
         for kind, lines, ends in ((kinds_dc[0], dclines_fr, dc.f_bus), (kinds_dc[1], dclines_to, dc.t_bus)):
             declared = dclines if q == 0 else lines
-            rows.linear(row_p[ends[lines]] + q, col(kind, lines, declared), -1.0)
+            injection.linear(row_p[ends[lines]] + q, col(kind, lines, declared), 1.0)
     gbus = net.gen_bus[gens]
-    rows.linear(row_p[gbus], col("pg", gens, gens), 1.0)
-    rows.linear(row_p[gbus] + 1, col("qg", gens, gens), 1.0)
-    rows.linear(row_p[own], col("w", own, buses), -net.gs[own])
-    rows.linear(row_p[own] + 1, col("w", own, buses), net.bs[own])
+    injection.linear(row_p[gbus], col("pg", gens, gens), -1.0)
+    injection.linear(row_p[gbus] + 1, col("qg", gens, gens), -1.0)
+    injection.linear(row_p[own], col("w", own, buses), net.gs[own])
+    injection.linear(row_p[own] + 1, col("w", own, buses), -net.bs[own])
+    inj_rows, inj_cols, inj_vals = (np.concatenate(x) for x in zip(*injection.lin))
+    if with_balance_variables:
+        # yp_i - (Σ pf + Σ pt + Σ p_dc - Σ pg + gs w_i) = 0 and its reactive twin, per own bus
+        r = rows.block("balance_def", [(int(i), k) for i in own for k in ("p", "q")], 0.0, 0.0)
+        rows.linear(r + row_p[own], col("yp", own, own), 1.0)
+        rows.linear(r + row_p[own] + 1, col("yq", own, own), 1.0)
+        rows.linear(r + inj_rows, inj_cols, -inj_vals)
+    else:
+        # sp_i = Σ pf + Σ pt + Σ p_dc - Σ pg + gs w_i + pd_i = 0, then the reactive rows (objectives._cost_terms)
+        for q, loads in ((0, pd), (1, qd)):
+            bound = 0.0 - loads
+            r = rows.block("balance_q" if q else "balance_p", own.tolist(), bound, bound)
+            mine = inj_rows % 2 == q
+            rows.linear(r + inj_rows[mine] // 2, inj_cols[mine], inj_vals[mine])
+    if with_cost:
+        for prefix, pwl_of, points, lines, var_kind, lambdas in (
+                ("pwl", net.pwl_gen, net.pwl_mw, gens, "pg", "pwl_lambda"),
+                ("pwl_dc", dc.pwl_line, dc.pwl_mw, dclines_fr, "p_dc_fr", "pwl_dc_lambda")):
+            if prefix == "pwl_dc" and not len(dclines_fr):
+                continue
+            declared = gens if var_kind == "pg" else dclines
+            k = _piecewise_rows(pwl_of, lines)
+            owners = np.unique(pwl_of[k])
+            row_of = np.searchsorted(owners, pwl_of[k])
+            lam = col(lambdas, k, k)
+            r = rows.block(prefix + "_convex", owners.tolist(), 1.0, 1.0)
+            rows.linear(r + row_of, lam, 1.0)
+            r = rows.block(prefix + "_mw", owners.tolist(), 0.0, 0.0)
+            rows.linear(r + row_of, lam, points[k])
+            rows.linear(r + np.arange(len(owners)), col(var_kind, owners, declared), -1.0)
 
     # ---- assemble
     m = rows.m
@@ -247,14 +284,23 @@ def compile_direct(
     qrow, qi, qj, qv = (x[order] for x in quad)
     cl, cu = np.concatenate(rows.cl), np.concatenate(rows.cu)
 
-    lb = np.concatenate([b[2] for b in blocks] + [np.full(2 * len(own), -INF)])
-    ub = np.concatenate([b[3] for b in blocks] + [np.full(2 * len(own), INF)])
-    x0 = np.clip(np.concatenate([start, yp0, yq0]), lb, ub)
-    var_keys = [(kind, int(i)) for kind, index, *_ in blocks for i in index] + [("yp", int(i)) for i in own] + [
-        ("yq", int(i)) for i in own]
+    lb = np.concatenate([b[2] for b in blocks])
+    ub = np.concatenate([b[3] for b in blocks])
+    x0 = np.clip(np.concatenate([b[4] for b in blocks]), lb, ub)
+    var_keys = [(kind, int(i)) for kind, index, *_ in blocks for i in index]
 
-    pd, qd = net.pd[own], net.qd[own]
-    objective_, maps = _shedding(n, own, pd, qd, col)
+    if with_balance_variables:
+        maps = _balance_maps(n, own, pd, qd, col)
+    else:
+        maps = {name_: LinearMap(keys=own.tolist(), M=_csr(inj_rows[inj_rows % 2 == q] // 2, inj_cols[inj_rows % 2 == q],
+                                                           inj_vals[inj_rows % 2 == q], (len(own), n)), const=loads.astype(float))
+                for q, name_, loads in ((0, "sp", pd), (1, "sq", qd))}
+    terms = []
+    if with_cost:
+        terms.append(_generation_cost(net, n, gens, dclines, dclines_fr, col))
+    if with_balance_variables:
+        terms.append(_shedding(n, own, pd, qd, col, weight))
+    objective_ = terms[0] if len(terms) == 1 else _sum_objectives(*terms)
     _check_finite_model(name or net.name, rows.keys, A, qrow, qv, objective_, cl, cu)
     return CompiledProblem(
         name=name or net.name, var_keys=var_keys, lb=lb, ub=ub, x0=x0, con_keys=rows.keys, cl=cl, cu=cu, A=A,
@@ -283,21 +329,66 @@ def _balance_start(net, own, gens, dclines_fr, dclines_to, start, col, dclines):
     return yp[own], yq[own]
 
 
-def _shedding(n: int, own: np.ndarray, pd: np.ndarray, qd: np.ndarray, col):
-    """Σ_i (yp_i + pd_i)² + (yq_i + qd_i)² expanded as Pyomo's standard representation reads it, and the
-    balance maps sp = yp + pd, sq = yq + qd."""
+def _csr(rows, cols, vals, shape) -> sp.csr_matrix:
+    M = sp.csr_matrix((vals, (rows, cols)), shape=shape)
+    M.sum_duplicates()
+    return M
+
+
+def _piecewise_rows(owner_of_row: np.ndarray, owners: np.ndarray) -> np.ndarray:
+    """The rows of a piecewise-linear cost table whose generator (HVDC line) is among ``owners``."""
+    return np.flatnonzero(np.isin(owner_of_row, owners))
+
+
+def _balance_maps(n: int, own: np.ndarray, pd: np.ndarray, qd: np.ndarray, col) -> dict[str, LinearMap]:
+    """The balance maps sp = yp + pd, sq = yq + qd of a model with balance variables."""
     yp, yq = col("yp", own, own), col("yq", own, own)
-    c = np.zeros(n)
-    c[yp] = 2.0 * pd
-    c[yq] = 2.0 * qd
-    squares = _interleave(pd * pd, qd * qd)
-    const = float(np.cumsum(squares)[-1]) if len(squares) else 0.0
-    q = _interleave(yp, yq)
-    objective = QuadraticObjective(c=c, const=const, qi=q.copy(), qj=q.copy(), qv=np.ones(len(q)))
     keys = own.tolist()
     rows = np.arange(len(own))
-    maps = {
+    return {
         "sp": LinearMap(keys=keys, M=sp.csr_matrix((np.ones(len(own)), (rows, yp)), shape=(len(own), n)), const=pd.astype(float)),
         "sq": LinearMap(keys=list(keys), M=sp.csr_matrix((np.ones(len(own)), (rows, yq)), shape=(len(own), n)), const=qd.astype(float)),
     }
-    return objective, maps
+
+
+def _shedding(n: int, own: np.ndarray, pd: np.ndarray, qd: np.ndarray, col, weight: float | None) -> QuadraticObjective:
+    """ω Σ_i (yp_i + pd_i)² + (yq_i + qd_i)² (ω = 1 unweighted) expanded as Pyomo's standard representation reads it."""
+    yp, yq = col("yp", own, own), col("yq", own, own)
+    w = 1.0 if weight is None else float(weight)
+    c = np.zeros(n)
+    c[yp] = w * (2.0 * pd)
+    c[yq] = w * (2.0 * qd)
+    squares = _interleave((w * pd) * pd, (w * qd) * qd)  # as Pyomo's standard repn expands ω (y + d)², summed in order
+    const = float(np.cumsum(squares)[-1]) if len(squares) else 0.0
+    q = _interleave(yp, yq)
+    return QuadraticObjective(c=c, const=const, qi=q.copy(), qj=q.copy(), qv=np.full(len(q), w))
+
+
+def _generation_cost(net: Network, n: int, gens: np.ndarray, dclines: np.ndarray, dclines_fr: np.ndarray, col) -> QuadraticObjective:
+    """Σ_g cost_g(pg_g) of the model's generators, then the HVDC lines' costs on the power entering at their from
+    end (objectives._generation_cost): polynomial terms on pg (p_dc_fr), piecewise-linear ones on the lambdas."""
+    c = np.zeros(n)
+    consts, qcols, qvals = [], [], []
+    dc = net.dcline
+    for var_kind, owners, declared, pwl_of, table, pwl_kind in (
+            ("pg", gens, gens, net.pwl_gen, net, "pwl_lambda"), ("p_dc_fr", dclines_fr, dclines, dc.pwl_line, dc, "pwl_dc_lambda")):
+        if var_kind == "p_dc_fr" and not len(dclines_fr):
+            continue
+        poly = owners[~np.isin(owners, pwl_of)]
+        cols = col(var_kind, poly, declared)
+        square = table.cost_c2[poly] != 0  # Pyomo drops a term 0 * pg²
+        qcols.append(cols[square])
+        qvals.append(table.cost_c2[poly][square])
+        c[cols] += table.cost_c1[poly]
+        consts.append(table.cost_c0[poly])
+        k = _piecewise_rows(pwl_of, owners)
+        c[col(pwl_kind, k, k)] += table.pwl_cost[k]
+    const = np.cumsum(np.concatenate(consts)) if consts else np.zeros(0)
+    q = np.concatenate(qcols) if qcols else np.zeros(0, np.int64)
+    return QuadraticObjective(c=c, const=float(const[-1]) if len(const) else 0.0, qi=q.copy(), qj=q.copy(),
+                              qv=np.concatenate(qvals) if qvals else np.zeros(0))
+
+
+def _sum_objectives(a: QuadraticObjective, b: QuadraticObjective) -> QuadraticObjective:
+    return QuadraticObjective(c=a.c + b.c, const=a.const + b.const, qi=np.concatenate([a.qi, b.qi]),
+                              qj=np.concatenate([a.qj, b.qj]), qv=np.concatenate([a.qv, b.qv]))
