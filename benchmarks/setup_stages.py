@@ -28,6 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.shared_data import SHARED_DATA  # noqa: E402  (../shared/data beside the repository root)
 
+#: a private run for the objectives DP allows, else a non-private one
+PRIVATE_OR_NOT = {"shedding": dict(algorithm="objl", epsilon=0.1, sensitivity="paper"),
+                  "cost+shedding": dict(algorithm="objl", epsilon=0.1, sensitivity="paper"),
+                  "cost": dict(algorithm="nonprivate")}
 DEFAULT_CASE = str(SHARED_DATA / "matpower" / "case13659pegase.m")
 
 
@@ -58,6 +62,7 @@ def main() -> None:
     ap.add_argument("--zones", type=int, default=16)
     ap.add_argument("--method", default="spectral")
     ap.add_argument("--local-solver", default="clarabel")
+    ap.add_argument("--objective", default="shedding", help="the zones' objective (shedding: every private run's zone problem)")
     ap.add_argument("--profile", help="write a cProfile of the whole set-up here")
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--pyomo", action="store_true", help="build every zone's Pyomo model and compile it (the path before opf.direct)")
@@ -89,7 +94,7 @@ def main() -> None:
         data = read_matpower(path)
     with clock.stage("checks"):
         net = network_from_matpower(data)
-    cfg = resolve_config(RunConfig(case=args.case, algorithm="objl", epsilon=0.1, sensitivity="paper", zones=args.zones,
+    cfg = resolve_config(RunConfig(case=args.case, objective=args.objective, **PRIVATE_OR_NOT[args.objective], zones=args.zones,
                                    partition_method=args.method, local_solver=args.local_solver, seed=0), net)
     with clock.stage("partition"):
         part = partition(net, zones=args.zones, method=args.method, seed=0)

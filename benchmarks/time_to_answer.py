@@ -11,7 +11,8 @@ them alike):
 For each: the wall time of the whole process (start-up, loading, set-up and rounds: what a user waits for), its CPU
 time (user + system of the process and its children; under MPI of every rank), and for the distributed runs the
 rounds, why they stopped, the final relative residuals, the largest disagreement of a tie-line flow in MW, and the
-gap of the final objective to the centralized optimum (Ipopt's when it solved, else Clarabel's). ``--figure FILE``
+gap of the final objective to the optimum (``--optimum``, else the centralized Ipopt solve's when it solved, else
+Clarabel's) and when the rounds' objective came, and stayed, within 1e-3 and 1e-4 of it. ``--figure FILE``
 draws both relative residuals of every distributed run against wall time (set-up included), with the centralized
 solves' wall times as vertical lines.
 
@@ -104,9 +105,34 @@ def distributed(args, backend: str, tmp: Path) -> tuple[dict, pd.DataFrame | Non
             history = pd.read_csv(hist_path)
             # the rounds' wall times after the set-up; the process start-up before it is the rest of the whole wall
             history["elapsed_s"] = wall - float(history["wall_s"].sum()) + history["wall_s"].cumsum()
+            evaluation = out_dir / "simulation_evaluation" / "history.csv"
+            if evaluation.is_file():  # the rounds' objective (the simulation's evaluation: every zone's own data)
+                history = history.merge(pd.read_csv(evaluation)[["round", "objective"]], on="round", how="left")
     if proc.returncode:
         row["error"] = proc.stderr.strip().splitlines()[-1:] if proc.stderr else None
     return row, history
+
+
+#: the relative cost gaps at which the time to an answer is reported
+GAPS = (1e-3, 1e-4)
+
+
+def time_to_gap(history: pd.DataFrame, optimum: float) -> dict:
+    """For each gap of :data:`GAPS`: the round and the seconds since the command started at which the rounds'
+    objective first came within it of ``optimum`` (``first``), and from which it stayed within it to the end
+    (``settled``); None when never."""
+    out = {}
+    if "objective" not in history:
+        return out
+    within = ((history["objective"] - optimum).abs() / abs(optimum)).to_numpy()
+    for gap in GAPS:
+        ok = within <= gap
+        first = int(ok.argmax()) if ok.any() else None
+        settled = None if not ok[-1] else (int(len(ok) - (~ok[::-1]).argmax()) if (~ok).any() else 0)
+        for name, k in (("first", first), ("settled", settled)):
+            out[f"gap_{gap:g}_{name}"] = None if k is None else {
+                "round": int(history["round"].iloc[k]), "elapsed_s": round(float(history["elapsed_s"].iloc[k]), 2)}
+    return out
 
 
 def figure(path: Path, histories: dict[str, pd.DataFrame], central: list[dict], title: str) -> None:
@@ -150,6 +176,8 @@ def main() -> None:
     ap.add_argument("--run-flags", default="", help="more flags of powerdp run, one string")
     ap.add_argument("--backends", default="process", help="comma list: process, mpi")
     ap.add_argument("--centralized", default="clarabel,ipopt", help="comma list of centralized solvers ('' for none)")
+    ap.add_argument("--optimum", type=float, default=None,
+                    help="the case's optimum to measure gaps against (default: the centralized Ipopt solve's, else Clarabel's)")
     ap.add_argument("--figure", type=Path)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -160,6 +188,8 @@ def main() -> None:
         for solver in [s for s in args.centralized.split(",") if s]:
             row = centralized(args, solver, tmp)
             row["loadavg_1min"] = round(os.getloadavg()[0], 2)
+            if args.optimum is not None and row.get("objective") is not None:
+                row["relative_gap"] = (row["objective"] - args.optimum) / abs(args.optimum)
             central.append(row)
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -169,10 +199,14 @@ def main() -> None:
             reference = next((c for c in reversed(central) if c.get("success")), None)
             ipopt = next((c for c in central if c["solve"].endswith("ipopt") and c.get("success")), None)
             reference = ipopt or reference
-            if reference is not None and row.get("final_objective") is not None:
-                row["reference"] = reference["solve"]
-                row["relative_gap"] = (row["final_objective"] - reference["objective"]) / abs(reference["objective"])
-                row["wall_vs_reference"] = round(row["wall_s"] / reference["wall_s"], 3)
+            optimum = args.optimum if args.optimum is not None else (reference or {}).get("objective")
+            if optimum is not None and row.get("final_objective") is not None:
+                row["reference"] = "--optimum" if args.optimum is not None else reference["solve"]
+                row["relative_gap"] = (row["final_objective"] - optimum) / abs(optimum)
+                if reference is not None:
+                    row["wall_vs_reference"] = round(row["wall_s"] / reference["wall_s"], 3)
+                if history is not None:
+                    row.update(time_to_gap(history, optimum))
             clarabel = next((c for c in central if c["solve"].endswith("clarabel")), None)
             if clarabel is not None:
                 row["wall_vs_centralized_clarabel"] = round(row["wall_s"] / clarabel["wall_s"], 3)
