@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shlex
 import shutil
@@ -52,6 +53,25 @@ def _timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, fl
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, proc
+
+
+def _streamed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess, dict[int, float]]:
+    """:func:`_timed`, reading the command's output as it comes: also the seconds since the start at which each
+    ``round N ...`` progress line arrived (a round's end as the user sees it)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, arrived = [], {}
+    for line in proc.stdout:
+        lines.append(line)
+        match = re.match(r"round\s+(\d+)\s", line)
+        if match:
+            arrived[int(match.group(1))] = time.perf_counter() - t0
+    proc.wait()
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, subprocess.CompletedProcess(cmd, proc.returncode, "".join(lines), "".join(lines)), arrived
 
 
 def _powerdp() -> list[str]:
@@ -76,7 +96,7 @@ def distributed(args, backend: str, tmp: Path) -> tuple[dict, pd.DataFrame | Non
     out_dir, out_json = tmp / f"run_{backend}", tmp / f"run_{backend}.json"
     flags = ["run", args.case, "--zones", str(args.zones), "--algorithm", args.algorithm, "--objective", args.objective,
              "--rounds", str(args.rounds), "--tol", str(args.tol), "--backend", backend, "--no-reference", "--no-ac-evaluation", "--out", str(out_dir),
-             "--json", str(out_json), "--force", "-q", "--checkpoint-every", "0", *shlex.split(args.run_flags)]
+             "--json", str(out_json), "--force", "-v", "--checkpoint-every", "0", *shlex.split(args.run_flags)]
     if args.local_solver:
         flags += ["--local-solver", args.local_solver]
     if args.target_epsilon is not None:
@@ -89,7 +109,7 @@ def distributed(args, backend: str, tmp: Path) -> tuple[dict, pd.DataFrame | Non
         cmd = ["mpiexec", "-n", str(args.workers + 1), *_powerdp(), *flags]
     else:
         cmd = [*_powerdp(), *flags, "--workers", str(args.workers)]
-    wall, cpu, proc = _timed(cmd)
+    wall, cpu, proc, arrived = _streamed(cmd)
     row = {"solve": f"distributed {backend}", "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "exit": proc.returncode}
     history = None
     if out_json.is_file():
@@ -103,8 +123,12 @@ def distributed(args, backend: str, tmp: Path) -> tuple[dict, pd.DataFrame | Non
         hist_path = out_dir / "coordinator_view" / "history.csv"
         if hist_path.is_file():
             history = pd.read_csv(hist_path)
-            # the rounds' wall times after the set-up; the process start-up before it is the rest of the whole wall
-            history["elapsed_s"] = wall - float(history["wall_s"].sum()) + history["wall_s"].cumsum()
+            # when each round's progress line arrived (-v prints every round); else the rounds' wall times after the
+            # set-up, the whole wall's rest counted before them (an upper bound: writing the results comes after)
+            history["elapsed_s"] = (history["round"].map(arrived) if len(arrived) == len(history)
+                                    else wall - float(history["wall_s"].sum()) + history["wall_s"].cumsum())
+            row["first_round_s"] = round(float(history["elapsed_s"].iloc[0]), 2)
+            row["after_last_round_s"] = round(wall - float(history["elapsed_s"].iloc[-1]), 2)
             evaluation = out_dir / "simulation_evaluation" / "history.csv"
             if evaluation.is_file():  # the rounds' objective (the simulation's evaluation: every zone's own data)
                 history = history.merge(pd.read_csv(evaluation)[["round", "objective"]], on="round", how="left")

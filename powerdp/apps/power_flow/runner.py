@@ -266,10 +266,11 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
     finally:
         backend.close()
     out_dir = record.directory if record is not None else None
-    _final_point(result, net, part, out_dir, ac_check, say)
     # the evaluation compares the two dispatches' AC costs: only an objective with a generation cost has one to compare
     # (the paper's shedding objective dispatches without prices; its run reports the implemented dispatch's shed only)
-    if ac_evaluation and result.implemented and net.has_costs and OBJECTIVES[config.objective].priced:
+    evaluate_ac = bool(ac_evaluation and result.implemented and net.has_costs and OBJECTIVES[config.objective].priced)
+    _final_point(result, net, part, out_dir, ac_check, say, more_follows=evaluate_ac)
+    if evaluate_ac:
         say("operator's evaluation: AC power flow of the implemented dispatch and of the centralized one")
         try:
             evaluate_implemented(result, net, part, central_solve)
@@ -375,15 +376,18 @@ def _centralized_reference(net: Network, config: RunConfig):
     return res
 
 
-def _final_point(result: RunResult, net: Network, part: Partition, out_dir: Path | None, ac_check: bool, say) -> None:
-    """The final point in physical units, the AC check, and the dispatch in a copy of a pandapower source net."""
+def _final_point(result: RunResult, net: Network, part: Partition, out_dir: Path | None, ac_check: bool, say,
+                 more_follows: bool = False) -> None:
+    """The final point in physical units, the AC check, and the dispatch in a copy of a pandapower source net.
+    ``more_follows``: the caller runs an optional step after this one (and saves the run after it)."""
     from ...opf.tables import dispatch_from_zones, physical_tables
 
     if not result.config.evaluate or not result.zone_solutions:
         return
     result.dispatch = dispatch_from_zones(net, part.zone_of_bus, result.zone_solutions)
     result.tables = physical_tables(net, result.dispatch, part.zone_of_bus, part.labels)
-    if out_dir is not None:  # what was computed is kept before anything optional runs
+    optional = ac_check or net.pandapower_net is not None or more_follows
+    if out_dir is not None and optional:  # what was computed is kept before anything optional runs (the caller saves last)
         result.save(out_dir)
     if ac_check:
         say("AC check: pandapower power flow at the final point")
