@@ -4,6 +4,7 @@ reports, and that nothing of it reaches the coordinator."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -249,3 +250,21 @@ def test_the_summary_of_a_shedding_run_claims_no_ac_result(capsys):
     assert "shed 0.00 MW" in out and "AC power flow" not in out
     _print_implemented({"implemented": {"shedding_mw": 0.1, "ac_converged": False}})
     assert "AC power flow did not converge" in capsys.readouterr().out
+
+
+def test_a_private_runs_summary_says_its_objective_is_the_released_points(private_run, capsys):
+    """The released points' objective (their noisy shedding penalty) and its gap read as the answer unless labelled:
+    a private run with an implemented dispatch says the dispatch to apply is that one; a non-private run says nothing."""
+    from powerdp.cli.run_report import _print_summary
+
+    _print_summary(private_run.summary, private_run.config, None, private_run.privacy)
+    lines = capsys.readouterr().out.splitlines()
+    objective = next(ln for ln in lines if ln.startswith("objective"))
+    centralized = next(ln for ln in lines if ln.startswith("centralized"))
+    assert "at the released (noisy) points; the dispatch to apply is the implemented one below" in objective
+    assert "gap of the released points" in centralized
+    assert lines.index(objective) < next(i for i, ln in enumerate(lines) if ln.startswith("implemented"))
+    plain = replace(private_run.config, algorithm="nonprivate", target_epsilon=None)
+    _print_summary(private_run.summary, plain, None, {})
+    out = capsys.readouterr().out
+    assert "noisy" not in out and "gap of the released" not in out and "gap +" in out

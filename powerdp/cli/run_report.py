@@ -171,8 +171,11 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
             print(f"WARNING       {warning}")
     print(f"time          coordinator's loop {s['wall_s']:.2f} s, setup {s['setup_s']:.2f} s")
     print("── the simulation's evaluation (needs every zone's data; a deployment cannot compute it) ──")
+    # a private run's released points carry its noise: its answer to apply is the implemented dispatch (when there is one)
+    noisy = bool(cfg.private and s.get("implemented"))
+    at = " at the released (noisy) points; the dispatch to apply is the implemented one below" if noisy else ""
     if s["final_objective"] is not None and s["final_objective"] == s["final_objective"]:
-        print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective)")
+        print(f"objective     {what} {s['final_objective']:.6g} {unit} (Σ over zones of the true local objective{at})")
     else:
         print("objective     not evaluated (--no-evaluation: each zone keeps its own)")
     mv = s.get("max_violation")
@@ -181,7 +184,8 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     if s.get("centralized_objective") is not None:
         rel = s.get("relative_gap_to_centralized")
         rel_txt = f" ({rel:+.2e} relative)" if rel is not None else ""
-        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap {s['gap_to_centralized']:+.4g} {unit} (absolute){rel_txt}")
+        of = " of the released points" if noisy else ""
+        print(f"centralized   {s['centralized_objective']:.6g} {unit}  gap{of} {s['gap_to_centralized']:+.4g} {unit} (absolute){rel_txt}")
     _print_implemented(s)
     label = SOLVERS[cfg.local_solver].label if cfg.local_solver in SOLVERS else "the zones' solvers (auto)"
     if s.get("solves"):
