@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ..errors import PartitionError
+from .greedy_modularity import greedy_modularity_labels
 from .network import Network
 
 _SWEEP_CHECKS = 200
@@ -199,17 +200,19 @@ def _split_zone(net: Network, zone: np.ndarray, nodes: np.ndarray, half: np.ndar
 
 
 def _modularity(net: Network, zones: int, seed: int) -> np.ndarray:
-    """Greedy modularity communities stopped at exactly ``zones`` communities."""
-    import networkx as nx
-
+    """Greedy modularity communities stopped at exactly ``zones`` communities (networkx's
+    ``greedy_modularity_communities``; :mod:`powerdp.grid.greedy_modularity` computes the same ones faster)."""
     _initial_islands(net, zones)  # error when the network has too many islands
-    g = net.graph()
-    comms = nx.community.greedy_modularity_communities(g, cutoff=zones, best_n=zones)
-    zone = np.empty(net.n_bus, dtype=np.int64)
-    for z, c in enumerate(comms):
-        zone[np.fromiter(c, dtype=np.int64)] = z
-    zone = _relabel_by_first_bus(zone)
     u, v = _edges(net)
+    zone = greedy_modularity_labels(net.n_bus, u, v, zones)
+    if zone is None:  # more components than zones, or a graph it does not take: networkx's own
+        import networkx as nx
+
+        comms = nx.community.greedy_modularity_communities(net.graph(), cutoff=zones, best_n=zones)
+        zone = np.empty(net.n_bus, dtype=np.int64)
+        for z, c in enumerate(comms):
+            zone[np.fromiter(c, dtype=np.int64)] = z
+    zone = _relabel_by_first_bus(zone)
     # too many communities (only possible across islands): merge the smallest into its best neighbour
     while zone.max() + 1 > zones:
         sizes = np.bincount(zone)
