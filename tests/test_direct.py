@@ -73,6 +73,21 @@ def test_case14_and_case118_zones_and_whole_networks_are_identical(convention, o
 
 
 @pytest.mark.parametrize("objective", ["cost+shedding", "cost"])
+def test_an_hvdc_lines_piecewise_linear_cost_is_identical(objective):
+    """An HVDC line's cost in the lambda form (counted by the zone of its from end)."""
+    net = load_case(shared_case("powermodels", "case5_db.m", checks="opf.direct with an HVDC line's piecewise-linear cost"))
+    dc = replace(net.dcline, pwl_line=np.array([0, 0, 0]), pwl_mw=np.array([0.0, 0.5, 1.0]), pwl_cost=np.array([0.0, 3.0, 9.0]))
+    net = replace(net, dcline=dc)
+    part = partition(net, zones=2, method="spectral", seed=0)
+    holders = 0
+    for own in [part.own_buses(z) for z in range(part.n_zones)] + [None]:
+        direct, pyomo = _both(net, own, objective=objective)
+        assert _differences(direct, pyomo) == []
+        holders += any(k[0] == "pwl_dc_lambda" for k in direct.var_keys)
+    assert holders == 2  # the from end's zone and the whole network
+
+
+@pytest.mark.parametrize("objective", ["cost+shedding", "cost"])
 def test_piecewise_linear_costs_are_identical(objective):
     net = load_case(shared_case("powermodels", "case5_pwlc.m", checks="opf.direct with piecewise-linear costs against Pyomo"))
     assert len(net.pwl_gen) > 0
