@@ -1,14 +1,14 @@
 """Clauset–Newman–Moore greedy modularity communities, stopped at a given number of communities: the same
 communities as ``networkx.community.greedy_modularity_communities(g, cutoff=k, best_n=k)`` on a simple undirected
-graph, about 10× faster (docs/results/performance.md).
+graph, 6–10× faster (docs/results/performance.md).
 
 networkx keeps one heap per community and a heap of their maxima, with Python objects that compare by priority and
 then by element; merging the pair of largest Δq, ties broken by the smaller pair (u, v), u < v, is what it computes.
 Here one heap of plain tuples ``(-Δq, u, v)``, u < v, holds every pair's values as they were pushed; a popped entry
 counts only while u is a community, v its neighbour and Δq its current value (lazy deletion). Every Δq is computed
 with the same floating-point operations in the same order as networkx's ``_greedy_modularity_communities_generator``
-(resolution 1, unit weights), so the merges, and the communities, are the same: ``tests/test_zoning.py`` holds them
-equal on the bundled and shared cases.
+(resolution 1, unit weights), so the merges, and the communities, are the same: ``tests/test_greedy_modularity.py``
+holds them equal on the bundled and shared cases, a lattice, a ring and random graphs.
 """
 
 from __future__ import annotations
