@@ -107,10 +107,8 @@ def run_distributed(
     """
     config.validate()
     if ac_check and not config.evaluate:
-        raise ConfigError(
-            "the AC check needs the run's final point, which is not evaluated without evaluation "
-            "(--no-evaluation keeps each zone's solution with the zone)"
-        )
+        raise ConfigError("the AC check needs the run's final point, which is not evaluated without evaluation "
+                          "(--no-evaluation keeps each zone's solution with the zone)")
     # the backend decides how the run starts (under MPI only rank 0 coordinates; docs/contributing.md)
     return launch(
         config, lambda: _locked_run(config, network, partition, out, resume, progress, reference, overwrite, status, ac_check,
@@ -266,8 +264,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
     finally:
         backend.close()
     out_dir = record.directory if record is not None else None
-    # the evaluation compares the two dispatches' AC costs: only an objective with a generation cost has one to compare
-    # (the paper's shedding objective dispatches without prices; its run reports the implemented dispatch's shed only)
+    # the two dispatches' AC costs: only an objective with a generation cost has them (shedding's run reports its shed only)
     evaluate_ac = bool(ac_evaluation and result.implemented and net.has_costs and OBJECTIVES[config.objective].priced)
     _final_point(result, net, part, out_dir, ac_check, say, more_follows=evaluate_ac)
     if evaluate_ac:
@@ -378,16 +375,14 @@ def _centralized_reference(net: Network, config: RunConfig):
 
 def _final_point(result: RunResult, net: Network, part: Partition, out_dir: Path | None, ac_check: bool, say,
                  more_follows: bool = False) -> None:
-    """The final point in physical units, the AC check, and the dispatch in a copy of a pandapower source net.
-    ``more_follows``: the caller runs an optional step after this one (and saves the run after it)."""
+    """The final point in physical units, the AC check, the dispatch in a pandapower copy; saved first if more follows."""
     from ...opf.tables import dispatch_from_zones, physical_tables
 
     if not result.config.evaluate or not result.zone_solutions:
         return
     result.dispatch = dispatch_from_zones(net, part.zone_of_bus, result.zone_solutions)
     result.tables = physical_tables(net, result.dispatch, part.zone_of_bus, part.labels)
-    optional = ac_check or net.pandapower_net is not None or more_follows
-    if out_dir is not None and optional:  # what was computed is kept before anything optional runs (the caller saves last)
+    if out_dir is not None and (ac_check or net.pandapower_net is not None or more_follows):  # kept before an optional step
         result.save(out_dir)
     if ac_check:
         say("AC check: pandapower power flow at the final point")
