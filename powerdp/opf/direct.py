@@ -244,6 +244,8 @@ def compile_direct(
     injection.linear(row_p[own], col("w", own, buses), net.gs[own])
     injection.linear(row_p[own] + 1, col("w", own, buses), -net.bs[own])
     inj_rows, inj_cols, inj_vals = (np.concatenate(x) for x in zip(*injection.lin))
+    # per own bus k: (k, column, coefficient) of its active (0) and reactive (1) load-free balance
+    by_part = {q: (inj_rows[inj_rows % 2 == q] // 2, inj_cols[inj_rows % 2 == q], inj_vals[inj_rows % 2 == q]) for q in (0, 1)}
     if with_balance_variables:
         # yp_i - (Σ pf + Σ pt + Σ p_dc - Σ pg + gs w_i) = 0 and its reactive twin, per own bus
         r = rows.block("balance_def", [(int(i), k) for i in own for k in ("p", "q")], 0.0, 0.0)
@@ -255,8 +257,8 @@ def compile_direct(
         for q, loads in ((0, pd), (1, qd)):
             bound = 0.0 - loads
             r = rows.block("balance_q" if q else "balance_p", own.tolist(), bound, bound)
-            mine = inj_rows % 2 == q
-            rows.linear(r + inj_rows[mine] // 2, inj_cols[mine], inj_vals[mine])
+            k, cols, vals = by_part[q]
+            rows.linear(r + k, cols, vals)
     if with_cost:
         for prefix, pwl_of, points, lines, var_kind, lambdas in (
                 ("pwl", net.pwl_gen, net.pwl_mw, gens, "pg", "pwl_lambda"),
@@ -292,8 +294,7 @@ def compile_direct(
     if with_balance_variables:
         maps = _balance_maps(n, own, pd, qd, col)
     else:
-        maps = {name_: LinearMap(keys=own.tolist(), M=_csr(inj_rows[inj_rows % 2 == q] // 2, inj_cols[inj_rows % 2 == q],
-                                                           inj_vals[inj_rows % 2 == q], (len(own), n)), const=loads.astype(float))
+        maps = {name_: LinearMap(keys=own.tolist(), M=_csr(*by_part[q], (len(own), n)), const=loads.astype(float))
                 for q, name_, loads in ((0, "sp", pd), (1, "sq", qd))}
     terms = []
     if with_cost:
