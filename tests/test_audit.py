@@ -124,7 +124,7 @@ def test_nonprivate_is_detected(case14):
     assert res.settings["released_values_per_run"] == 2 * 23  # rounds 0 and 1 × zone 0's 23 shared values
 
 
-@pytest.mark.parametrize("algorithm", ["objl", "inpl"])
+@pytest.mark.parametrize("algorithm", ["objl", "inpl", "inps"])
 def test_private_run_stays_within_its_budget_and_broken_noise_fails(case14, algorithm):
     cfg = _cfg(algorithm=algorithm, target_epsilon=0.5)  # below PERFECT: a leak would show
     res = run_audit(cfg, runs=RUNS, bus=4, jobs=1, network=case14)
@@ -264,10 +264,10 @@ def test_cli_audit_json_path_checked_before_any_work(tmp_path, capsys):
 # ----------------------------------------------------------------------------- every channel (privacy review)
 
 PRIVATE = {"objl": {}, "objg": {"delta": 1e-5, "epsilon": 0.5}, "outl": {"linearize": "all"}, "outg": {"linearize": "all", "delta": 1e-5, "epsilon": 0.5},
-           "objt": {}, "inpl": {}, "inpg": {"delta": 1e-5, "epsilon": 0.5}}
+           "objt": {}, "inpl": {}, "inpg": {"delta": 1e-5, "epsilon": 0.5}, "inps": {}}
 
 
-@pytest.mark.slow  # 7 audits of 40 runs: ~1 min
+@pytest.mark.slow  # 8 audits of 40 runs: ~1 min
 @pytest.mark.parametrize("algorithm", sorted(PRIVATE))
 def test_honest_runs_of_every_private_algorithm_pass_on_every_channel(case14, algorithm):
     """Seeded (deterministic) audits: every channel the coordinator holds, the release and its view files, stays

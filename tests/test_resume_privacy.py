@@ -48,7 +48,7 @@ def _power_flow(tmp_path, faults=None, algorithm="objl", rounds=20, **kw):
 @pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("objg", {"target_delta": 1e-5}), ("outl", {}),
                                               ("totl", {"objective": "cost+shedding"}),
                                               ("totg", {"objective": "cost+shedding", "target_delta": 1e-5}),
-                                              ("hrcl", {"objective": "cost+shedding"})])
+                                              ("hrcl", {"objective": "cost+shedding"}), ("inps", {})])
 def test_power_flow_interrupted_and_crashed_releases_no_round_twice(tmp_path, algorithm, extra):
     """Ctrl-C, a crash between checkpoints, Ctrl-C, a crash: every round crossed once; composed ≤ ledger ≤ claim."""
     cfg, out, start = _power_flow(tmp_path, algorithm=algorithm, **extra)

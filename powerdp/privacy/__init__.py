@@ -9,7 +9,7 @@ Pure mathematics: nothing here builds a model or calls a solver.
   bounds that hold; ``rule="paper"`` reproduces the values the paper uses
   (Δ = 2β, resp. β). For ObjPert the two agree; the paper's OutPert value is
   *not* a proven bound for constrained problems and is labelled so.
-* :class:`LaplaceMechanism` and :class:`GaussianMechanism` draw the noise ξ of
+* :class:`LaplaceMechanism`, :class:`GaussianMechanism` and :class:`StaircaseMechanism` draw the noise ξ of
   one local step; :func:`make_mechanism` picks one from a :class:`Sensitivity`.
 * :func:`noise_rng` gives every zone its own :class:`NoiseSource`: secret (the OS's CSPRNG) by default,
   :func:`zone_rng` (reproducible from the run seed) for seeded experiments; :mod:`.sampler` is the one
@@ -37,6 +37,7 @@ from .mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
     Mechanism,
+    StaircaseMechanism,
     make_mechanism,
     noise_magnitude,
     noise_rng,
@@ -55,6 +56,7 @@ __all__ = [
     "hierarchical_sensitivity",
     "LaplaceMechanism",
     "GaussianMechanism",
+    "StaircaseMechanism",
     "make_mechanism",
     "zone_rng",
     "noise_rng",

@@ -8,7 +8,16 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..files.jsonable import jsonable
-from .mechanisms import MECHANISMS, GaussianMechanism, LaplaceMechanism, Mechanism, mechanism_from_dict, mechanism_to_dict
+from .mechanisms import (
+    MECHANISMS,
+    PURE_KINDS,
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+    StaircaseMechanism,
+    mechanism_from_dict,
+    mechanism_to_dict,
+)
 from .params import check_delta, check_real
 
 __all__ = ["PrivacyLedger", "theorem_4_9_epsilon", "laplace_pld_epsilon", "TIGHT_METHODS"]
@@ -133,9 +142,9 @@ class PrivacyLedger:
         noise_source: str = "secret",
         claim_holds: bool = True,
     ):
-        if not isinstance(mechanism, (LaplaceMechanism, GaussianMechanism)):
+        if not isinstance(mechanism, (LaplaceMechanism, GaussianMechanism, StaircaseMechanism)):
             raise ConfigError(
-                f"mechanism must be a LaplaceMechanism or GaussianMechanism, got {type(mechanism).__name__}"
+                f"mechanism must be a LaplaceMechanism, GaussianMechanism or StaircaseMechanism, got {type(mechanism).__name__}"
             )
         self.mechanism = mechanism
         self.kind = mechanism.kind
@@ -161,8 +170,8 @@ class PrivacyLedger:
             tight_method = "analytic" if self.kind == "gaussian" else "pld"
         if tight_method == "analytic" and self.kind != "gaussian":
             raise ConfigError("tight_method='analytic' is available for the Gaussian mechanism only")
-        if self.kind == "laplace" and self.target_delta == 0.0:
-            tight_method = "none"
+        if (self.kind == "laplace" and self.target_delta == 0.0) or self.kind == "staircase":
+            tight_method = "none"  # pure ε sums exactly (and the staircase claims nothing tighter)
         self.tight_method = tight_method
         self._steps = 0
         # the history of released steps: runs of steps of one mechanism (opacus-style ledger);
@@ -223,6 +232,8 @@ class PrivacyLedger:
             self.kind = "mixed"
             if self.tight_method in ("analytic", "none") and self.target_delta > 0:
                 self.tight_method = "pld"
+            if "staircase" in kinds:  # no privacy-loss distribution is claimed for it: basic composition only
+                self.tight_method = "none"
         # results are cached per history; older ones are never asked for again
         key = (self._steps, len(self._history))
         self._cache = {k: v for k, v in self._cache.items() if k[1:] == key}
@@ -316,12 +327,12 @@ class PrivacyLedger:
     def per_step_verified(self) -> bool:
         """Whether the per-step claim (ε, δ) holds exactly (always for Laplace;
         for Gaussian checked with the analytic profile — proven for ε < 1)."""
-        if self.kind == "laplace":
+        if self.kind in PURE_KINDS:
             return True
         if self.homogeneous:
             return self._per_step_exact() <= self.epsilon * (1 + _REL_TOL) + 1e-12
         return all(
-            m.kind == "laplace"
+            m.kind in PURE_KINDS
             or _exact_gaussian_epsilon(m.noise_multiplier, 1, m.delta) <= m.epsilon * (1 + _REL_TOL) + 1e-12
             for m, _ in self._history
         )
@@ -384,7 +395,7 @@ class PrivacyLedger:
             tight = self.tight()
             if tight is not None and tight["epsilon"] < basic_eps:
                 return {"epsilon": tight["epsilon"], "delta": self.target_delta, "source": "tight:pld"}
-        if self.kind == "laplace" or k == 0:
+        if self.kind in PURE_KINDS or k == 0:
             return {"epsilon": basic_eps, "delta": basic_delta, "source": "basic"}
         candidates: list[tuple[float, str]] = []
         tight = self.tight()

@@ -187,6 +187,53 @@ def fill_gaussian(w, out, start, sigma, block_bits, chunk_bits, col_bits, prob, 
 
 
 @njit(cache=True)
+def fill_staircase(w, out, start, d, r, bits, eps):
+    """Discrete staircase draws (module docstring of :mod:`.sampler`, ``discrete_staircase``): P(Z = z) ∝ b^L(z),
+    b = exp(−eps), L(z) = ⌊|z|/d⌋ + [|z| mod d ≥ r], into out[start:] from w: (draws done, position in w where the
+    unfinished draw began). A proposal's word a gives the sign (its top bit) and u = its low ``bits`` bits (2^bits > d;
+    u ≥ d is rejected: u uniform on {0, …, d − 1}); u ≥ r is kept with probability b; then G, the number of
+    successes of Bernoulli(b) trials before the first failure (geometric, P(G = j) = (1 − b)bʲ); |Z| = G·d + u, and
+    (−, 0) is rejected. Each trial's uniform is the next word's top 53 bits (and more words when those tie)."""
+    mask = (_ONE << np.uint64(bits)) - _ONE
+    scale = _TWO_P53
+    pos = 0
+    for i in range(start, out.size):
+        begin = pos
+        while True:
+            if pos >= w.size:
+                return i, begin
+            a = w[pos]
+            pos += 1
+            u = np.int64(a & mask)
+            if u >= d:
+                continue
+            negative = (a >> _SIGN) != _ZERO
+            if u >= r:  # the upper part of a step: kept with probability b
+                if pos >= w.size:
+                    return i, begin
+                keep, pos = _bernoulli_exp(w, pos + 1, w[pos] >> _SHIFT_53, scale, eps)
+                if pos < 0:
+                    return i, begin
+                if not keep:
+                    continue
+            g = np.int64(0)
+            while True:
+                if pos >= w.size:
+                    return i, begin
+                more, pos = _bernoulli_exp(w, pos + 1, w[pos] >> _SHIFT_53, scale, eps)
+                if pos < 0:
+                    return i, begin
+                if not more:
+                    break
+                g += 1
+            x = g * d + u
+            if not (negative and x == 0):  # (−, 0) is rejected
+                break
+        out[i] = -x if negative else x
+    return out.size, pos
+
+
+@njit(cache=True)
 def grid_release(v, gamma, z, out, noise):
     """out = (rint(v/γ) + z)·γ and noise = z·γ in one pass (γ a power of two, so v·(1/γ) is v/γ exactly; rint
     rounds half to even, as numpy's round): the same doubles as the numpy expression, without its temporaries."""

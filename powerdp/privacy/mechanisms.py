@@ -28,10 +28,10 @@ from .sensitivity import Sensitivity
 __all__ = [
     "LaplaceMechanism", "GaussianMechanism", "Mechanism", "MECHANISMS", "make_mechanism", "zone_rng", "noise_rng",
     "noise_source", "NOISE_SOURCES", "noise_magnitude", "Kind", "mechanism_to_dict", "mechanism_from_dict",
-    "PMF_RELATIVE_ERROR", "GAUSSIAN_TAIL_DELTA",
+    "PMF_RELATIVE_ERROR", "GAUSSIAN_TAIL_DELTA", "StaircaseMechanism", "PURE_KINDS",
 ]
 
-Kind = Literal["laplace", "gaussian"]
+Kind = Literal["laplace", "gaussian", "staircase"]
 
 #: the samplers' pmf is the distribution's to this relative error (the binary64 exponentials and the Laplace table's
 #: weights, docs/privacy.md "The sampler"; the Laplace's grows by this per 9 scales of |z|): an additive privacy loss of
@@ -233,7 +233,9 @@ class GaussianMechanism:
         )
 
 
-Mechanism = LaplaceMechanism | GaussianMechanism
+from .staircase import StaircaseMechanism  # noqa: E402  (it uses the sampler and sensitivity only)
+
+Mechanism = LaplaceMechanism | GaussianMechanism | StaircaseMechanism
 
 
 @functools.lru_cache(maxsize=256)
@@ -249,19 +251,21 @@ def _noise_only(mech: Mechanism, rng: Any, size: Any) -> np.ndarray:
     return mech.release(np.zeros(shape), rng)[1]
 
 #: mechanism name → class; a new mechanism is one class with the same protocol and one entry here
-MECHANISMS: dict[str, type] = {"laplace": LaplaceMechanism, "gaussian": GaussianMechanism}
+MECHANISMS: dict[str, type] = {"laplace": LaplaceMechanism, "gaussian": GaussianMechanism, "staircase": StaircaseMechanism}
+#: the kinds that are pure ε-DP per step and composed by summing ε (Laplace also has its exact PLD at δ > 0)
+PURE_KINDS = ("laplace", "staircase")
 
 
 def make_mechanism(
     kind: Kind, sensitivity: Sensitivity, epsilon: float, delta: float | None = None
 ) -> Mechanism:
-    """Laplace (uses ``sensitivity.l1``; ``delta`` must be None or 0) or Gaussian
+    """Laplace or staircase (use ``sensitivity.l1``; ``delta`` must be None or 0) or Gaussian
     (uses ``sensitivity.l2``; ``delta`` in (0, 1) required)."""
     kind = check_kind(kind)
     if not isinstance(sensitivity, Sensitivity):
         raise ConfigError(f"sensitivity must be a Sensitivity, got {type(sensitivity).__name__}")
-    if kind == "laplace" and delta is not None and check_real("delta", delta) != 0.0:
-        raise ConfigError(f"delta must be None or 0 for the Laplace mechanism, got {delta!r}")
+    if kind in PURE_KINDS and delta is not None and check_real("delta", delta) != 0.0:
+        raise ConfigError(f"delta must be None or 0 for the {kind} mechanism, got {delta!r}")
     return MECHANISMS[kind].from_sensitivity(sensitivity, epsilon, delta)
 
 

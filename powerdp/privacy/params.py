@@ -13,7 +13,7 @@ __all__ = ["PrivacyWarning", "check_real", "check_positive", "check_delta", "che
 
 SENSITIVITY_RULES = ("sound", "paper")
 ADJACENCIES = ("value", "bus")
-MECHANISM_KINDS = ("laplace", "gaussian")
+MECHANISM_KINDS = ("laplace", "gaussian", "staircase")
 
 
 class PrivacyWarning(UserWarning):

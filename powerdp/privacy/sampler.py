@@ -45,6 +45,7 @@ from .faults import InjectedFaults
 __all__ = [
     "NoiseSource", "GRID_BITS", "grid_step", "snap", "discrete_laplace", "discrete_gaussian", "laplace_release",
     "gaussian_release", "UNKNOWN_SENSITIVITY_MULTIPLIER", "as_source", "warm_up", "laplace_grid_scale", "gaussian_grid_scale",
+    "discrete_staircase", "staircase_release", "staircase_grid", "staircase_step_fraction", "staircase_variance",
 ]
 
 #: the grid lies GRID_BITS binary digits below the noise scale
@@ -387,6 +388,57 @@ def discrete_gaussian(src: NoiseSource, sigma: float, n: int) -> np.ndarray:
     return _draw(_kernels().fill_gaussian, src, n, words, sigma, bits, _chunk_bits(bits), col_bits, prob, alias, delta)
 
 
+def discrete_staircase(src: NoiseSource, d: int, r: int, epsilon: float, n: int) -> np.ndarray:
+    """``n`` draws of the discrete staircase distribution: P(Z = z) ∝ b^L(z), b = exp(−ε), L(z) = ⌊|z|/d⌋ + [|z| mod d ≥ r].
+
+    It is the integer form of Geng and Viswanath's staircase mechanism (IEEE Trans. Inf. Theory 2016): steps of d
+    integers, the first r of each at the step's level and the rest one level down. For integers z, z' with |z − z'| ≤ d,
+    |L(z) − L(z')| ≤ 1 (L is non-decreasing in |z| and L(|z| + d) = L(|z|) + 1; across 0 both |z|, |z'| ≤ d, where L is
+    0 or 1), so adding Z to an integer query whose neighbours differ by at most d is ε-DP. Sampled exactly
+    (:func:`~powerdp.privacy.discrete_kernels.fill_staircase`: a uniform u < d and a sign, u ≥ r kept with probability b,
+    a geometric number of steps, (−, 0) rejected). No truncation; about 2/(r/d + b) + 2/(1 − b) words a draw.
+    """
+    d, r = int(d), int(r)
+    if not 1 <= d < 2**62 or not 1 <= r <= d:
+        raise ValueError(f"discrete staircase: need 1 ≤ r ≤ d < 2^62, got d = {d}, r = {r}")
+    if not (0.0 < epsilon <= _STAIRCASE_MAX_EPSILON and math.isfinite(epsilon)):
+        raise ValueError(f"discrete staircase: ε per entry must lie in (0, {_STAIRCASE_MAX_EPSILON:g}], got {epsilon}")
+    b = math.exp(-epsilon)
+    words = 2.0 * (2.0 / (r / d + (1.0 - r / d) * b)) + 2.0 / (1.0 - b)
+    return _draw(_kernels().fill_staircase, src, n, words, d, r, d.bit_length(), float(epsilon))
+
+
+#: the staircase's ε per entry is at most this (exp(−ε) stays a normal double, and a step's scale far above the grid)
+_STAIRCASE_MAX_EPSILON = 500.0
+
+
+def staircase_step_fraction(epsilon: float) -> float:
+    """γ*, the fraction of each step at the step's level that minimises the variance (Geng & Viswanath's optimal
+    staircase for the cost x²): −b/(1 − b) + (b − 2b² + 2b⁴ − b⁵)^⅓ / (2^⅓ (1 − b)²), b = exp(−ε); in (0, ½]."""
+    if epsilon < 1e-3:  # the closed form cancels as b → 1; its expansion there (any fraction is private: only the variance moves)
+        return 0.5 - epsilon / 12.0
+    b = math.exp(-epsilon)
+    g = -b / (1.0 - b) + (b - 2 * b**2 + 2 * b**4 - b**5) ** (1.0 / 3.0) / (2.0 ** (1.0 / 3.0) * (1.0 - b) ** 2)
+    return min(0.5, max(g, 0.0))
+
+
+def staircase_variance(sensitivity: float, epsilon: float) -> float:
+    """The variance of the (continuous) optimal staircase noise for one entry of sensitivity Δ at ε:
+    Δ²(2^(−2/3) b^(2/3) (1 + b)^(2/3) + b)/(1 − b)², b = exp(−ε) (Geng & Viswanath); 2Δ²/ε² as ε → 0, like Laplace."""
+    b = math.exp(-epsilon)
+    return sensitivity**2 * (2.0 ** (-2.0 / 3.0) * b ** (2.0 / 3.0) * (1.0 + b) ** (2.0 / 3.0) + b) / (1.0 - b) ** 2
+
+
+def staircase_grid(sensitivity: float, epsilon: float) -> tuple[float, int, int]:
+    """(γ, d, r) of a staircase release of entries of sensitivity Δ at ε each: the grid γ of the scale Δ/ε, the step
+    d = ⌊Δ/γ⌋ + 1 grid units (two values at most Δ apart round to integers at most that far apart) and its upper part
+    from r = max(1, round(γ*·d)) on. Data-independent."""
+    gamma = grid_step(sensitivity / epsilon)
+    d = math.floor(sensitivity / gamma) + 1
+    r = max(1, min(d, round(staircase_step_fraction(epsilon) * d)))
+    return gamma, d, r
+
+
 # --------------------------------------------------------------------------- releases on the grid
 
 
@@ -454,6 +506,21 @@ def gaussian_release(value, sigma: float, l2_sensitivity: float | None, rng) -> 
     sigma_grid = gaussian_grid_scale(sigma, l2_sensitivity, m)
     while True:
         out, noise = _grid_release(value, gamma, discrete_gaussian(src, sigma_grid, m))
+        if src.accept(out):  # False only when a resumed zone's replay diverged: drawn again from fresh bits
+            return out, noise
+
+
+def staircase_release(value, sensitivity: float, epsilon: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(γ(round(v/γ) + Z), γZ): ``value`` released with discrete staircase noise, each entry ε-DP against a change of that
+    entry by at most ``sensitivity`` (:func:`staircase_grid`, :func:`discrete_staircase`)."""
+    src = as_source(rng)
+    bad = _faulty(value, src, lambda g, shape: g.laplace(0.0, sensitivity / epsilon, shape))
+    if bad is not None:
+        return bad
+    gamma, d, r = staircase_grid(sensitivity, epsilon)
+    m = _size(value)
+    while True:
+        out, noise = _grid_release(value, gamma, discrete_staircase(src, d, r, epsilon, m))
         if src.accept(out):  # False only when a resumed zone's replay diverged: drawn again from fresh bits
             return out, noise
 

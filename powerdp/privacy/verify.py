@@ -88,6 +88,18 @@ def _laplace_shifts(release: dict[str, Any], where: str) -> tuple[float, list[in
     return a, None, a * (delta1 / gamma + m)
 
 
+def _staircase_pure(release: dict[str, Any], where: str) -> float:
+    """The pure ε of one discrete staircase release, from its grid, step and sensitivity: a moved entry shifts by at
+    most k = ⌊Δ₁/(m γ)⌋ + 1 grid units, which crosses at most ⌈k/d⌉ levels of steps d, each worth ε/m."""
+    gamma = _number(release, "grid", where)
+    delta1 = _number(release, "sensitivity", where)
+    c = int(_number(release, "coordinates", where))
+    d = int(_number(release, "step", where))
+    eps_entry = _number(release, "entry_epsilon", where)
+    k = math.floor(delta1 / (c * gamma)) + 1
+    return c * math.ceil(k / d) * eps_entry
+
+
 def _gaussian_multiplier(release: dict[str, Any], where: str) -> float:
     """σ/K in grid steps: the continuous Gaussian whose privacy profile bounds the discrete release's."""
     sigma = _number(release, "grid_scale", where)
@@ -152,11 +164,15 @@ def _release_pld(release: dict[str, Any], where: str):
         for k in shifts[1:]:
             out = out.compose(_discrete_laplace_pld(a, k, interval))
         return out, pure
+    if kind == "discrete_staircase":  # pure ε only: the PLD of the worst ε-DP mechanism
+        pure = _staircase_pure(release, where)
+        interval = min(1e-4, pure * _RELATIVE_INTERVAL)
+        return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(pure, 0.0), value_discretization_interval=interval), pure
     if kind == "discrete_gaussian":
         z = _gaussian_multiplier(release, where)
         interval = min(1e-4, _RELATIVE_INTERVAL * 6.0 / z)
         return pld.from_gaussian_mechanism(z, sensitivity=1.0, value_discretization_interval=interval, use_connect_dots=True), None
-    raise ConfigError(f"{where}: mechanism {kind!r} is not one this verifier knows (discrete_laplace, discrete_gaussian)")
+    raise ConfigError(f"{where}: mechanism {kind!r} is not one this verifier knows (discrete_laplace, discrete_gaussian, discrete_staircase)")
 
 
 # --------------------------------------------------------------------------- a unit's releases

@@ -126,14 +126,16 @@ def count_releases(records: str | Path) -> dict[int, dict[int, int]]:
 
 def crossed_epsilon(unit: dict[str, Any], steps: float) -> float:
     """ε of ``steps`` releases of the unit's per-step mechanism (``unit``: its entry in the privacy receipt), at the
-    ledger's δ: pure ε summed (Laplace), or the analytic composition of the Gaussian steps (dp-accounting)."""
+    ledger's δ: pure ε summed (Laplace at δ = 0, the staircase), or the analytic composition of the Gaussian steps
+    (dp-accounting)."""
     import dp_accounting
 
     releases = unit.get("releases") or []
     if not releases or steps <= 0:
         return 0.0
     delta = float(unit["ledger"]["delta"])
-    if all(r["mechanism"] == "discrete_laplace" for r in releases) and delta == 0.0:
+    pure = all(r["mechanism"] in ("discrete_laplace", "discrete_staircase") for r in releases)
+    if pure and (delta == 0.0 or all(r["mechanism"] == "discrete_staircase" for r in releases)):
         return steps * max(float(r["epsilon"]) for r in releases)
     z = min(float(r["noise_multiplier"]) for r in releases)  # the largest per-step loss among the runs of steps
     return float(dp_accounting.get_epsilon_gaussian(z / math.sqrt(steps), delta)) if delta > 0 else math.inf

@@ -346,7 +346,8 @@ class RunConfig(AlgorithmChoices):
         try:
             if self.mechanism == "gaussian":
                 return {"noise_multiplier": gaussian_noise_multiplier(float(self.target_epsilon), float(self.target_delta), self.private_steps)}
-            delta = float(self.target_delta or 0.0)
+            # the staircase is accounted by summing its pure ε (it claims no privacy-loss distribution): δ is not used
+            delta = float(self.target_delta or 0.0) if self.mechanism == "laplace" else 0.0
             coordinates = self._laplace_coordinates() if delta > 0 else None
             return {"epsilon": laplace_epsilon_per_step(float(self.target_epsilon), self.private_steps, delta, coordinates)}
         except ConfigError as exc:

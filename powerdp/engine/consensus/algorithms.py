@@ -1,7 +1,7 @@
 """An algorithm is three choices: update rule × perturbation × mechanism (docs/algorithm.md).
 
 :data:`ALIASES` names the combinations the paper and the product use
-(``objl``, ``objg``, ``outl``, ``outg``, ``inpl``, ``inpg``, ``totl``, ``totg``, ``hrcl``, ``hrcg``, ``nonprivate``, ``exact``, ``objt``); any other
+(``objl``, ``objg``, ``outl``, ``outg``, ``inpl``, ``inpg``, ``inps``, ``totl``, ``totg``, ``tots``, ``hrcl``, ``hrcg``, ``nonprivate``, ``exact``, ``objt``); any other
 valid combination is written ``UPDATE/PERTURBATION/MECHANISM`` (or
 ``UPDATE/none``). :func:`resolve` turns a name into an :class:`Algorithm` and
 checks it against the registries of update rules, perturbations and
@@ -64,9 +64,12 @@ ALIASES: dict[str, Algorithm] = {
     "objt": Algorithm("trust-region", "objective", "laplace"),
     "inpl": Algorithm("linearized", "input", "laplace"),
     "inpg": Algorithm("linearized", "input", "gaussian"),
+    # ... with staircase noise: pure ε, a smaller variance than Laplace's at a large budget (docs/privacy.md)
+    "inps": Algorithm("linearized", "input", "staircase"),
     # input perturbation on the zone's two load totals, then exact ADMM on loads built from them (docs/privacy.md)
     "totl": Algorithm("exact", "totals", "laplace"),
     "totg": Algorithm("exact", "totals", "gaussian"),
+    "tots": Algorithm("exact", "totals", "staircase"),
     # ... and on the totals and the bus loads in one release, the bus loads shrunk toward the totals' equal shares
     "hrcl": Algorithm("exact", "hierarchical", "laplace"),
     "hrcg": Algorithm("exact", "hierarchical", "gaussian"),
