@@ -46,8 +46,9 @@ from powerdp.studies.plots import utility_floor
 from powerdp.studies.sweep import SweepSpec, run_sweep
 
 BUDGET_ALGORITHMS = ["objl", "objg", "outl", "outg", "inpl", "inpg"]
-NEW_ALGORITHMS = ["totl", "totg", "hrcl", "hrcg"]  # the zone totals released once (issue 37), alone or with the bus loads
-PURE = ["objl", "outl", "inpl", "totl", "hrcl"]  # Laplace at δ = 0
+NEW_ALGORITHMS = ["totl", "totg", "hrcl", "hrcg",  # the zone totals released once (issue 37), alone or with the bus loads
+                  "inps", "tots"]  # ... and the loads or the totals with staircase noise (pure ε; issue 37's floor)
+PURE = ["objl", "outl", "inpl", "totl", "hrcl", "inps", "tots"]  # Laplace and the staircase at δ = 0
 WITH_DELTA = ["objg", "outg", "inpg", "objl", "inpl", "totg", "hrcg", "totl", "hrcl"]  # δ = 1e-5 (Laplace: exact PLD calibration)
 BUDGETS = [0.1, 1.0, 10.0]
 
@@ -139,15 +140,15 @@ IMPLEMENTED_CASES = {  # name → (case, partition); PGLib's case118 is found in
 #: the proximal step on every entry), the others keep the generation cost exact
 FAMILIES = [
     ("objective", ["objl", "objg"], {}),
-    ("input", ["inpl", "inpg"], {}),
-    ("totals", ["totl", "totg"], {}),
+    ("input", ["inpl", "inpg", "inps"], {}),
+    ("totals", ["totl", "totg", "tots"], {}),
     ("hierarchical", ["hrcl", "hrcg"], {}),
     ("output", ["outl", "outg"], {"linearize": "all"}),
 ]
-LAPLACE = {"objl", "inpl", "totl", "hrcl", "outl"}
+LAPLACE = {"objl", "inpl", "totl", "hrcl", "outl", "inps", "tots"}  # pure ε (the staircase too)
 #: one release per run: their exact-PLD calibration at δ = 1e-5 gives the pure-ε noise (the per-step ε is the total), so
 #: their δ = 0 runs would repeat the δ = 1e-5 ones draw for draw; they run at δ = 0 only when no δ > 0 is asked
-ONE_RELEASE = {"inpl", "totl", "hrcl"}
+ONE_RELEASE = {"inpl", "totl", "hrcl", "inps", "tots"}
 OUTPUT_DELTA_FREE = {"outl"}  # Laplace output perturbation is pure ε only (docs/privacy.md)
 
 

@@ -50,6 +50,11 @@ RUN_DESCRIPTION = textwrap.dedent(
       inpl, inpg     input perturbation (baseline, load obfuscation): each zone perturbs its
                      loads once and runs the non-private update on them; the whole run
                      costs one release's epsilon, whatever --rounds and --local-updates
+      inps           the same with staircase noise (--mechanism staircase: pure epsilon,
+                     Geng and Viswanath's; at epsilon 10, 1/24 of Laplace's variance)
+      totl, totg, tots   the zone's two load totals released once (Laplace, Gaussian,
+                     staircase), then exact ADMM on loads built from them; with a
+                     budget and no --algorithm, totl
       nonprivate     the same linearized update without noise
       exact          non-private ADMM with the exact local objective (reference)
       objt           the inexact-ADMM paper's trust-region update (no proximal term; a box
