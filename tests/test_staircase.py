@@ -14,6 +14,7 @@ from powerdp.cli import main
 from powerdp.errors import ConfigError
 from powerdp.privacy import PrivacyLedger, Sensitivity, StaircaseMechanism, make_mechanism, zone_rng
 from powerdp.privacy.sampler import (
+    STAIRCASE_STEP_MARGIN,
     NoiseSource,
     discrete_staircase,
     grid_step,
@@ -83,7 +84,7 @@ def test_draws_are_a_function_of_the_seed_and_the_release_is_on_a_data_independe
 
 def test_the_step_is_the_sensitivity_on_the_grid_and_its_fraction_is_geng_and_viswanaths():
     gamma, d, r = staircase_grid(0.02, 10.0)
-    assert gamma == grid_step(0.002) and d == math.floor(0.02 / gamma) + 1
+    assert gamma == grid_step(0.002) and d == math.floor(0.02 * (1 + STAIRCASE_STEP_MARGIN) / gamma) + 1
     assert r == round(staircase_step_fraction(10.0) * d)
     assert staircase_step_fraction(1e-6) == pytest.approx(0.5, abs=1e-3)
     # the variances docs/results/utility.md quotes, against the Laplace floor (Δ/ε)²
@@ -101,8 +102,37 @@ def test_the_mechanism_needs_the_moved_entries_and_spends_eps_over_them():
     assert two.variance == pytest.approx(staircase_variance(0.02, 0.5))
     with pytest.raises(ConfigError, match="delta must be None or 0"):
         make_mechanism("staircase", Sensitivity(l1=0.02, l2=0.02, rule="sound", beta=0.01, coordinates=1), 1.0, 1e-5)
-    with pytest.raises(ConfigError, match="at most 500"):
-        StaircaseMechanism(0.02, 600.0)
+    with pytest.raises(ConfigError, match="from 1e-6 to 20 per moved entry"):
+        StaircaseMechanism(0.02, 25.0)  # its sampler would need ~(2e^25)^(1/3) proposals a draw
+    assert StaircaseMechanism(0.02, 25.0, coordinates=2).entry_epsilon == 12.5
+    with pytest.raises(ValueError, match="d ≤ ε·2"):  # |Z| = G·d + u could wrap around
+        discrete_staircase(NoiseSource(np.random.default_rng(0)), 2**61, 3, 0.05, 4)
+
+
+def test_the_step_covers_the_floating_point_error_of_a_neighbouring_value():
+    """Red team, 2026-11-29: a zone's load total summed in floating point moves by β plus a few ulps when one load moves
+    by β, and with a step of ⌊β/γ⌋ + 1 grid units 1 of 20 000 random neighbouring pairs of a 60-bus zone shifted by one
+    unit more (two levels: 2ε). The step's margin covers them all."""
+    from fractions import Fraction
+
+    from powerdp.privacy.sensitivity import totals_sensitivity
+
+    beta = 0.01
+    mech = StaircaseMechanism.from_sensitivity(totals_sensitivity(beta, "value"), 1.0)
+    gamma, d, _ = staircase_grid(mech.entry_sensitivity, mech.entry_epsilon)
+    without_margin = math.floor(mech.entry_sensitivity / gamma) + 1
+    rng = np.random.default_rng(0)
+    shifts = []
+    for _ in range(20_000):
+        pd = rng.uniform(0, 1.2, 60)
+        i = rng.integers(60)
+        moved = pd.copy()
+        moved[i] = pd[i] + beta
+        if Fraction(moved[i]) - Fraction(pd[i]) > Fraction(beta):  # exactly at most β apart, as neighbours are
+            moved[i] = np.nextafter(moved[i], -np.inf)
+        shifts.append(int(abs(np.rint(np.sum(moved) / gamma) - np.rint(np.sum(pd) / gamma))))
+    assert max(shifts) == without_margin + 1  # the counter-example is in this sample
+    assert max(shifts) <= d
 
 
 def test_the_ledger_sums_its_pure_epsilon_and_claims_nothing_tighter():
@@ -139,6 +169,12 @@ def test_a_staircase_receipt_verifies_and_one_with_a_narrower_step_exits_3(tmp_p
     capsys.readouterr()
     assert main(["privacy", "verify", str(tmp_path / "edited.json")]) == 3
     assert "FAILED" in capsys.readouterr().out
+    # ε per entry lowered behind the release's ε: an inconsistent receipt, refused as bad input
+    edited["units"][0]["releases"][0]["step"] *= 2
+    edited["units"][0]["releases"][0]["entry_epsilon"] /= 2
+    (tmp_path / "edited.json").write_text(json.dumps(edited))
+    assert main(["privacy", "verify", str(tmp_path / "edited.json")]) == 2
+    assert "inconsistent staircase release" in capsys.readouterr().err
 
 
 def test_inps_at_a_large_budget_is_far_below_laplace_on_the_shedding_objective():

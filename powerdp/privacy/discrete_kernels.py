@@ -196,6 +196,7 @@ def fill_staircase(w, out, start, d, r, bits, eps):
     (−, 0) is rejected. Each trial's uniform is the next word's top 53 bits (and more words when those tie)."""
     mask = (_ONE << np.uint64(bits)) - _ONE
     scale = _TWO_P53
+    most = (np.int64(1) << 62) // d - 1  # G·d + u < 2⁶² (the caller keeps d ≤ ε·2⁴⁶: G beyond has probability < e^-65536)
     pos = 0
     for i in range(start, out.size):
         begin = pos
@@ -226,6 +227,8 @@ def fill_staircase(w, out, start, d, r, bits, eps):
                 if not more:
                     break
                 g += 1
+            if g > most:  # never in practice (above); no wrap-around either way
+                continue
             x = g * d + u
             if not (negative and x == 0):  # (−, 0) is rejected
                 break

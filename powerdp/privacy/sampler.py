@@ -46,6 +46,7 @@ __all__ = [
     "NoiseSource", "GRID_BITS", "grid_step", "snap", "discrete_laplace", "discrete_gaussian", "laplace_release",
     "gaussian_release", "UNKNOWN_SENSITIVITY_MULTIPLIER", "as_source", "warm_up", "laplace_grid_scale", "gaussian_grid_scale",
     "discrete_staircase", "staircase_release", "staircase_grid", "staircase_step_fraction", "staircase_variance",
+    "STAIRCASE_MAX_EPSILON", "STAIRCASE_STEP_MARGIN",
 ]
 
 #: the grid lies GRID_BITS binary digits below the noise scale
@@ -399,17 +400,26 @@ def discrete_staircase(src: NoiseSource, d: int, r: int, epsilon: float, n: int)
     a geometric number of steps, (−, 0) rejected). No truncation; about 2/(r/d + b) + 2/(1 − b) words a draw.
     """
     d, r = int(d), int(r)
-    if not 1 <= d < 2**62 or not 1 <= r <= d:
-        raise ValueError(f"discrete staircase: need 1 ≤ r ≤ d < 2^62, got d = {d}, r = {r}")
-    if not (0.0 < epsilon <= _STAIRCASE_MAX_EPSILON and math.isfinite(epsilon)):
-        raise ValueError(f"discrete staircase: ε per entry must lie in (0, {_STAIRCASE_MAX_EPSILON:g}], got {epsilon}")
+    if not (_STAIRCASE_MIN_EPSILON <= epsilon <= STAIRCASE_MAX_EPSILON and math.isfinite(epsilon)):
+        raise ValueError(f"discrete staircase: ε per entry must lie in [{_STAIRCASE_MIN_EPSILON:g}, {STAIRCASE_MAX_EPSILON:g}], got {epsilon}")
+    # |Z| = G·d + u stays below 2⁶² unless G reaches 2⁶²/d ≥ 2¹⁶/ε, a probability below e^(−65536)
+    if not 1 <= d <= epsilon * 2.0**46 or not 1 <= r <= d:
+        raise ValueError(f"discrete staircase: need 1 ≤ r ≤ d ≤ ε·2^46, got d = {d}, r = {r} at ε = {epsilon}")
     b = math.exp(-epsilon)
     words = 2.0 * (2.0 / (r / d + (1.0 - r / d) * b)) + 2.0 / (1.0 - b)
     return _draw(_kernels().fill_staircase, src, n, words, d, r, d.bit_length(), float(epsilon))
 
 
-#: the staircase's ε per entry is at most this (exp(−ε) stays a normal double, and a step's scale far above the grid)
-_STAIRCASE_MAX_EPSILON = 500.0
+#: the staircase's ε per entry is at most this: a draw takes about d/r ≈ (2e^ε)^⅓ proposals (29 at ε = 10, 1 600 at
+#: 20, 2·10⁷ at 50), and beyond a value's noise is far below any meaning; at least this: the grid's step d stays ≥ 2²¹
+STAIRCASE_MAX_EPSILON = 20.0
+_STAIRCASE_MIN_EPSILON = 1e-6
+#: the step's margin for the floating-point error of the released value: a neighbouring change moves the value the
+#: zone computes (a product 2ω·d, a sum of loads) by Δ plus a few ulps of the value, and a shift of d + 1 grid units
+#: would cross two levels (2ε; red team, 2026-11-29: 1 of 20 000 random neighbouring pairs of a 60-bus zone's load
+#: total summed with np.sum). The step covers Δ(1 + 2⁻²⁰): errors up to 2⁻²⁰Δ, i.e. values up to ~10⁶·Δ summed to a
+#: few hundred ulps, at a variance cost of (1 + 2⁻²⁰)²
+STAIRCASE_STEP_MARGIN = 2.0**-20
 
 
 def staircase_step_fraction(epsilon: float) -> float:
@@ -431,10 +441,11 @@ def staircase_variance(sensitivity: float, epsilon: float) -> float:
 
 def staircase_grid(sensitivity: float, epsilon: float) -> tuple[float, int, int]:
     """(γ, d, r) of a staircase release of entries of sensitivity Δ at ε each: the grid γ of the scale Δ/ε, the step
-    d = ⌊Δ/γ⌋ + 1 grid units (two values at most Δ apart round to integers at most that far apart) and its upper part
-    from r = max(1, round(γ*·d)) on. Data-independent."""
+    d = ⌊Δ(1 + m)/γ⌋ + 1 grid units (two values at most Δ(1 + m) apart round to integers at most that far apart; m =
+    :data:`STAIRCASE_STEP_MARGIN`, the floating-point error of the value's computation) and its upper part from
+    r = max(1, round(γ*·d)) on. Data-independent."""
     gamma = grid_step(sensitivity / epsilon)
-    d = math.floor(sensitivity / gamma) + 1
+    d = math.floor(sensitivity * (1.0 + STAIRCASE_STEP_MARGIN) / gamma) + 1
     r = max(1, min(d, round(staircase_step_fraction(epsilon) * d)))
     return gamma, d, r
 

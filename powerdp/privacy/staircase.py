@@ -8,8 +8,9 @@ as ε → 0 (2.00× (Δ/ε)² at ε = 0.1, 1.92× at ε = 1) but 0.085× (Δ/ε)
 budget it is 24 times less noise for the same guarantee.
 
 The release is the sampler's (:func:`~powerdp.privacy.sampler.staircase_release`): the value on the grid γ of the
-scale Δ/ε plus integer staircase noise with steps of d = ⌊Δ/γ⌋ + 1 grid units, so the set of outputs does not depend
-on the data, and two values at most Δ apart, once on the grid, are at most d apart: each entry is ε-DP.
+scale Δ/ε plus integer staircase noise with steps of d = ⌊Δ(1 + 2⁻²⁰)/γ⌋ + 1 grid units, so the set of outputs does
+not depend on the data, and two values at most Δ apart (plus their floating-point error, up to 2⁻²⁰Δ), once on the
+grid, are at most d apart: each entry is ε-DP.
 
 Unlike Laplace's, the staircase's privacy loss does not add up over a shift spread across entries: a change that
 moves m entries costs up to m·ε whatever their sizes. So the mechanism needs the sensitivity's ``coordinates`` (the
@@ -27,7 +28,14 @@ import numpy as np
 
 from ..errors import ConfigError
 from .params import check_positive
-from .sampler import grid_step, staircase_grid, staircase_release, staircase_step_fraction, staircase_variance
+from .sampler import (
+    STAIRCASE_MAX_EPSILON,
+    grid_step,
+    staircase_grid,
+    staircase_release,
+    staircase_step_fraction,
+    staircase_variance,
+)
 from .sensitivity import Sensitivity
 
 __all__ = ["StaircaseMechanism"]
@@ -61,8 +69,11 @@ class StaircaseMechanism:
         self.coordinates = int(coordinates)
         self.delta = 0.0
         self.scale = self.sensitivity / self.epsilon  # Laplace's scale at the same (Δ₁, ε): the grid's reference
-        if self.entry_epsilon > 500.0:
-            raise ConfigError(f"epsilon = {epsilon!r}: the staircase mechanism takes at most 500 per entry")
+        if not 1e-6 <= self.entry_epsilon <= STAIRCASE_MAX_EPSILON:
+            raise ConfigError(
+                f"epsilon = {epsilon!r}: the staircase mechanism takes ε from 1e-6 to {STAIRCASE_MAX_EPSILON:g} per moved entry "
+                f"(beyond {STAIRCASE_MAX_EPSILON:g} its exact sampler needs ~(2e^ε)^(1/3) proposals a draw); use laplace"
+            )
 
     @property
     def entry_sensitivity(self) -> float:

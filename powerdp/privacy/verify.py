@@ -95,7 +95,12 @@ def _staircase_pure(release: dict[str, Any], where: str) -> float:
     delta1 = _number(release, "sensitivity", where)
     c = int(_number(release, "coordinates", where))
     d = int(_number(release, "step", where))
+    r = int(_number(release, "step_level", where))
+    eps = _number(release, "epsilon", where)
     eps_entry = _number(release, "entry_epsilon", where)
+    if not 1 <= r <= d or abs(eps_entry * c - eps) > 1e-12 * eps:
+        raise ConfigError(f"{where}: an inconsistent staircase release (step {d}, its level {r}, ε {eps} over {c} "
+                          f"entries, {eps_entry} each)")
     k = math.floor(delta1 / (c * gamma)) + 1
     return c * math.ceil(k / d) * eps_entry
 
