@@ -411,7 +411,7 @@ def discrete_staircase(src: NoiseSource, d: int, r: int, epsilon: float, n: int)
 
 
 #: the staircase's ε per entry is at most this: a draw takes about d/r ≈ (2e^ε)^⅓ proposals (29 at ε = 10, 1 600 at
-#: 20, 2·10⁷ at 50), and beyond a value's noise is far below any meaning; at least this: the grid's step d stays ≥ 2²¹
+#: 20, 2·10⁷ at 50), and beyond a value's noise is far below any meaning; at least this: the grid's step d stays ≥ 2²⁰
 STAIRCASE_MAX_EPSILON = 20.0
 _STAIRCASE_MIN_EPSILON = 1e-6
 #: the step's margin for the floating-point error of the released value: a neighbouring change moves the value the
