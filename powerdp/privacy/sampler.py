@@ -410,7 +410,7 @@ def discrete_staircase(src: NoiseSource, d: int, r: int, epsilon: float, n: int)
     return _draw(_kernels().fill_staircase, src, n, words, d, r, d.bit_length(), float(epsilon))
 
 
-#: the staircase's ε per entry is at most this: a draw takes about d/r ≈ (2e^ε)^⅓ proposals (29 at ε = 10, 1 600 at
+#: the staircase's ε per entry is at most this: a draw takes about d/r ≈ (2e^ε)^⅓ proposals (35 at ε = 10, 1 000 at
 #: 20, 2·10⁷ at 50), and beyond a value's noise is far below any meaning; at least this: the grid's step d stays ≥ 2²⁰
 STAIRCASE_MAX_EPSILON = 20.0
 _STAIRCASE_MIN_EPSILON = 1e-6
