@@ -186,6 +186,15 @@ def fill_gaussian(w, out, start, sigma, block_bits, chunk_bits, col_bits, prob, 
     return out.size, pos
 
 
+@njit(cache=True, inline="always")
+def _trial_from_next_word(w, pos, x):
+    """Bernoulli(exp(−x)) whose uniform starts with the top 53 bits of the word at ``pos`` (and reads more words when
+    those tie): (outcome, next position), or (False, −1) when w ran out."""
+    if pos >= w.size:
+        return False, -1
+    return _bernoulli_exp(w, pos + 1, w[pos] >> _SHIFT_53, _TWO_P53, x)
+
+
 @njit(cache=True)
 def fill_staircase(w, out, start, d, r, bits, eps):
     """Discrete staircase draws (module docstring of :mod:`.sampler`, ``discrete_staircase``): P(Z = z) ∝ b^L(z),
@@ -195,7 +204,6 @@ def fill_staircase(w, out, start, d, r, bits, eps):
     successes of Bernoulli(b) trials before the first failure (geometric, P(G = j) = (1 − b)bʲ); |Z| = G·d + u, and
     (−, 0) is rejected. Each trial's uniform is the next word's top 53 bits (and more words when those tie)."""
     mask = (_ONE << np.uint64(bits)) - _ONE
-    scale = _TWO_P53
     most = (np.int64(1) << 62) // d - 1  # G·d + u < 2⁶² (the caller keeps d ≤ ε·2⁴⁶: G beyond has probability < e^-65536)
     pos = 0
     for i in range(start, out.size):
@@ -210,18 +218,14 @@ def fill_staircase(w, out, start, d, r, bits, eps):
                 continue
             negative = (a >> _SIGN) != _ZERO
             if u >= r:  # the upper part of a step: kept with probability b
-                if pos >= w.size:
-                    return i, begin
-                keep, pos = _bernoulli_exp(w, pos + 1, w[pos] >> _SHIFT_53, scale, eps)
+                keep, pos = _trial_from_next_word(w, pos, eps)
                 if pos < 0:
                     return i, begin
                 if not keep:
                     continue
             g = np.int64(0)
             while True:
-                if pos >= w.size:
-                    return i, begin
-                more, pos = _bernoulli_exp(w, pos + 1, w[pos] >> _SHIFT_53, scale, eps)
+                more, pos = _trial_from_next_word(w, pos, eps)
                 if pos < 0:
                     return i, begin
                 if not more:

@@ -47,8 +47,7 @@ class StaircaseMechanism:
 
     kind = "staircase"
     norm = "l1"
-    #: the ledger composes it by summing ε (no privacy-loss distribution is claimed)
-    pure = True
+    #: the ledger composes it by summing ε (its kind is in PURE_KINDS; no privacy-loss distribution is claimed)
     pld_exact = False
 
     @classmethod
