@@ -336,6 +336,9 @@ def probe_tls(host: str, port: int, name: str, settings: NetSettings, timeout: f
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.load_verify_locations(cadata=settings.ca.decode("ascii", "replace"))
     ctx.load_cert_chain(settings.cert_path, settings.key_path)
+    # gRPC's server hangs up on a TLS client that does not negotiate HTTP/2 by ALPN, whatever its certificate:
+    # without this the probe took every server for one that refused the coordinator's certificate
+    ctx.set_alpn_protocols(["h2"])
     try:
         raw = socket.create_connection((host, port), timeout=timeout)
     except OSError:
