@@ -230,7 +230,7 @@ def test_a_flag_of_another_backend_is_refused(capsys, tmp_path, argv, flag):
     (["dispatch", "case14", "--periods", "2", "--clip-loads"], "--clip-loads: clips the perturbed loads of a private algorithm"),
     (["dispatch", "case14", "--periods", "2", "--algorithm", "nonprivate", "--target-epsilon", "1"],
      "--target-epsilon 1: nonprivate is not private; a budget needs one of objl, inpl, outl, exact/input/laplace, totl, "
-     "hrcl, objg, inpg, exact/input/gaussian, totg, hrcg"),
+     "hrcl, inps, tots, objg, inpg, exact/input/gaussian, totg, hrcg"),
     (["run", "case14", "--local-solver", "clarabel", "--ipopt-option", "print_level=5"], "--ipopt-option: Ipopt options need"),
     (["learn", "digits", "--split", "dirichlet:x"], "--split dirichlet:x: the Dirichlet concentration"),
 ], ids=["run-unknown", "vertical-unknown", "dispatch-target-delta", "dispatch-clip-loads", "dispatch-budget",

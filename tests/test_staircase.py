@@ -219,3 +219,27 @@ def test_the_audit_fails_a_staircase_calibrated_to_a_hundredth_of_its_sensitivit
     assert res.epsilon_total == pytest.approx(0.5)
     assert res.verdict == "failed" and res.epsilon_lower_bound > 0.5
 
+
+
+@pytest.mark.parametrize("algorithm", ["tots", "inps"])
+def test_a_dispatch_spends_its_pure_budget_over_the_day_with_the_staircase(tmp_path, algorithm):
+    """``powerdp dispatch`` runs the staircase's forms: the user-level budget split by basic composition over the
+    periods (one release a period) and an implemented dispatch that sheds nothing; a δ asked for changes nothing (the staircase is pure ε)."""
+    from powerdp.apps.dispatch.config import DispatchConfig
+    from powerdp.apps.dispatch.runner import run_dispatch
+    from powerdp.grid.profiles import load_horizon
+
+    from .test_dispatch import day_profile
+
+    profile = day_profile(tmp_path / "day.csv", 3)
+    horizon = load_horizon("case14", periods=3, profiles=profile)
+    spent = {}
+    for delta in (None, 1e-5):
+        cfg = DispatchConfig(source="case14", profiles=str(profile), periods=3, zones=2, algorithm=algorithm,
+                             target_epsilon=1.0, target_delta=delta, relation="user", max_rounds=10, seed=0)
+        res = run_dispatch(cfg.validate(), horizon, ac_evaluation=False)
+        assert res.summary["epsilon_total"] == pytest.approx(dict.fromkeys(range(2), 1.0))
+        spent[delta] = res.periods["epsilon_spent"].to_numpy()
+        assert spent[delta] == pytest.approx([1 / 3, 2 / 3, 1.0])
+        assert (res.periods["implemented_shedding_mw"] < 1.0).all()
+    assert spent[None].tolist() == spent[1e-5].tolist()

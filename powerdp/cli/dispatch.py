@@ -52,8 +52,8 @@ examples:
 
 exit status: 0 done, 1 a period failed (the complete periods are kept), 2 bad input, 130 interrupted."""
 
-ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "hrcl", "objg", "inpg",
-              "exact/input/gaussian", "totg", "hrcg")
+ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "hrcl", "inps", "tots", "objg",
+              "inpg", "exact/input/gaussian", "totg", "hrcg")
 
 
 def add_dispatch_parser(sub) -> None:
@@ -70,7 +70,8 @@ def add_dispatch_parser(sub) -> None:
                    "inpl (input perturbation: noise once per period, linearized ADMM on the perturbed loads), "
                    "exact/input/laplace (the same under exact ADMM), outl, and their Gaussian forms objg, inpg, "
                    "exact/input/gaussian (need --target-delta), totl and totg (each zone's two load totals released "
-                   "once a period, exact ADMM on equal shares of them; docs/privacy.md). Default: nonprivate without "
+                   "once a period, exact ADMM on equal shares of them; docs/privacy.md), inps and tots (inpl and totl with the staircase's "
+                   "pure-epsilon noise). Default: nonprivate without "
                    "--target-epsilon; with it the mechanism that measured best (docs/results/dispatch.md): totl "
                    "(--relation event, or user without --target-delta), totg (--relation user with --target-delta)")
     p.add_argument("--target-epsilon", type=real(0, lo_open=True), help="total epsilon per zone over the horizon")

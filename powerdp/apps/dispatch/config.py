@@ -27,10 +27,11 @@ from ..power_flow.config import RunConfig
 __all__ = ["DispatchConfig", "RELATIONS", "DISPATCH_ALGORITHMS", "GAUSSIAN_ALGORITHMS", "relation_text", "default_algorithm"]
 
 RELATIONS = ("user", "event")
-#: the algorithms a dispatch runs: the non-private linearized and exact updates, and the Laplace mechanisms (a pure-ε
-#: budget over the horizon, split exactly by the ledger's basic composition); exact/input/laplace is input
-#: perturbation under exact ADMM (the period's perturbed loads d̃, then the non-private exact update)
-DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "hrcl")
+#: the algorithms a dispatch runs: the non-private linearized and exact updates, and the pure-ε mechanisms (Laplace,
+#: and the staircase's inps and tots: a budget over the horizon split exactly by the ledger's basic composition);
+#: exact/input/laplace is input perturbation under exact ADMM (the period's perturbed loads d̃, then the non-private
+#: exact update)
+DISPATCH_ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "hrcl", "inps", "tots")
 #: the default stopping tolerance on the relative residuals (measured on SimBench 1-HV-mixed--0-sw, docs/multi_period.md)
 TOLERANCE = 2e-4
 #: the Gaussian mechanisms: a total (ε, δ) over the horizon, every step's noise multiplier calibrated so that the
