@@ -45,7 +45,7 @@ def _power_flow(tmp_path, faults=None, algorithm="objl", rounds=20, **kw):
     return cfg, out, start
 
 
-@pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("objg", {"target_delta": 1e-5}), ("outl", {}),
+@pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("objl", {"target_delta": 1e-5}), ("objg", {"target_delta": 1e-5}), ("outl", {}),
                                               ("totl", {"objective": "cost+shedding"}),
                                               ("totg", {"objective": "cost+shedding", "target_delta": 1e-5}),
                                               ("hrcl", {"objective": "cost+shedding"}), ("inps", {})])
@@ -58,6 +58,7 @@ def test_power_flow_interrupted_and_crashed_releases_no_round_twice(tmp_path, al
     for z in res["zones"].values():
         assert z["rounds"] == cfg.rounds and z["repeated"] == 0 and z["recharged_steps"] == 0
         assert z["epsilon_crossed"] <= z["epsilon_ledger"] * (1 + 1e-9) <= cfg.target_epsilon * (1 + 1e-9)
+        assert z["epsilon_crossed"] == pytest.approx(z["epsilon_ledger"], rel=1e-9)  # composed as the ledger composes
     # the zones' journals and streams stayed in their 0700/0600 folders; the receipt is re-accounted as the ledger
     assert private_tree_problems(out / "zones.private") == []
     assert all(r["supported"] and r["agrees"] for r in verify_receipt(load_receipt(out)))
@@ -84,9 +85,11 @@ def test_checkpoints_by_time_journal_and_checkpoint_before_round_1_too(tmp_path)
         "zone_0", "zone_1"]
 
 
-def test_the_old_resume_sends_fresh_copies_the_ledger_does_not_count(tmp_path):
-    """InjectedFaults(resume="fresh"): the crash's repeated rounds go out with fresh noise, uncounted: the channel fails."""
-    cfg, out, start = _power_flow(tmp_path, faults=InjectedFaults(resume="fresh"))
+@pytest.mark.parametrize("extra", [{}, {"target_delta": 1e-5}])
+def test_the_old_resume_sends_fresh_copies_the_ledger_does_not_count(tmp_path, extra):
+    """InjectedFaults(resume="fresh"): the crash's repeated rounds go out with fresh noise, uncounted: the channel fails
+    (Laplace at δ = 0, its pure ε summed, and at δ > 0, composed with the ledger's PLD)."""
+    cfg, out, start = _power_flow(tmp_path, faults=InjectedFaults(resume="fresh"), **extra)
     res, _ = _channel(start, stop_plan(2), out, tmp_path, cfg.target_epsilon)
     assert res["failed"]
     assert all(z["repeated"] >= 1 and z["epsilon_crossed"] > z["epsilon_ledger"] for z in res["zones"].values())

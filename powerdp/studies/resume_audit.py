@@ -126,17 +126,27 @@ def count_releases(records: str | Path) -> dict[int, dict[int, int]]:
 
 def crossed_epsilon(unit: dict[str, Any], steps: float) -> float:
     """ε of ``steps`` releases of the unit's per-step mechanism (``unit``: its entry in the privacy receipt), at the
-    ledger's δ: pure ε summed (Laplace at δ = 0, the staircase), or the analytic composition of the Gaussian steps
-    (dp-accounting)."""
+    ledger's δ, composed as the ledger composes them: pure ε summed (Laplace at δ = 0, the staircase); Laplace at δ > 0
+    the smaller of that sum and dp-accounting's PLD of the steps when every release names its moved coordinates (the
+    ledger's exact PLD, :func:`~powerdp.privacy.accounting.laplace_pld_epsilon`); or the analytic composition of the
+    Gaussian steps (dp-accounting)."""
     import dp_accounting
 
     releases = unit.get("releases") or []
     if not releases or steps <= 0:
         return 0.0
     delta = float(unit["ledger"]["delta"])
-    pure = all(r["mechanism"] in ("discrete_laplace", "discrete_staircase") for r in releases)
-    if pure and (delta == 0.0 or all(r["mechanism"] == "discrete_staircase" for r in releases)):
-        return steps * max(float(r["epsilon"]) for r in releases)
+    kinds = {r["mechanism"] for r in releases}
+    if kinds <= {"discrete_laplace", "discrete_staircase"}:
+        eps_step = max(float(r["epsilon"]) for r in releases)
+        basic = steps * eps_step
+        coordinates = {int(r.get("coordinates") or 0) for r in releases}
+        if delta == 0.0 or kinds != {"discrete_laplace"} or len(coordinates) != 1 or 0 in coordinates:
+            return basic
+        from ..privacy.accounting import laplace_pld_epsilon
+
+        # whole steps: a fraction of a step that crossed counts as one (the more pessimistic side)
+        return min(basic, laplace_pld_epsilon(eps_step, math.ceil(steps - 1e-9), delta, coordinates.pop()))
     z = min(float(r["noise_multiplier"]) for r in releases)  # the largest per-step loss among the runs of steps
     return float(dp_accounting.get_epsilon_gaussian(z / math.sqrt(steps), delta)) if delta > 0 else math.inf
 
