@@ -183,7 +183,7 @@ def _dispatch(tmp_path, horizon, algorithm="objl", faults=None, max_rounds=5, **
 
 
 @pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("inpl", {}), ("inpg", {"target_delta": 1e-5}), ("totl", {}),
-                                              ("totg", {"target_delta": 1e-5})])
+                                              ("totg", {"target_delta": 1e-5}), ("inps", {}), ("tots", {"target_delta": 1e-5})])
 def test_dispatch_stopped_in_its_periods_releases_no_round_twice(tmp_path, algorithm, extra):
     """Ctrl-C (the documented way to stop a day) three times, each in the middle of a period: the zones replay the
     period's rounds bit for bit from their per-period checkpoints, so nothing crossed twice (the issue measured 92
