@@ -22,16 +22,16 @@ from powerdp.files.private import private_tree_problems
 from powerdp.privacy.faults import InjectedFaults
 from powerdp.privacy.journal import JOURNAL_FILE, read_journal
 from powerdp.privacy.verify import load_receipt, verify_receipt
-from powerdp.studies.resume_audit import interrupted_run, resume_channel, stop_plan
+from powerdp.studies.resume_audit import count_releases, interrupted_run, resume_channel, steps_crossed, stop_plan
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
-def _channel(start, plan, out, tmp_path, claim):
+def _channel(start, plan, out, tmp_path, claim, draw_of=None):
     records = tmp_path / "records.txt"
     statuses = interrupted_run(start, plan, records)
     assert statuses[-1] == 0, statuses
-    return resume_channel(records, load_receipt(out), claim), statuses
+    return resume_channel(records, load_receipt(out), claim, draw_of), statuses
 
 
 def _power_flow(tmp_path, faults=None, algorithm="objl", rounds=20, **kw):
@@ -190,9 +190,11 @@ def test_dispatch_stopped_in_its_periods_releases_no_round_twice(tmp_path, algor
     releases for 80 charged with one Ctrl-C, and 7 draws for 4 with three)."""
     horizon = _day(tmp_path)
     cfg, out, start = _dispatch(tmp_path, horizon, algorithm, **extra)
-    res, statuses = _channel(start, [("int", 3)] * 3, out, tmp_path, 1.0)
+    by_period = lambda r: (r - 1) // cfg.max_rounds  # noqa: E731 - every period runs its max_rounds (tolerance 0)
+    res, statuses = _channel(start, [("int", 3)] * 3, out, tmp_path, 1.0, by_period)
     assert statuses == [130, 130, 130, 0] and not res["failed"], res
     assert all(z["rounds"] == 20 and z["repeated"] == 0 for z in res["zones"].values())
+    assert all(z["epsilon_crossed"] == pytest.approx(z["epsilon_ledger"], rel=1e-9) for z in res["zones"].values())
     assert all(r["supported"] and r["agrees"] for r in verify_receipt(load_receipt(out)))
 
 
@@ -226,6 +228,30 @@ def test_the_old_resume_of_a_day_sends_fresh_copies(tmp_path):
 
     res, statuses = _channel(start, [("int", 3)] * 2, out, tmp_path, 1.0)
     assert res["failed"] and all(z["repeated"] > 0 for z in res["zones"].values()), (statuses, res)
+
+
+def test_a_fresh_copy_of_any_round_of_a_period_is_its_whole_draw_again(tmp_path):
+    """Input and totals perturbation draw once a period; the period's rounds post-process that draw. A fresh-noise copy
+    of a round is then the whole draw again, not the round's share of the steps. Here 4 periods of 4 rounds, one
+    draw each at ε 0.25; period 0's last two rounds crossed twice more, each time with a fresh draw: 6 draws crossed.
+    A ledger that charged 5 of them fails the channel, one that charged all 6 passes. (Found by this stop's red team:
+    with every round an equal share, 4 × 20/16 = 5 steps, the first ledger passed.)"""
+    records = tmp_path / "records.txt"
+    lines = [f"0 {r} a{r}" for r in range(1, 17)] + [f"0 {r} {c}{r}" for r in (3, 4) for c in "bc"]
+    records.write_text("\n".join(lines) + "\n")
+
+    def receipt(steps, recharged):
+        return {"units": [{"id": 0, "recharged_steps": recharged, "ledger": {"steps": steps, "delta": 0.0, "epsilon": 0.25 * steps},
+                           "releases": [{"mechanism": "discrete_laplace", "epsilon": 0.25, "coordinates": 1, "count": steps}]}]}
+
+    by_period = lambda r: (r - 1) // 4  # noqa: E731
+    assert steps_crossed(count_releases(records)[0], 4.0, by_period) == 6.0
+    assert resume_channel(records, receipt(5, 1), None, by_period)["failed"]
+    assert not resume_channel(records, receipt(6, 2), None, by_period)["failed"]
+    # without the periods: one draw for every round, 3 draws of it crossed at most: pessimistic, 12 steps
+    assert steps_crossed(count_releases(records)[0], 4.0) == 12.0
+    # a round its own draw (objective perturbation: a step a round), as before: each release its round's share
+    assert steps_crossed(count_releases(records)[0], 16.0) == 20.0
 
 
 def test_powerdp_audit_has_a_resume_channel_that_the_old_resume_fails(capsys):

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["interrupted_run", "count_releases", "crossed_epsilon", "resume_channel", "audit_resume", "stop_plan"]
+__all__ = ["interrupted_run", "count_releases", "steps_crossed", "crossed_epsilon", "resume_channel", "audit_resume", "stop_plan"]
 
 #: an attempt that records no new round for this long is reported as stuck
 _STALL_S = 600.0
@@ -151,11 +151,31 @@ def crossed_epsilon(unit: dict[str, Any], steps: float) -> float:
     return float(dp_accounting.get_epsilon_gaussian(z / math.sqrt(steps), delta)) if delta > 0 else math.inf
 
 
-def resume_channel(records: str | Path, receipt: dict[str, Any], claim: float | None) -> dict[str, Any]:
+def steps_crossed(rounds: dict[int, int], honest: float, draw_of: Callable[[int], int] | None = None) -> float:
+    """The ledger steps the releases that crossed stand for. ``rounds``: per round, how many distinct releases of it
+    crossed; ``honest``: the ledger's steps for one copy of every round; ``draw_of(round)``: the draw a round's release
+    post-processes (rounds of one group share their noise: a period of input or totals perturbation). Each group holds
+    an equal share of the honest steps, and a round that crossed k distinct times stands for k draws of its group: a
+    fresh copy of any round of a once-per-period release is the whole draw again, not a share of it. Without
+    ``draw_of``: every round its own draw when the ledger charges at least a step a round (objective or output
+    perturbation), else one draw for them all (a run's input perturbation; for a dispatch's periods, pessimistic)."""
+    if not rounds:
+        return 0.0
+    if draw_of is None:
+        draw_of = (lambda r: r) if honest >= len(rounds) else (lambda r: 0)
+    most: dict[int, int] = {}
+    for r, k in rounds.items():
+        g = draw_of(r)
+        most[g] = max(most.get(g, 0), k)
+    return honest / len(most) * sum(most.values())
+
+
+def resume_channel(records: str | Path, receipt: dict[str, Any], claim: float | None,
+                   draw_of: Callable[[int], int] | None = None) -> dict[str, Any]:
     """The channel's verdict from the records and the run's privacy receipt: per unit the rounds, the releases that
-    crossed, the steps they stand for (the honest steps per round times the releases), their ε composed with the
-    ledger's mechanism, the ledger's ε and its recharged steps; failed when, for some unit, what crossed composes to
-    more than the ledger's ε, or the ledger's ε exceeds the claim."""
+    crossed, the steps they stand for (:func:`steps_crossed`; ``draw_of`` groups the rounds by the draw they share),
+    their ε composed with the ledger's mechanism, the ledger's ε and its recharged steps; failed when, for some unit,
+    what crossed composes to more than the ledger's ε, or the ledger's ε exceeds the claim."""
     counts = count_releases(records)
     units = {}
     failed = False
@@ -166,7 +186,7 @@ def resume_channel(records: str | Path, receipt: dict[str, Any], claim: float | 
         ledger_steps = int(unit["ledger"]["steps"])
         recharged = int(unit.get("recharged_steps") or 0)
         honest = float(ledger_steps - recharged)  # one copy of every round's steps
-        steps = honest * crossed / distinct_rounds if distinct_rounds else 0.0
+        steps = steps_crossed(rounds, honest, draw_of)
         eps_crossed = crossed_epsilon(unit, steps)
         eps_ledger = float(unit["ledger"]["epsilon"])
         over = eps_crossed > eps_ledger * (1 + 1e-9) + 1e-12 or (claim is not None and eps_ledger > claim * (1 + 1e-9) + 1e-12)
@@ -176,7 +196,8 @@ def resume_channel(records: str | Path, receipt: dict[str, Any], claim: float | 
                     "epsilon_crossed": eps_crossed, "epsilon_ledger": eps_ledger, "failed": bool(over)}
     return {"zones": units, "claim": claim, "failed": bool(failed),
             "method": "interrupted and resumed through the command line's stop handler; distinct releases per round "
-                      "that crossed, composed with the ledger's per-step mechanism, against the ledger's total"}
+                      "that crossed, counted per draw they share and composed with the ledger's per-step mechanism, "
+                      "against the ledger's total"}
 
 
 def stop_plan(interrupts: int, every: int = 1) -> list[tuple[str, int]]:
