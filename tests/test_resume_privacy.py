@@ -45,7 +45,8 @@ def _power_flow(tmp_path, faults=None, algorithm="objl", rounds=20, **kw):
     return cfg, out, start
 
 
-@pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("objl", {"target_delta": 1e-5}), ("objg", {"target_delta": 1e-5}), ("outl", {}),
+@pytest.mark.parametrize("algorithm, extra", [("objl", {}), ("objl", {"target_delta": 1e-5}), ("objg", {"target_delta": 1e-5}),
+                                              ("outl", {}),
                                               ("totl", {"objective": "cost+shedding"}),
                                               ("totg", {"objective": "cost+shedding", "target_delta": 1e-5}),
                                               ("hrcl", {"objective": "cost+shedding"}), ("inps", {})])

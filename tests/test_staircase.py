@@ -224,7 +224,8 @@ def test_the_audit_fails_a_staircase_calibrated_to_a_hundredth_of_its_sensitivit
 @pytest.mark.parametrize("algorithm", ["tots", "inps"])
 def test_a_dispatch_spends_its_pure_budget_over_the_day_with_the_staircase(tmp_path, algorithm):
     """``powerdp dispatch`` runs the staircase's forms: the user-level budget split by basic composition over the
-    periods (one release a period) and an implemented dispatch that sheds nothing; a δ asked for changes nothing (the staircase is pure ε)."""
+    periods (one release a period) and an implemented dispatch that sheds nothing; a δ asked for changes nothing (the
+    staircase is pure ε)."""
     from powerdp.apps.dispatch.config import DispatchConfig
     from powerdp.apps.dispatch.runner import run_dispatch
     from powerdp.grid.profiles import load_horizon

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..apps.dispatch.config import TOLERANCE, default_algorithm
+from ..apps.dispatch.config import DISPATCH_ALGORITHMS, GAUSSIAN_ALGORITHMS, TOLERANCE, default_algorithm
 from .args import integer, real
 from .common import _check_output_file, _status_printer, add_verbosity, refuse_backend_flags
 from .streams import is_terminal
@@ -52,8 +52,7 @@ examples:
 
 exit status: 0 done, 1 a period failed (the complete periods are kept), 2 bad input, 130 interrupted."""
 
-ALGORITHMS = ("nonprivate", "exact", "objl", "inpl", "outl", "exact/input/laplace", "totl", "hrcl", "inps", "tots", "objg",
-              "inpg", "exact/input/gaussian", "totg", "hrcg")
+ALGORITHMS = DISPATCH_ALGORITHMS + GAUSSIAN_ALGORITHMS  # what DispatchConfig.validate accepts, in its order
 
 
 def add_dispatch_parser(sub) -> None:
@@ -70,9 +69,9 @@ def add_dispatch_parser(sub) -> None:
                    "inpl (input perturbation: noise once per period, linearized ADMM on the perturbed loads), "
                    "exact/input/laplace (the same under exact ADMM), outl, and their Gaussian forms objg, inpg, "
                    "exact/input/gaussian (need --target-delta), totl and totg (each zone's two load totals released "
-                   "once a period, exact ADMM on equal shares of them; docs/privacy.md), inps and tots (inpl and totl with the staircase's "
-                   "pure-epsilon noise). Default: nonprivate without "
-                   "--target-epsilon; with it the mechanism that measured best (docs/results/dispatch.md): totl "
+                   "once a period, exact ADMM on equal shares of them; docs/privacy.md), inps and tots (inpl and totl "
+                   "with the staircase's pure-epsilon noise). Default: nonprivate without --target-epsilon; with it "
+                   "the mechanism that measured best (docs/results/dispatch.md): totl "
                    "(--relation event, or user without --target-delta), totg (--relation user with --target-delta)")
     p.add_argument("--target-epsilon", type=real(0, lo_open=True), help="total epsilon per zone over the horizon")
     p.add_argument("--target-delta", type=real(0, 1, lo_open=True, hi_open=True),
