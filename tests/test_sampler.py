@@ -97,13 +97,23 @@ def _two_sample_chi2(a: np.ndarray, b: np.ndarray, support: int) -> float:
     return float(stats.chi2_contingency(np.vstack([ca[keep], cb[keep]]))[1])
 
 
+def _same_as_opendp(ours: np.ndarray, kind: str, scale: float, n_opendp: int, support: int) -> float:
+    """The larger p-value of two comparisons with independent OpenDP samples. OpenDP draws from the OS's entropy
+    (it cannot be seeded), so one comparison at 10⁻³ fails one CI run in a thousand by chance (CI saw p = 5e-4 once;
+    40 fresh samples against the same ours: p 0.065…0.99). A second sample is drawn only when the first rejects: a
+    chance failure then needs both (10⁻⁶), while a real difference rejects both (the power check below: p < 10⁻⁶)."""
+    p = _two_sample_chi2(ours, _opendp_vector(kind, scale, n_opendp), support)
+    if p > 1e-3:
+        return p
+    return max(p, _two_sample_chi2(ours, _opendp_vector(kind, scale, n_opendp), support))
+
+
 def _compare_with_opendp(n_opendp: int) -> None:
     ours_l = discrete_laplace(noise_rng(21, 0), 3, DRAWS)
     ours_g = discrete_gaussian(noise_rng(22, 0), 2.5, DRAWS)
     theirs_l = _opendp_vector("laplace", 3.0, n_opendp)
-    theirs_g = _opendp_vector("gaussian", 2.5, n_opendp)
-    assert _two_sample_chi2(ours_l, theirs_l, 18) > 1e-3
-    assert _two_sample_chi2(ours_g, theirs_g, 12) > 1e-3
+    assert _same_as_opendp(ours_l, "laplace", 3.0, n_opendp, 18) > 1e-3
+    assert _same_as_opendp(ours_g, "gaussian", 2.5, n_opendp, 12) > 1e-3
     # and the comparison has power: OpenDP's Laplace at scale 3 is not our Gaussian
     assert _two_sample_chi2(ours_g, theirs_l, 12) < 1e-6
 
