@@ -33,7 +33,17 @@ def main() -> int:
         signal.signal(s, _stop_at_once)
     from powerdp.cli import main as run_command_line
 
-    return run_command_line()
+    status = run_command_line()
+    _forget_handled_interrupts()
+    return status
+
+
+def _forget_handled_interrupts() -> None:
+    """A KeyboardInterrupt that passed through an ``eval`` or ``exec`` of a string (``collections.namedtuple`` and
+    ``dataclasses`` build their classes so, at import) leaves CPython's "unhandled KeyboardInterrupt" flag set, even
+    though the command handled it; ``python -m`` then ends the process by SIGINT after it exits with 130. Each
+    evaluation of a string clears that flag first (``run_eval_code_obj`` in Python/pythonrun.c), so one more does."""
+    eval("None")  # noqa: S307 - a constant string, evaluated for the side effect above
 
 
 if __name__ == "__main__":

@@ -7,12 +7,24 @@ and raises :class:`powerdp.errors.Interrupted`. Outside the rounds (loading,
 setup, a centralized solve), or on a second signal, it interrupts at once
 (``KeyboardInterrupt``); the run directory then still holds the history of every
 finished round and the last checkpoint.
+
+A ``KeyboardInterrupt`` can be lost on its way out: raised while the main thread is inside a call from C back into
+Python (llvmlite's ctypes callbacks, which numba calls while it loads a compiled kernel) it is printed as "Exception
+ignored" and dropped; raised inside a C extension's module initialisation that clears errors (seen importing
+``pandas._libs.json``) it vanishes without a word; either way the command went on to its end and exited 0 (CI,
+tests/test_signals.py). So once the handler has raised, a watcher thread waits for the interruption to leave the
+command (:func:`stop_signals` exits): while the main thread is not handling an exception (our interruption, or what
+a handler made of it, on its way out through cleanup code) at two looks in a row, the interruption was lost, and the
+watcher delivers it again; and a command that returns normally with an interruption pending is interrupted there.
 """
 
 from __future__ import annotations
 
+import _thread
 import signal
+import sys
 import threading
+import time
 from contextlib import contextmanager
 
 __all__ = ["STOP_SIGNALS", "deferred_stop", "pool_task_stop", "stop_requested", "stop_signals"]
@@ -24,16 +36,66 @@ class _State:
     installed = False  # stop_signals() is active (the command line)
     armed = False  # inside a run's rounds: a stop can wait for the end of the round
     requested: int | None = None  # the signal that asked to stop
+    interrupting: int | None = None  # the signal whose KeyboardInterrupt is on its way out of the command
+    watcher: threading.Thread | None = None
 
 
 _STATE = _State()
+WATCH_SECONDS = 0.05
 
 
 def _handler(signum, frame) -> None:
     if _STATE.armed and _STATE.requested is None:
         _STATE.requested = signum
         return
+    _interrupt(signum)
+
+
+def _interrupt(signum: int) -> None:
+    _STATE.interrupting = signum
+    if _STATE.watcher is None or not _STATE.watcher.is_alive():
+        _STATE.watcher = threading.Thread(target=_watch, args=(threading.main_thread().ident,),
+                                          name="powerdp-stop-watcher", daemon=True)
+        _STATE.watcher.start()
     raise KeyboardInterrupt
+
+
+def _pending() -> bool:
+    return _STATE.installed and _STATE.interrupting is not None
+
+
+def _handling_an_exception(thread_id: int | None) -> bool:
+    current = sys._current_exceptions().get(thread_id)
+    if isinstance(current, tuple):  # Python 3.11: (type, value, traceback); 3.12 on: the exception
+        current = current[1]
+    return current is not None
+
+
+def _watch(main_thread: int | None) -> None:
+    idle = 0
+    while _pending():
+        time.sleep(WATCH_SECONDS)
+        if not _pending():
+            return
+        idle = 0 if _handling_an_exception(main_thread) else idle + 1
+        if idle >= 2:  # lost: deliver it again (runs the handler in the main thread, as the signal itself did)
+            _thread.interrupt_main(_STATE.interrupting)
+            idle = 0
+
+
+def _unraisable_hook(previous):
+    def hook(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _STATE.interrupting is not None:
+            return  # ours, dropped by a callback: the watcher delivers it again; nothing to print
+        previous(unraisable)
+
+    return hook
+
+
+def _end_interrupted() -> None:
+    """Leaving normally with an interruption pending: it was lost on the way, and it ends the command here."""
+    if _STATE.interrupting is not None:
+        raise KeyboardInterrupt
 
 
 @contextmanager
@@ -43,16 +105,21 @@ def stop_signals():
         yield
         return
     previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    previous_hook = sys.unraisablehook
     for s in STOP_SIGNALS:
         signal.signal(s, _handler)
+    sys.unraisablehook = _unraisable_hook(previous_hook)
     _STATE.installed = True
     try:
         yield
+        _end_interrupted()
     finally:
+        _STATE.installed = False  # first: the watcher stops
         for s, h in previous.items():
             signal.signal(s, h)
-        _STATE.installed = False
+        sys.unraisablehook = previous_hook
         _STATE.requested = None
+        _STATE.interrupting = None
         _STATE.armed = False
 
 
@@ -78,7 +145,7 @@ def _pool_task_handler(signum, frame) -> None:
         if _STATE.requested is None:
             _STATE.requested = signum
         return
-    raise KeyboardInterrupt
+    _interrupt(signum)
 
 
 @contextmanager
@@ -90,12 +157,17 @@ def pool_task_stop():
         yield
         return
     previous = signal.getsignal(signal.SIGTERM)
+    previous_hook = sys.unraisablehook
     signal.signal(signal.SIGTERM, _pool_task_handler)
+    sys.unraisablehook = _unraisable_hook(previous_hook)
     _STATE.installed = True
     try:
         yield
+        _end_interrupted()
     finally:
-        signal.signal(signal.SIGTERM, previous)
         _STATE.installed = False
+        signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = previous_hook
         _STATE.requested = None
+        _STATE.interrupting = None
         _STATE.armed = False
