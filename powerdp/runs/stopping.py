@@ -78,8 +78,9 @@ def _watch(main_thread: int | None) -> None:
         if not _pending():
             return
         idle = 0 if _handling_an_exception(main_thread) else idle + 1
-        if idle >= 2:  # lost: deliver it again (runs the handler in the main thread, as the signal itself did)
-            _thread.interrupt_main(_STATE.interrupting)
+        signum = _STATE.interrupting
+        if idle >= 2 and signum is not None and _STATE.installed:
+            _thread.interrupt_main(signum)  # lost: deliver it again (the handler runs in the main thread, as before)
             idle = 0
 
 
