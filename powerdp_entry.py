@@ -35,7 +35,14 @@ def main() -> int:
 
     status = run_command_line()
     _forget_handled_interrupts()
+    if status == EXIT_INTERRUPTED:  # objects the interruption left half-built complain as they are collected
+        sys.unraisablehook = _quiet
     return status
+
+
+def _quiet(unraisable) -> None:
+    """After an interruption: a finalizer's error (llvmlite's ``ObjectRef.__del__`` on an object whose ``__init__`` was
+    interrupted: "'PassBuilder' object has no attribute '_as_parameter_'") is not printed after `powerdp: interrupted`."""
 
 
 def _forget_handled_interrupts() -> None:

@@ -100,6 +100,20 @@ def _end_interrupted() -> None:
 
 
 @contextmanager
+def _interruptions_end_as_such():
+    """What leaves with an interruption pending is the interruption: a normal return (it was lost on the way) and an
+    error it caused (a C extension's initialisation turns it into ``ImportError: PyCapsule_Import could not import
+    module "pandas"``) both end as a KeyboardInterrupt."""
+    try:
+        yield
+    except Exception:
+        if _STATE.interrupting is not None:
+            raise KeyboardInterrupt from None
+        raise
+    _end_interrupted()
+
+
+@contextmanager
 def stop_signals():
     """Handle SIGINT and SIGTERM alike: deferred to the end of a round inside a run, else at once."""
     if threading.current_thread() is not threading.main_thread():
@@ -112,8 +126,8 @@ def stop_signals():
     sys.unraisablehook = _unraisable_hook(previous_hook)
     _STATE.installed = True
     try:
-        yield
-        _end_interrupted()
+        with _interruptions_end_as_such():
+            yield
     finally:
         _STATE.installed = False  # first: the watcher stops
         for s, h in previous.items():
@@ -163,8 +177,8 @@ def pool_task_stop():
     sys.unraisablehook = _unraisable_hook(previous_hook)
     _STATE.installed = True
     try:
-        yield
-        _end_interrupted()
+        with _interruptions_end_as_such():
+            yield
     finally:
         _STATE.installed = False
         signal.signal(signal.SIGTERM, previous)
