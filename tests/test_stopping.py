@@ -111,6 +111,18 @@ def test_an_error_the_interruption_caused_ends_as_the_interruption():
                 raise ImportError('PyCapsule_Import could not import module "pandas"') from None
 
 
+def test_an_interruption_a_command_put_in_its_own_words_keeps_them():
+    from powerdp.errors import Interrupted
+
+    with pytest.raises(Interrupted, match="finished runs are kept"):
+        with stop_signals():
+            try:
+                signal.raise_signal(signal.SIGINT)
+                _busy(1.0)
+            except KeyboardInterrupt:
+                raise Interrupted("interrupted; finished runs are kept in OUT") from None
+
+
 def test_an_error_without_an_interruption_is_left_as_it_is():
     with pytest.raises(ImportError):
         with stop_signals():

@@ -27,6 +27,8 @@ import threading
 import time
 from contextlib import contextmanager
 
+from ..errors import Interrupted
+
 __all__ = ["STOP_SIGNALS", "deferred_stop", "pool_task_stop", "stop_requested", "stop_signals"]
 
 STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
@@ -103,9 +105,12 @@ def _end_interrupted() -> None:
 def _interruptions_end_as_such():
     """What leaves with an interruption pending is the interruption: a normal return (it was lost on the way) and an
     error it caused (a C extension's initialisation turns it into ``ImportError: PyCapsule_Import could not import
-    module "pandas"``) both end as a KeyboardInterrupt."""
+    module "pandas"``) both end as a KeyboardInterrupt. :class:`~powerdp.errors.Interrupted` is the interruption
+    already, with the command's own words (a sweep's "finished runs are kept in ..."), and stays."""
     try:
         yield
+    except Interrupted:
+        raise
     except Exception:
         if _STATE.interrupting is not None:
             raise KeyboardInterrupt from None
