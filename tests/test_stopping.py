@@ -75,15 +75,22 @@ def _busy(seconds: float) -> None:
         pass
 
 
+def _interrupted_and_caught(then: BaseException | None = None) -> None:
+    """SIGINT now; its KeyboardInterrupt is caught here and swallowed (``then`` None: a bare ``except``, a C extension
+    that clears the error) or replaced by ``then``."""
+    try:
+        signal.raise_signal(signal.SIGINT)
+        _busy(1.0)
+    except KeyboardInterrupt:
+        if then is not None:
+            raise then from None
+
+
 def test_a_stop_swallowed_without_a_word_is_delivered_again():
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         with stop_signals():
-            try:
-                signal.raise_signal(signal.SIGINT)
-                _busy(1.0)
-            except KeyboardInterrupt:
-                pass  # a library that swallows it (a bare except, a C extension that clears the error)
+            _interrupted_and_caught()  # a library swallows it
             _busy(5.0)  # the command goes on: the interruption must reach it here
     assert time.monotonic() - t0 < 1.0
 
@@ -91,11 +98,7 @@ def test_a_stop_swallowed_without_a_word_is_delivered_again():
 def test_a_command_that_ends_right_after_swallowing_a_stop_is_interrupted_as_it_ends():
     with pytest.raises(KeyboardInterrupt):
         with stop_signals():
-            try:
-                signal.raise_signal(signal.SIGINT)
-                _busy(1.0)
-            except KeyboardInterrupt:
-                pass
+            _interrupted_and_caught()
 
 
 def test_an_error_the_interruption_caused_ends_as_the_interruption():
@@ -104,11 +107,7 @@ def test_an_error_the_interruption_caused_ends_as_the_interruption():
     traceback and exit status 1. An error that leaves with an interruption pending is the interruption."""
     with pytest.raises(KeyboardInterrupt):
         with stop_signals():
-            try:
-                signal.raise_signal(signal.SIGINT)
-                _busy(1.0)
-            except KeyboardInterrupt:
-                raise ImportError('PyCapsule_Import could not import module "pandas"') from None
+            _interrupted_and_caught(ImportError('PyCapsule_Import could not import module "pandas"'))
 
 
 def test_an_interruption_a_command_put_in_its_own_words_keeps_them():
@@ -116,11 +115,7 @@ def test_an_interruption_a_command_put_in_its_own_words_keeps_them():
 
     with pytest.raises(Interrupted, match="finished runs are kept"):
         with stop_signals():
-            try:
-                signal.raise_signal(signal.SIGINT)
-                _busy(1.0)
-            except KeyboardInterrupt:
-                raise Interrupted("interrupted; finished runs are kept in OUT") from None
+            _interrupted_and_caught(Interrupted("interrupted; finished runs are kept in OUT"))
 
 
 def test_an_error_without_an_interruption_is_left_as_it_is():

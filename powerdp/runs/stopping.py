@@ -95,12 +95,6 @@ def _unraisable_hook(previous):
     return hook
 
 
-def _end_interrupted() -> None:
-    """Leaving normally with an interruption pending: it was lost on the way, and it ends the command here."""
-    if _STATE.interrupting is not None:
-        raise KeyboardInterrupt
-
-
 @contextmanager
 def _interruptions_end_as_such():
     """What leaves with an interruption pending is the interruption: a normal return (it was lost on the way) and an
@@ -115,19 +109,17 @@ def _interruptions_end_as_such():
         if _STATE.interrupting is not None:
             raise KeyboardInterrupt from None
         raise
-    _end_interrupted()
+    if _STATE.interrupting is not None:  # a normal return with one pending: it was lost on the way, and ends here
+        raise KeyboardInterrupt
 
 
 @contextmanager
-def stop_signals():
-    """Handle SIGINT and SIGTERM alike: deferred to the end of a round inside a run, else at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+def _installed(handlers: dict):
+    """The command's (or pool task's) signal ``handlers`` and the unraisable hook, for the block; then what was there."""
+    previous = {s: signal.getsignal(s) for s in handlers}
     previous_hook = sys.unraisablehook
-    for s in STOP_SIGNALS:
-        signal.signal(s, _handler)
+    for s, h in handlers.items():
+        signal.signal(s, h)
     sys.unraisablehook = _unraisable_hook(previous_hook)
     _STATE.installed = True
     try:
@@ -141,6 +133,16 @@ def stop_signals():
         _STATE.requested = None
         _STATE.interrupting = None
         _STATE.armed = False
+
+
+@contextmanager
+def stop_signals():
+    """Handle SIGINT and SIGTERM alike: deferred to the end of a round inside a run, else at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    with _installed({s: _handler for s in STOP_SIGNALS}):
+        yield
 
 
 @contextmanager
@@ -176,18 +178,5 @@ def pool_task_stop():
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
         yield
         return
-    previous = signal.getsignal(signal.SIGTERM)
-    previous_hook = sys.unraisablehook
-    signal.signal(signal.SIGTERM, _pool_task_handler)
-    sys.unraisablehook = _unraisable_hook(previous_hook)
-    _STATE.installed = True
-    try:
-        with _interruptions_end_as_such():
-            yield
-    finally:
-        _STATE.installed = False
-        signal.signal(signal.SIGTERM, previous)
-        sys.unraisablehook = previous_hook
-        _STATE.requested = None
-        _STATE.interrupting = None
-        _STATE.armed = False
+    with _installed({signal.SIGTERM: _pool_task_handler}):
+        yield
