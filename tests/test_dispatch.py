@@ -603,3 +603,40 @@ def test_the_summary_names_only_the_evaluation_that_ran(profile, capsys):
                  "--no-reference"]) == 0
     out = capsys.readouterr().out
     assert "AC check" not in out and "centralized reference" not in out and "the evaluation of every round" in out, out
+
+
+@pytest.mark.parametrize("algorithm", ["totl", "inpl"])
+def test_bus_adjacency_reaches_the_zones_noise(algorithm):
+    """``--adjacency bus`` (one bus's pd and qd move together): the zones' settings carry it, and their noise is
+    calibrated to it: twice the Laplace scale of value adjacency at the same budget (Δ₁ = 2β for the totals and for
+    input perturbation's loads, against β)."""
+    net = load_case("case14")
+    scales = {}
+    for adjacency in ("value", "bus"):
+        day = DispatchConfig(source="case14", periods=4, zones=2, algorithm=algorithm, target_epsilon=1.0, seed=3,
+                             adjacency=adjacency).validate()
+        cfg = resolve_config(day.run_config("case14", None), net)
+        assert cfg.adjacency == adjacency
+        part = resolve_partition(net, cfg)
+        keys = part.shared_by_zone(cfg.flows)
+        agent = DispatchZoneAgent(net, 0, part.own_buses(0), tuple(keys[0]), cfg)
+        agent.set_period({"period": 0, "pd": net.pd[agent._own], "qd": net.qd[agent._own], "pmax": net.pmax[agent._gens],
+                          "rating": None})
+        scales[adjacency] = agent.perturbation.mechanism.scale
+    assert scales["bus"] == pytest.approx(2.0 * scales["value"], rel=1e-12), scales
+
+
+def test_the_adjacency_is_stated_in_the_summary_and_the_receipt(profile, tmp_path, capsys):
+    out = tmp_path / "day"
+    status = main(["dispatch", "case14", "--profiles", str(profile), "--periods", "2", "--zones", "2", "--algorithm", "totl",
+                   "--target-epsilon", "1", "--adjacency", "bus", "--seed", "0", "--no-reference", "--out", str(out)])
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "one bus's whole load profile (pd and qd each)" in printed
+    summary = json.loads((out / "coordinator_view" / "summary.json").read_text())["summary"]
+    assert summary["adjacency"] == "bus" and "pd and qd" in summary["relation_text"]
+    receipt = json.loads((out / "coordinator_view" / "privacy_receipt.json").read_text())
+    assert receipt["relation"]["adjacency"] == "bus"
+    with pytest.raises(SystemExit) as stop:
+        main(["dispatch", "case14", "--profiles", str(profile), "--periods", "2", "--adjacency", "row", "-q"])
+    assert stop.value.code == 2

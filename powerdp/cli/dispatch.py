@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..apps.dispatch.config import DISPATCH_ALGORITHMS, GAUSSIAN_ALGORITHMS, TOLERANCE, default_algorithm
+from ..apps.power_flow.config import ADJACENCIES
 from .args import integer, real
 from .common import _check_output_file, _status_printer, add_verbosity, refuse_backend_flags
 from .streams import is_terminal
@@ -84,6 +85,9 @@ def add_dispatch_parser(sub) -> None:
     p.add_argument("--relation", choices=("user", "event"), default="user",
                    help="neighbouring profiles: user (one load's whole profile; default) or event (one value, one period)")
     p.add_argument("--beta", type=real(0, lo_open=True), default=0.01, help="how far a neighbouring load moves (p.u.)")
+    p.add_argument("--adjacency", choices=list(ADJACENCIES), default="value",
+                   help="what one neighbouring change moves: one load value, pd or qd (default), or one bus's pd and qd "
+                   "together, each by --beta (bus: a larger sensitivity, so more noise at the same budget; docs/privacy.md)")
     p.add_argument("--ramp", type=real(0, lo_open=True),
                    help="ramp limit: a conventional generator's p moves by at most this fraction of its pmax per period")
     p.add_argument("--max-rounds", type=integer(1), default=100, help="round cap of one period (default 100)")
@@ -151,7 +155,7 @@ def _config(args):
         algorithm=args.algorithm if args.algorithm is not None else default_algorithm(args.target_epsilon, args.target_delta,
                                                                                        args.relation),
         target_epsilon=args.target_epsilon, target_delta=args.target_delta,
-        clip_loads=args.clip_loads, relation=args.relation, beta=args.beta,
+        clip_loads=args.clip_loads, relation=args.relation, beta=args.beta, adjacency=args.adjacency,
         ramp=args.ramp, max_rounds=args.max_rounds, tolerance=args.tolerance, seed=args.seed, backend=args.backend,
         workers=args.workers, local_solver=args.local_solver, cold_start=args.cold_start, rho=args.rho,
         base_mva=args.base_mva,

@@ -22,7 +22,7 @@ from typing import Any
 from ...engine.consensus.algorithms import resolve
 from ...engine.consensus.perturbations import PERTURBATIONS
 from ...errors import ConfigError
-from ..power_flow.config import RunConfig
+from ..power_flow.config import ADJACENCIES, RunConfig
 
 __all__ = ["DispatchConfig", "RELATIONS", "DISPATCH_ALGORITHMS", "GAUSSIAN_ALGORITHMS", "relation_text", "default_algorithm"]
 
@@ -53,12 +53,15 @@ def default_algorithm(target_epsilon: float | None, target_delta: float | None, 
     return "totl"
 
 
-def relation_text(relation: str, beta: float, periods: int) -> str:
-    """What a run's ε protects, in one line (printed at the start of a private run)."""
+def relation_text(relation: str, beta: float, periods: int, adjacency: str = "value") -> str:
+    """What a run's ε protects, in one line (printed at the start of a private run). ``adjacency`` says what one
+    neighbouring change holds: one load value (pd or qd: "value"), or one bus's pd and qd together ("bus")."""
     if relation == "user":
-        return (f"user-level: one load's whole profile over the {periods} periods may move by up to beta = {beta:g} p.u. "
+        what = "one load's whole profile" if adjacency == "value" else "one bus's whole load profile (pd and qd each)"
+        return (f"user-level: {what} over the {periods} periods may move by up to beta = {beta:g} p.u. "
                 "in every period; the budget covers the whole horizon")
-    return (f"event-level: one load value in one period may move by up to beta = {beta:g} p.u.; the budget covers one "
+    what = "one load value" if adjacency == "value" else "one bus's pd and qd (each)"
+    return (f"event-level: {what} in one period may move by up to beta = {beta:g} p.u.; the budget covers one "
             f"period's releases (a load's profile over the {periods} periods is protected only at the ledger's total, "
             "T times more)")
 
@@ -78,6 +81,7 @@ class DispatchConfig:
     target_delta: float | None = None  # the Gaussian mechanisms' total δ per zone over the horizon (e.g. 1e-5)
     relation: str = "user"
     beta: float = 0.01
+    adjacency: str = "value"  # a neighbouring change moves one load value, or one bus's pd and qd ("bus")
     # project the perturbed loads onto [0, the bus's public rated load] (post-processing; docs/privacy.md)
     clip_loads: bool = False
     ramp: float | None = None  # a generator's p moves by at most this fraction of its pmax between periods
@@ -117,6 +121,8 @@ class DispatchConfig:
                 raise bad("target_delta", "a Laplace budget's delta lies in [0, 1)")
         if self.relation not in RELATIONS:
             raise bad("relation", f"choose one of {', '.join(RELATIONS)}")
+        if self.adjacency not in ADJACENCIES:
+            raise bad("adjacency", f"choose one of {', '.join(ADJACENCIES)}")
         if not (isinstance(self.max_rounds, int) and self.max_rounds > 0):
             raise bad("max_rounds", "must be a positive integer")
         if not (self.tolerance >= 0 and math.isfinite(self.tolerance)):
@@ -183,6 +189,7 @@ class DispatchConfig:
             extra["linearize"] = "all"
         return HorizonRunConfig(
             case=case, zones=self.zones, objective=self.objective, algorithm=self.algorithm, beta=self.beta,
+            adjacency=self.adjacency,
             rounds=self.max_rounds, rho=self.rho, seed=self.seed, backend=self.backend, workers=self.workers,
             local_solver=self.local_solver, convention=self.convention, checkpoint_every=0,
             shedding_weight=shedding_weight, **extra,

@@ -68,7 +68,7 @@ PERIOD_COORDINATOR_COLUMNS = ["period", "label", "rounds", "stopped", "feasibili
                               "dual_relative", "epsilon_spent", "wall_s", "zones_s", "coordinator_s"]
 #: summary keys of the coordinator's view
 COORDINATOR_KEYS = ("source", "algorithm", "n_zones", "n_periods", "period_minutes", "relation", "relation_text", "beta",
-                    "epsilon_total", "epsilon_claim", "target_epsilon", "private", "noise_source", "rounds_total",
+                    "adjacency", "epsilon_total", "epsilon_claim", "target_epsilon", "private", "noise_source", "rounds_total",
                     "mean_rounds", "stopped", "wall_s", "setup_s", "wall_s_per_period", "cpu_s_per_period", "backend", "cold_start",
                     "resumed_from_period", "tolerance", "max_rounds", "ramp")
 #: gen_kind → pandapower's result table
@@ -178,7 +178,7 @@ def _run(config: DispatchConfig, horizon, out_dir: Path | None, resume: bool, pr
                                   "costs": file_entry(config.costs) if config.costs else None,
                                   "partition.csv": file_entry(out_dir / "partition.csv")})
     if config.private:
-        say(relation_text(config.relation, config.beta, config.periods))
+        say(relation_text(config.relation, config.beta, config.periods, config.adjacency))
     say(f"building {part.n_zones} zone agents ({config.backend} backend)")
     # the zones' models are built once with every generator's largest available output over the horizon; each period
     # then caps it (a model built on period 0's caps could never use more renewable output than at period 0)
@@ -522,8 +522,9 @@ def _result(config, horizon, run_cfg, part, history, periods, evaluation, diags,
     summary: dict[str, Any] = {
         "source": horizon.source, "algorithm": config.algorithm, "n_zones": part.n_zones, "n_periods": config.periods,
         "period_minutes": float(horizon.period_minutes), "relation": config.relation,
-        "relation_text": relation_text(config.relation, config.beta, config.periods) if config.private else None,
-        "beta": config.beta if config.private else None, "epsilon_total": eps_total, "epsilon_claim": claim,
+        "relation_text": relation_text(config.relation, config.beta, config.periods, config.adjacency) if config.private else None,
+        "beta": config.beta if config.private else None, "adjacency": config.adjacency if config.private else None,
+        "epsilon_total": eps_total, "epsilon_claim": claim,
         "target_epsilon": config.target_epsilon, "private": config.private,
         "noise_source": "seeded" if config.seed is not None else "secret",
         "rounds_total": int(frame["rounds"].sum()) if len(frame) else 0,
@@ -560,7 +561,8 @@ def _write_receipt(out_dir: Path, config: DispatchConfig, privacy: dict[int, Any
         "target_epsilon": config.target_epsilon, "target_delta": config.target_delta, "periods": config.periods,
         "max_rounds": config.max_rounds,
         "claim_scope": "the horizon (the ledger's total)" if config.relation == "user" else "one period's releases",
-    }, relation={"name": config.relation, "text": relation_text(config.relation, config.beta, config.periods), "beta": config.beta},
+    }, relation={"name": config.relation, "text": relation_text(config.relation, config.beta, config.periods, config.adjacency), "beta": config.beta,
+                                                 "adjacency": config.adjacency},
         units=receipt_units("zone", privacy))
 
 
