@@ -75,6 +75,8 @@ def medians(runs: list[dict]) -> dict:
 
 def budget_sweep(args: argparse.Namespace, algorithms: list[str], delta: float | None, out: str):
     base = {"rounds": args.rounds} if delta is None else {"rounds": args.rounds, "target_delta": delta}
+    if getattr(args, "shrink_loads", False):  # input perturbation's loads shrunk toward each zone's mean
+        base["shrink_loads"] = True
     spec = SweepSpec(
         cases=[args.case], partitions=[{"zones": 3}], algorithms=algorithms, target_epsilons=args.budgets,
         local_updates=[1], seeds=list(range(args.seeds)), base=base, source=f"benchmarks/utility.py budget ({out})",
@@ -282,6 +284,8 @@ def main() -> None:
         ap.add_argument("--algorithms", nargs="+", default=BUDGET_ALGORITHMS + NEW_ALGORITHMS)
         ap.add_argument("--budgets", nargs="+", type=float, default=BUDGETS)
         ap.add_argument("--out", required=True, help="sweep directory (resumable; powerdp plot OUT draws the figure)")
+        ap.add_argument("--shrink-loads", action="store_true",
+                        help="every run with shrink_loads (input perturbation only: inpl, inpg, inps, exact/input/...)")
         ap.add_argument("--jobs", type=int, default=None)
         ap.add_argument("--json")
         budget_table(ap.parse_args(sys.argv[2:]))

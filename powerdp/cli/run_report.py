@@ -137,7 +137,8 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
     unit = "Σ(p.u.²)" if cfg.objective == "shedding" else "$/h"
     what = {"cost": "generation cost", "shedding": "shedding"}.get(cfg.objective, cfg.objective)
     print(f"case          {s['case']}  ({s['n_zones']} zones, {s['n_shared']} shared variables, backend {s['backend']})")
-    print(f"algorithm     {cfg.algorithm}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({stopped_words(s)})")
+    shrunk = " (perturbed loads shrunk toward each zone's mean)" if getattr(cfg, "shrink_loads", False) else ""
+    print(f"algorithm     {cfg.algorithm}{shrunk}  objective {cfg.objective}  ρ {cfg.rho:g}  rounds {s['rounds']} ({stopped_words(s)})")
     print("── the coordinator's view (what a deployment publishes: releases, residuals, ledger) ──")
     if s["final_feasibility"] is not None:
         print(f"feasibility   consensus residual ‖w − Bz‖₂ = {s['final_feasibility']:.3e} p.u. (0 when the zones agree)")

@@ -249,6 +249,8 @@ class ZoneAgent:
         support): the linearized steps' gradient and an exact step's objective are then those of f_p with d̃, computed
         from ``term`` alone (no rounding that involves d after the one draw); the true f_p stays for the evaluation."""
         cols = self.noise_cols
+        if self.config.shrink_loads:
+            term = self._shrunk(term)
         data = self._f_lin_true.c
         lin = data.copy()
         lin[cols] = term
@@ -256,6 +258,20 @@ class ZoneAgent:
         full[cols] = (self._f.c[cols] - data[cols]) + term  # the data-free rest (0 on the data's entries) + n
         self._f_lin = dataclasses.replace(self._f_lin_true, c=lin)
         self._f_exact = self.reduction.pull_objective(dataclasses.replace(self._f, c=full))
+
+    def _shrunk(self, term: np.ndarray) -> np.ndarray:
+        """``--shrink-loads``: the released term with each block of it (the own buses' p loads, then their q loads)
+        shrunk toward the block's mean (:func:`~powerdp.privacy.shrinkage.shrink_to_mean`, the noise's variance per
+        entry being the mechanism's, public): a function of the release alone, so post-processing."""
+        from ...privacy.shrinkage import shrink_to_mean
+
+        at = {int(c): j for j, c in enumerate(self.noise_cols)}
+        out = np.array(term, dtype=float)
+        variance = float(self.perturbation.mechanism.variance)
+        for block in self._y_own or ():
+            j = np.array([at[int(i)] for i in block], dtype=np.int64)  # every balance entry is on the noise support
+            out[j] = shrink_to_mean(out[j], variance)
+        return out
 
     # ------------------------------------------------------------ internals
     def _aim_rounds(self) -> None:

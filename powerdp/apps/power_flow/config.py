@@ -101,6 +101,9 @@ class RunConfig(AlgorithmChoices):
     sensitivity: str = "sound"
     adjacency: str = "value"  # neighbouring loads: one load value moves by beta, or one bus (pd and qd)
     noise_on: str | None = None  # ObjPert noise support: "data" (y entries; default) or "all" (every entry of z)
+    # input perturbation: the zone computes with its perturbed loads shrunk toward their mean (James–Stein; post-
+    # processing of its one release: no privacy cost; powerdp.privacy.shrinkage, docs/privacy.md)
+    shrink_loads: bool = False
     rounds: int = 100
     local_updates: int = 1
     rho: float | None = None  # None: 100, or for exact ADMM on the cost objective one scaled to the costs (runner.default_rho)
@@ -216,6 +219,12 @@ class RunConfig(AlgorithmChoices):
         if self.noise_on == "all" and spec.perturbation in ("input", "totals", "hierarchical"):
             raise bad("noise_on", f"{spec.perturbation} perturbation perturbs the loads, which enter only the balance-variable "
                       "entries; leave noise_on unset")
+        if not isinstance(self.shrink_loads, bool):
+            raise bad("shrink_loads", "must be true or false")
+        if self.shrink_loads and spec.perturbation != "input":
+            what = "adds no noise" if not spec.private else f"is {spec.perturbation} perturbation"
+            raise bad("shrink_loads", "shrinks the perturbed loads of input perturbation (inpl, inpg, inps, exact/input/laplace, "
+                      f"exact/input/gaussian); {self.algorithm} {what}")
         if int(self.rounds) != self.rounds or self.rounds < 1:
             raise bad("rounds", "must be a positive integer")
         if int(self.local_updates) != self.local_updates or self.local_updates < 1:
