@@ -486,6 +486,7 @@ def test_a_failed_private_solve_does_not_end_the_day(profile, monkeypatch, tmp_p
     (["--algorithm", "objg", "--target-epsilon", "1"], "--target-delta: objg (Gaussian) needs"),
     (["--algorithm", "outl", "--target-epsilon", "1", "--target-delta", "1e-5"], "--target-delta 1e-05: goes with a Gaussian"),
     (["--algorithm", "totl", "--target-epsilon", "1", "--clip-loads"], "nothing to clip"),
+    (["--algorithm", "outl", "--target-epsilon", "1", "--clip-loads"], "no perturbed load to clip"),
     (["--algorithm", "objl", "--target-epsilon", "1", "--clip-loads"], "load ratings"),
     (["--algorithm", "exact", "--clip-loads"], "--clip-loads: clips"),
 ])

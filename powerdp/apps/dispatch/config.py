@@ -142,6 +142,9 @@ class DispatchConfig:
             raise bad("target_epsilon", f"{self.algorithm} is not private; a budget needs one of {', '.join(private_ones)}")
         if self.clip_loads and not private:
             raise bad("clip_loads", "clips the perturbed loads of a private algorithm; the non-private day has none")
+        if self.clip_loads and resolve(self.algorithm).perturbation == "output":
+            raise bad("clip_loads", f"{self.algorithm} adds its noise to the zone's solution, not to its loads; there is "
+                      "no perturbed load to clip")
         if self.clip_loads and resolve(self.algorithm).perturbation in ("totals", "hierarchical"):
             raise bad("clip_loads", f"{self.algorithm} perturbs the zones' load totals, not each load; there is nothing to clip")
         if self.target_epsilon is not None and not (self.target_epsilon > 0 and math.isfinite(self.target_epsilon)):

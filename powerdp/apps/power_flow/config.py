@@ -363,9 +363,13 @@ class RunConfig(AlgorithmChoices):
             raise ConfigError.for_setting("target_epsilon", self.target_epsilon, f"{exc}") from None
 
     def _laplace_coordinates(self) -> int | None:
-        """The gradient entries one neighbouring change moves (objective and input perturbation), or None."""
-        if not PERTURBATIONS[self.spec.perturbation].exact_privacy_loss:
+        """The released entries one neighbouring change moves, or None: the gradient's entries (objective and input
+        perturbation), or those of the loads' own release (the totals: 1 or 2; the hierarchical release: 2 or 4)."""
+        perturbation = PERTURBATIONS[self.spec.perturbation]
+        if not perturbation.exact_privacy_loss:
             return None
+        if getattr(perturbation, "from_loads", False):  # its release's own sensitivity, not the gradient's
+            return perturbation._sensitivity(self).coordinates
         unit = OBJECTIVES[self.objective]
         if not unit.dp_eligible or unit.sensitivity is None:
             return None
