@@ -114,3 +114,38 @@ def test_the_flag_is_one_line_when_refused(capsys):
     assert main(["run", "case14", "--algorithm", "objl", "--shrink-loads", "--rounds", "2", "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--shrink-loads" in err and "objective perturbation" in err, err
+
+
+def test_everything_released_is_a_function_of_the_release(monkeypatch):
+    """An attack on the post-processing: two data sets whose zones draw the same release (the noisy term) give the same
+    run, bit for bit, with the loads shrunk, however different their true loads: nothing of the loads enters the
+    shrinkage or what crosses after it."""
+    import dataclasses
+
+    import pandas as pd
+
+    from powerdp.engine.consensus.perturbations import InputPerturbation
+
+    net = load_case("case14")
+    cfg = RunConfig(case="case14", zones=2, objective="shedding", algorithm="inpl", target_epsilon=0.05, rounds=8, seed=0,
+                    shrink_loads=True, evaluate=False)
+    part = resolve_partition(net, resolve_config(cfg, net))
+    fixed: list[np.ndarray] = []  # the zones' releases, in the order they draw (zone order, both runs)
+    calls = []
+
+    def draw(self, data_term):  # the first data set's releases, and the same releases on the second
+        k = len(calls) % part.n_zones
+        calls.append(k)
+        if len(fixed) <= k:
+            fixed.append(np.round(np.asarray(data_term) * 1.7 + 3.0))
+        self.term, self.xi, self._uncharged = fixed[k].copy(), np.zeros(len(data_term)), True
+        return self.term
+
+    monkeypatch.setattr(InputPerturbation, "draw", draw)
+    other = dataclasses.replace(net, pd=net.pd * 1.3 + 0.05, qd=net.qd * 0.5)
+    a = run_distributed(cfg, network=net, partition=part, reference=False)
+    b = run_distributed(cfg, network=other, partition=part.with_network(other), reference=False)
+    cols = ["round", "feasibility", "dual_residual", "epsilon_spent", "rho"]
+    pd.testing.assert_frame_equal(a.history[cols], b.history[cols], check_exact=True)
+    np.testing.assert_array_equal(a.consensus, b.consensus)
+    assert a.history["feasibility"].iloc[-1] > 0  # a real run, not an empty one
