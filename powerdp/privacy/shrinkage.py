@@ -2,8 +2,8 @@
 
 A zone that perturbs its k load values once (input perturbation, docs/privacy.md) computes with x̃ = x + ξ, whose
 squared error is k·V (V the noise's variance per entry). When V is large against the spread of the true values, the
-positive-part James–Stein estimator toward the release's own mean m̃ (James and Stein 1961; Efron and Morris 1973,
-eq. 1.4: the empirical-Bayes form)
+positive-part James–Stein estimator toward the release's own mean m̃ (James and Stein 1961; in the empirical-Bayes
+form of Efron and Morris 1973)
 
     x̂ = m̃ + max(0, 1 − (k − 3) V / ‖x̃ − m̃‖²) (x̃ − m̃)
 
