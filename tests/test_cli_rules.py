@@ -298,3 +298,26 @@ def test_help_names_papers_in_full_not_by_shorthand():
     learn = " ".join(dict(pages(build_parser(), "powerdp"))["powerdp learn"].split())
     assert '"Differentially Private Distributed Convex Optimization"' in learn
     assert "Privacy Amplification by Iteration for ADMM with (Strongly) Convex Objective Functions" in learn
+
+
+@pytest.mark.parametrize("argv, flags", [
+    (["run", "case14", "--algorithm", "nonprivate", "--adjacency", "bus", "--beta", "0.05"], "--adjacency, --beta"),
+    (["run", "case14", "--algorithm", "exact", "--sensitivity", "paper"], "--sensitivity"),
+    (["run", "case14", "--algorithm", "nonprivate", "--noise-on", "all"], "--noise-on"),
+    (["dispatch", "case14", "--periods", "2", "--adjacency", "bus", "--relation", "event"], "--adjacency, --relation"),
+    (["dispatch", "case14", "--periods", "2", "--algorithm", "exact", "--beta", "0.1"], "--beta"),
+], ids=["run-adjacency-beta", "run-sensitivity", "run-noise-on", "dispatch-default", "dispatch-exact"])
+def test_a_privacy_flag_of_a_non_private_run_is_refused(capsys, tmp_path, argv, flags):
+    """docs/cli.md: a flag the command would ignore is refused rather than dropped, a privacy flag of a non-private run
+    first (a new user's walk-through found --adjacency, --beta, --sensitivity, --noise-on and --relation accepted and
+    recorded in config.json by runs that add no noise)."""
+    if argv[0] == "dispatch":
+        import pandas as pd
+
+        prof = tmp_path / "day.csv"
+        pd.DataFrame({"load.2.p_mw": [20.0, 21.0]}).to_csv(prof, index=False)
+        argv = [*argv, "--profiles", str(prof)]
+    status, err = _status(capsys, ["-q", *argv])
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith(f"powerdp: error: {flags}: not used: algorithm "), err
+    assert err[0].endswith("is not private (it adds no noise)"), err

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..apps.dispatch.config import DISPATCH_ALGORITHMS, GAUSSIAN_ALGORITHMS, TOLERANCE, default_algorithm
 from ..apps.power_flow.config import ADJACENCIES
 from .args import integer, real
-from .common import _check_output_file, _status_printer, add_verbosity, refuse_backend_flags
+from .common import _check_output_file, _status_printer, add_verbosity, refuse_backend_flags, refuse_unused_flags
 from .streams import is_terminal
 
 __all__ = ["add_dispatch_parser", "cmd_dispatch", "DISPATCH_DESCRIPTION"]
@@ -127,6 +127,7 @@ RESUME_OPTIONS = frozenset({"resume", "backend", "workers", "no_reference", "ac_
 
 def _config(args):
     from ..apps.dispatch.config import DispatchConfig
+    from ..engine.consensus.algorithms import resolve
     from ..errors import ConfigError
 
     if args.resume is not None:
@@ -149,6 +150,10 @@ def _config(args):
         raise ConfigError("give a SOURCE (simbench:CODE, or a case with --profiles), or --resume DIR")
     if args.periods is None:
         raise ConfigError("--periods is required (96 = a day of quarter-hours)")
+    if args.target_epsilon is None and (args.algorithm is None or not resolve(args.algorithm).private):
+        refuse_unused_flags(args, ("beta", "adjacency", "relation"),
+                            f"algorithm {args.algorithm or 'nonprivate'!r}{'' if args.algorithm else ' (the default without --target-epsilon)'} "
+                            "is not private (it adds no noise)")
     return DispatchConfig(
         source=args.source, periods=args.periods, zones=args.zones, start=args.start,
         profiles=str(args.profiles) if args.profiles else None, costs=str(args.costs) if args.costs else None,

@@ -28,7 +28,7 @@ from ..opf.local_solver import AUTO
 from ..opf.objectives import OBJECTIVES
 from ..privacy import MECHANISMS
 from .args import integer, real
-from .common import _check_output_file, _status_printer, _weight, add_verbosity, refuse_backend_flags
+from .common import _check_output_file, _status_printer, _weight, add_verbosity, refuse_backend_flags, refuse_unused_flags
 from .net import NET_RUN_FIELDS, add_net_run_flags, net_run_values
 from .output import write_json
 from .run_report import ROUND_LEGEND, STOPPED, _print_summary, _progress_printer  # noqa: F401 - ROUND_LEGEND, STOPPED: powerdp.cli's names
@@ -370,6 +370,9 @@ def _refuse_unused_noise_flags(cfg: RunConfig, args: argparse.Namespace) -> RunC
     explicit = getattr(args, "_explicit", set())
     if not cfg.private and explicit & {"epsilon", "delta"}:
         raise ConfigError(f"--epsilon / --delta given, but algorithm {cfg.algorithm!r} is not private (it adds no noise)")
+    if not cfg.private:  # the neighbouring relation and the noise's shape mean nothing without noise (docs/cli.md)
+        refuse_unused_flags(args, ("beta", "adjacency", "sensitivity", "noise_on"),
+                            f"algorithm {cfg.algorithm!r} is not private (it adds no noise)")
     if "delta" in explicit and (cfg.mechanism != "gaussian" or cfg.target_epsilon is not None):
         why = "--target-delta goes with --target-epsilon" if cfg.target_epsilon is not None else f"{cfg.algorithm!r} uses no Gaussian noise"
         raise ConfigError(f"--delta {args.delta:g} is not used: {why}")
