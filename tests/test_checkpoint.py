@@ -91,3 +91,28 @@ def test_resume_of_a_secret_noise_run_continues_its_stream_and_keeps_its_input_n
     # input perturbation draws d̃ once: the resumed zone kept it (same noise magnitude every round)
     nm = res.history["noise_magnitude"].to_numpy()
     assert np.all(nm == nm[0])
+
+
+def test_a_stopped_and_resumed_zone_keeps_its_whole_statistics_log(tmp_path):
+    """A zone writes its own stats.csv (solver work and Σ|ξ| per round) at the end of a run; a run stopped before its
+    end never wrote one, so the resumed run's log used to start where it resumed (a new user's walk-through: 10 rows
+    after a run stopped at round 625 and resumed to 635). The log now travels in the zone's checkpoint."""
+    import pandas as pd
+
+    cfg = RunConfig(case="case14", zones=2, rounds=12, evaluate=False, seed=1, algorithm="objl")
+    whole = tmp_path / "whole"
+    run_distributed(cfg, out=whole, reference=False)
+
+    def stop(row):
+        if row["round"] == 7:
+            raise KeyboardInterrupt
+
+    stopped = tmp_path / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        run_distributed(cfg.replace(rounds=50), out=stopped, progress=stop, reference=False)
+    run_distributed(cfg, out=stopped, resume=True, reference=False)
+    for zone in (0, 1):
+        a, b = (pd.read_csv(d / "zones.private" / f"zone_{zone}" / "stats.csv") for d in (whole, stopped))
+        assert b["round"].tolist() == a["round"].tolist() == list(range(13))
+        assert b["solver_iterations"].tolist() == a["solver_iterations"].tolist()
+        np.testing.assert_array_equal(b["noise_magnitude"].to_numpy(), a["noise_magnitude"].to_numpy())

@@ -512,6 +512,10 @@ class ZoneAgent:
             "private_inputs": self.private_inputs,  # the zone's own input files and their hashes (a deployment's loads)
             # the noise stream (zone-private: with it the zone's noise can be replayed); the old resume kept a secret one's not
             "rng": self.rng.state if (self.rng.seeded or replays(self.config.faults)) else None,
+            # its own solver statistics so far (stats.csv is written at the end of a run: a stopped run's resume
+            # continues this log rather than starting one at the round it resumes from)
+            "stats_log": [[int(r), int(st.solves), int(st.iterations), float(st.solver_s), float(st.wall_s), list(st.statuses),
+                           float(st.noise_magnitude)] for r, st in self.stats_log],
         }
         state.update(self.perturbation.state_arrays())
         return state
@@ -560,6 +564,9 @@ class ZoneAgent:
         self.z_last = np.asarray(state["z_last"], dtype=float)
         self.z_released = np.asarray(state["z_released"], dtype=float)
         self.lam = np.asarray(state["lam"], dtype=float)
+        if state.get("stats_log") is not None:  # a checkpoint of an earlier version has none (stats.csv merges then)
+            self.stats_log = [(int(r), SolverStats(int(n), int(it), float(s), float(w), tuple(st), float(xi)))
+                              for r, n, it, s, w, st, xi in state["stats_log"]]
         if state.get("rng") is not None:  # the stream where it stood (a checkpoint of an older secret run has none)
             self.rng.state = state["rng"]
         if self.ledger is not None and state.get("ledger") is not None:
