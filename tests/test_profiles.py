@@ -406,3 +406,11 @@ def test_a_users_table_over_a_grids_profiles_replaces_only_its_columns(caplog):
     np.testing.assert_array_equal(values, [[0.0, 10.0, 2.0, 70.0], [3.0, 11.0, 5.0, 71.0]])
     assert out[("sgen", "p_mw")] is base[("sgen", "p_mw")]
     assert "profile table day.csv replaces 1 profile column(s) of SimBench grid X: load.1.p_mw" in caplog.text
+
+
+def test_a_repeated_column_is_named_as_repeated(tmp_path):
+    """pandas reads a repeated header X as X and X.1; the error named 'load.2.p_mw.1', a column the file does not have."""
+    (tmp_path / "p.csv").write_text("time,load.2.p_mw,load.2.p_mw\n0,20,21\n1,22,23\n")
+    with pytest.raises(CaseDataError, match=r"column 'load\.2\.p_mw' appears more than once") as err:
+        load_horizon("case14", profiles=tmp_path / "p.csv", periods=2)
+    assert "\n" not in str(err.value) and err.value.exit_status == 2

@@ -110,3 +110,18 @@ def test_a_deployment_implies_no_evaluation(tmp_path):
     import json
 
     assert json.loads((out / "config.json").read_text())["evaluate"] is False
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_split_is_never_written_into_a_run(tmp_path, capsys, force):
+    """``partition --split`` into a run's directory wrote public/ and zone_P.private/ beside the run's files (a new
+    user's walk-through); ``solve --out`` and ``sweep --out`` refuse such a directory, and so does the split now."""
+    from powerdp.cli import main
+
+    run = tmp_path / "run"
+    assert main(["-q", "run", "case14", "--zones", "2", "--rounds", "2", "--no-reference", "--out", str(run)]) == 0
+    before = sorted(p.name for p in run.iterdir())
+    assert main(["-q", "partition", "case14", "--zones", "2", "--split", str(run), *(["--force"] if force else [])]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds a run or a sweep" in err[0], err
+    assert sorted(p.name for p in run.iterdir()) == before

@@ -357,9 +357,11 @@ def _check_split_dir(directory: Path, force: bool) -> None:
     """``--split DIR``, before any work: a directory that holds a deployment is replaced only with --force (its
     public/ and every zone_P.private/, with the zones' run files, are removed first)."""
     from ..apps.power_flow.zone_data import deployment_parts
-    from ..runs.directory import ensure_dir
+    from ..runs.directory import ensure_dir, holds_run
 
     ensure_dir(directory, "--split directory")
+    if directory.is_dir() and (holds_run(directory) or (directory / "sweep.json").is_file()):  # never mixed, even forced
+        raise ConfigError(f"--split {directory} holds a run or a sweep; give the deployment a directory of its own")
     parts = deployment_parts(directory)
     if parts and not force:
         names = ", ".join(p.name + "/" for p in parts[:4]) + (f" and {len(parts) - 4} more" if len(parts) > 4 else "")

@@ -214,6 +214,9 @@ def read_profile_table(path: str | Path) -> tuple[_Profiles, np.ndarray | None, 
     for col in df.columns:
         m = COLUMN_PATTERN.match(str(col).strip())
         if not m:
+            twice = re.fullmatch(r"(.+)\.\d+", str(col))  # pandas renames a repeated column X to X.1, X.2, ...
+            if twice and twice.group(1) in df.columns:
+                raise CaseDataError(f"profile table {p}: column {twice.group(1)!r} appears more than once; keep one")
             raise CaseDataError(
                 f"profile table {p}: column {col!r} names no load or generator; name columns "
                 "load.<index>.p_mw, load.<index>.q_mvar, sgen.<index>.p_mw or gen.<index>.p_mw (docs/profiles.md)"
