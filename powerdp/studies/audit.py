@@ -275,7 +275,9 @@ def _probe(config, net, part, zone, jobs, status) -> tuple[int, int, dict[str, A
     """The most influential load: for every loaded bus (of ``zone``, or of every zone), one noise-free
     run with its load moved by β; the bus whose move changes its zone's released values the most
     (L2 over all rounds; ties: the lowest bus id)."""
-    probe_cfg = config.replace(algorithm=_nonprivate_name(config.algorithm), target_epsilon=None, target_delta=None)
+    # the audited run's T rounds, as a private run spends them (no stopping rule, and no warning of its round cap)
+    probe_cfg = config.replace(algorithm=_nonprivate_name(config.algorithm), target_epsilon=None, target_delta=None,
+                               tolerance=0.0)
     loaded = np.flatnonzero((net.pd != 0) | (net.qd != 0))
     if zone is not None:
         loaded = loaded[part.zone_of_bus[loaded] == zone]
