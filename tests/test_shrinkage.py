@@ -54,7 +54,7 @@ def test_large_noise_loses_less_small_noise_loses_nothing():
             x = pd + rng.laplace(0.0, b, pd.size)
             raw += float(np.sum((x - pd) ** 2))
             shrunk += float(np.sum((shrink_to_mean(x, 2 * b * b) - pd) ** 2))
-        assert shrunk / raw < at_most, (b, shrunk / raw)  # measured 0.890 and 0.99995
+        assert shrunk / raw < at_most, (b, shrunk / raw)  # measured 0.892 and 1.000001
 
 
 def _agent(shrink: bool, algorithm: str = "inpl", **kw):
