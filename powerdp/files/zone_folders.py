@@ -8,7 +8,10 @@ files 0600 (:mod:`powerdp.files.private`)::
     deployment (powerdp run --deployment DEP):   DEP/zone_P.private/runs/RUN/    (RUN: the run's id)
         checkpoint/round_T.npz, .json            the zone's state after round T (what --resume needs)
         solution.csv                             its released solution z_p (variable, index, value)
-        stats.csv                                per round: solves, solver iterations, solver time, Σ|ξ|
+        implemented.csv                          the set-points it applies (its implemented dispatch)
+        stats.csv                                per round: solves, solver iterations, solver time, Σ|ξ| (with
+                                                 --no-evaluation and in a deployment; a simulation's evaluation
+                                                 history.csv has the same figures otherwise)
     DEP/zone_P.private/log.txt                   a deployment zone's log: what went wrong on its host
 
 In a deployment nothing of a zone lands under the coordinator's ``--out``: the zone's folder is inside

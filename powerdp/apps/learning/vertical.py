@@ -35,7 +35,9 @@ noise in the orthogonal complement.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -43,7 +45,7 @@ from scipy.linalg import cho_factor, cho_solve
 from ...engine.sharing.coordinator import LogisticZStep, SharingAgent, SharingMessage
 from ...engine.sharing.hosts import SharingAgentSpec
 from ...errors import ConfigError
-from ...runs.sharing_run import SharingProblem, SharingSettings, run_sharing
+from ...runs.sharing_run import SharingProblem, SharingResult, SharingSettings, run_sharing
 
 __all__ = ["VerticalData", "VerticalParty", "load_dataset", "DATASETS", "split_blocks", "centralized_logreg", "logloss",
            "vertical_problem", "run_vertical_learning", "gradient_baseline", "NEIGHBOURS", "release_sensitivity"]
@@ -279,8 +281,10 @@ def gradient_baseline(data: VerticalData, lam: float, rounds: int, accelerated: 
 
 
 def run_vertical_learning(data: VerticalData, lam: float, settings: SharingSettings, neighbours: str = "column",
-                          clip: float = 1.0, seed: int | None = None, out=None, resume: bool = False,
-                          overwrite: bool = False, progress=None, observe=None, margin_clip: float = 5.0):
+                          clip: float = 1.0, seed: int | None = None, out: str | Path | None = None, resume: bool = False,
+                          overwrite: bool = False, progress: Callable[[dict], None] | None = None,
+                          observe: Callable[[list], None] | None = None,
+                          margin_clip: float = 5.0) -> tuple[SharingResult, dict] | None:
     """Train by sharing ADMM; returns (SharingResult, baselines) on rank 0 (None elsewhere under MPI)."""
     problem = vertical_problem(data, lam, settings.noise_multiplier, neighbours, clip, seed, margin_clip, delta=settings.delta)
     result = run_sharing(problem, settings, out=out, resume=resume, overwrite=overwrite, progress=progress, observe=observe)

@@ -24,6 +24,8 @@ penalty, the other rows moved with the generators' redistribution, up to 1.41Â·Î
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -31,9 +33,10 @@ from ...engine.sharing.coordinator import BoxZStep, SharingAgent, SharingMessage
 from ...engine.sharing.hosts import SharingAgentSpec
 from ...errors import ConfigError
 from ...grid.network import Network
-from ...opf.dc import DCModel, dc_model, max_line_violation, solve_dc_opf
+from ...opf.dc import DCModel, DCResult, dc_model, max_line_violation, solve_dc_opf
+from ...privacy.faults import InjectedFaults
 from ...runs.inputs import case_entry
-from ...runs.sharing_run import SharingProblem, SharingSettings, run_sharing
+from ...runs.sharing_run import SharingProblem, SharingResult, SharingSettings, run_sharing
 
 __all__ = ["MarketZone", "market_problem", "run_market", "market_sensitivity", "cost_sensitivity", "default_market_rho"]
 
@@ -214,9 +217,11 @@ def market_problem(net: Network, zone_of_bus: np.ndarray, noise_multiplier: floa
 
 
 def run_market(net: Network, zone_of_bus: np.ndarray, settings: SharingSettings, beta: float = 0.01, seed: int | None = None,
-               out=None, resume: bool = False, overwrite: bool = False, progress=None, observe=None, reference: bool = True,
-               line_scale: float = 1.0, screen: bool = True, cost_gamma: float | None = None, faults=None):
-    """Clear the zonal DC market by sharing ADMM; returns (SharingResult, DCModel, centralized DCResult or None, tables).
+               out: str | Path | None = None, resume: bool = False, overwrite: bool = False,
+               progress: Callable[[dict], None] | None = None, observe: Callable[[list], None] | None = None,
+               reference: bool = True, line_scale: float = 1.0, screen: bool = True, cost_gamma: float | None = None,
+               faults: InjectedFaults | None = None) -> tuple[SharingResult, DCModel, DCResult | None] | None:
+    """Clear the zonal DC market by sharing ADMM; returns (SharingResult, DCModel, the centralized DCResult or None).
 
     Under MPI every rank calls it; ranks other than 0 return None. ``faults`` is test-only.
     """

@@ -16,7 +16,8 @@ A :class:`RunResult` saves to a directory holding the run's two views apart, nev
                                   the final point in physical units, with the loads (powerdp.opf.tables)
         pandapower.json           the dispatch written into a copy of a pandapower source network
     DIR/zones.private/zone_P/     zone P's own files (0700, files 0600; powerdp.files.zone_folders): solution.csv
-                                  (its final solution: variable, index, value), stats.csv, checkpoint/ (a simulation
+                                  (its final solution: variable, index, value), implemented.csv, stats.csv (--no-evaluation: the
+                                  evaluation's history.csv has the same figures otherwise), checkpoint/ (a simulation
                                   only: a deployment's zones keep theirs in DEP/zone_P.private/runs/RUN on their hosts)
     DIR/checkpoint/               what --resume needs: the coordinator's state and history columns (state.*),
                                   the evaluation's history columns (evaluation.*)
