@@ -243,6 +243,7 @@ class DispatchZoneAgent(ZoneAgent):
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
+        state.pop("stats_log", None)  # a day writes no stats.csv: the per-period checkpoints need not carry the log
         state["period"] = -1 if self.period is None else int(self.period)
         state["local_failures"] = int(self.local_failures)
         return state
