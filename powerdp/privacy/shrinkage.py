@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-__all__ = ["shrink_to_mean", "shrinkage_factor"]
+__all__ = ["shrink_to_mean", "shrinkage_factor", "shrink_blocks"]
 
 
 def shrinkage_factor(values: np.ndarray, variance: float) -> float:
@@ -48,6 +48,15 @@ def shrink_to_mean(values: np.ndarray, variance: float) -> np.ndarray:
         return x.copy()
     m = _mean(x)
     return m + c * (x - m)
+
+
+def shrink_blocks(values: np.ndarray, blocks: list[np.ndarray], variance: float) -> np.ndarray:
+    """``values`` with each block of them (an index array) shrunk toward its own mean by :func:`shrink_to_mean`;
+    entries in no block are left as they are. A new array."""
+    out = np.array(values, dtype=float)
+    for j in blocks:
+        out[j] = shrink_to_mean(out[j], variance)
+    return out
 
 
 def _mean(x: np.ndarray) -> float:

@@ -263,15 +263,11 @@ class ZoneAgent:
         """``--shrink-loads``: the released term with each block of it (the own buses' p loads, then their q loads)
         shrunk toward the block's mean (:func:`~powerdp.privacy.shrinkage.shrink_to_mean`, the noise's variance per
         entry being the mechanism's, public): a function of the release alone, so post-processing."""
-        from ...privacy.shrinkage import shrink_to_mean
+        from ...privacy.shrinkage import shrink_blocks
 
-        at = {int(c): j for j, c in enumerate(self.noise_cols)}
-        out = np.array(term, dtype=float)
-        variance = float(self.perturbation.mechanism.variance)
-        for block in self._y_own or ():
-            j = np.array([at[int(i)] for i in block], dtype=np.int64)  # every balance entry is on the noise support
-            out[j] = shrink_to_mean(out[j], variance)
-        return out
+        at = {int(c): j for j, c in enumerate(self.noise_cols)}  # every balance entry is on the noise support
+        blocks = [np.array([at[int(i)] for i in block], dtype=np.int64) for block in self._y_own or ()]
+        return shrink_blocks(term, blocks, float(self.perturbation.mechanism.variance))
 
     # ------------------------------------------------------------ internals
     def _aim_rounds(self) -> None:
@@ -514,8 +510,7 @@ class ZoneAgent:
             "rng": self.rng.state if (self.rng.seeded or replays(self.config.faults)) else None,
             # its own solver statistics so far (stats.csv is written at the end of a run: a stopped run's resume
             # continues this log rather than starting one at the round it resumes from)
-            "stats_log": [[int(r), int(st.solves), int(st.iterations), float(st.solver_s), float(st.wall_s), list(st.statuses),
-                           float(st.noise_magnitude)] for r, st in self.stats_log],
+            "stats_log": [st.to_row(r) for r, st in self.stats_log],
         }
         state.update(self.perturbation.state_arrays())
         return state
@@ -565,8 +560,7 @@ class ZoneAgent:
         self.z_released = np.asarray(state["z_released"], dtype=float)
         self.lam = np.asarray(state["lam"], dtype=float)
         if state.get("stats_log") is not None:  # a checkpoint of an earlier version has none (stats.csv merges then)
-            self.stats_log = [(int(r), SolverStats(int(n), int(it), float(s), float(w), tuple(st), float(xi)))
-                              for r, n, it, s, w, st, xi in state["stats_log"]]
+            self.stats_log = [SolverStats.from_row(row) for row in state["stats_log"]]
         if state.get("rng") is not None:  # the stream where it stood (a checkpoint of an older secret run has none)
             self.rng.state = state["rng"]
         if self.ledger is not None and state.get("ledger") is not None:

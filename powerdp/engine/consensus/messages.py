@@ -76,3 +76,14 @@ class SolverStats:
     wall_s: float
     statuses: tuple[str, ...]  # each solve's outcome (powerdp.opf.local_solver.OUTCOMES)
     noise_magnitude: float = 0.0  # Σ|ξ| over the round's local steps (docs/algorithm.md, paper eq. 29)
+
+    def to_row(self, round: int) -> list:
+        """The round's statistics as JSON values (a zone's private checkpoint keeps its log so)."""
+        return [int(round), int(self.solves), int(self.iterations), float(self.solver_s), float(self.wall_s),
+                list(self.statuses), float(self.noise_magnitude)]
+
+    @staticmethod
+    def from_row(row: list) -> tuple[int, SolverStats]:
+        """(round, statistics) back from :meth:`to_row`."""
+        r, n, it, s, w, st, xi = row
+        return int(r), SolverStats(int(n), int(it), float(s), float(w), tuple(st), float(xi))
