@@ -25,6 +25,7 @@ from ...opf.objectives import OBJECTIVES
 from ...privacy.sampler import snap
 from ..power_flow.agent import ZoneAgent
 from ..power_flow.config import RunConfig
+from ..power_flow.zone_terms import load_positions
 
 __all__ = ["DispatchZoneAgent", "period_slices"]
 
@@ -111,9 +112,7 @@ class DispatchZoneAgent(ZoneAgent):
 
     def _load_ranges(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per noise column, the public range of the load value it perturbs: [0, R] (p) or [−R, R] (q)."""
-        pos = {int(col): j for j, col in enumerate(cols)}
-        jp = np.array([pos[int(i)] for i in self._yp], dtype=np.int64)
-        jq = np.array([pos[int(i)] for i in self._yq], dtype=np.int64)
+        jp, jq = load_positions(cols, (self._yp, self._yq))
         lo, hi = np.empty(len(cols)), np.empty(len(cols))
         lo[jp], hi[jp] = 0.0, self._rating
         lo[jq], hi[jq] = -self._rating, self._rating
@@ -133,9 +132,8 @@ class DispatchZoneAgent(ZoneAgent):
         w2 = 2.0 * self._omega
         lo, hi = self._load_ranges(cols)
         d = np.empty(len(cols))
-        pos = {int(col): j for j, col in enumerate(cols)}
-        d[[pos[int(i)] for i in self._yp]] = self._pd
-        d[[pos[int(i)] for i in self._yq]] = self._qd
+        jp, jq = load_positions(cols, (self._yp, self._yq))
+        d[jp], d[jq] = self._pd, self._qd
         noisy = d + (c[cols] - before) / w2  # d̃: the perturbed load value the noisy linear term stands for
         out = noisy < lo
         out |= noisy > hi

@@ -43,7 +43,7 @@ from ...privacy.mechanisms import mechanism_from_dict
 from ...privacy.sampler import warm_up as warm_up_sampler
 from .config import RunConfig
 from .implemented import ZoneImplemented, held_flows, solve_implemented, with_loads
-from .zone_terms import lipschitz_constant, objective_scaling
+from .zone_terms import lipschitz_constant, load_positions, objective_scaling
 from .zone_terms import maybe_leak as _maybe_leak
 
 __all__ = ["ZoneAgent", "hosted_zone_agent", "ZoneDiagnostics", "ZoneImplemented", "step_size", "lipschitz_constant",
@@ -265,9 +265,8 @@ class ZoneAgent:
         entry being the mechanism's, public): a function of the release alone, so post-processing."""
         from ...privacy.shrinkage import shrink_blocks
 
-        at = {int(c): j for j, c in enumerate(self.noise_cols)}  # every balance entry is on the noise support
-        blocks = [np.array([at[int(i)] for i in block], dtype=np.int64) for block in self._y_own or ()]
-        return shrink_blocks(term, blocks, float(self.perturbation.mechanism.variance))
+        blocks = load_positions(self.noise_cols, self._y_own or ())  # every balance entry is on the noise support
+        return shrink_blocks(term, list(blocks), float(self.perturbation.mechanism.variance))
 
     # ------------------------------------------------------------ internals
     def _aim_rounds(self) -> None:

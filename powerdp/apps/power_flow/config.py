@@ -369,7 +369,7 @@ class RunConfig(AlgorithmChoices):
         if not perturbation.exact_privacy_loss:
             return None
         if getattr(perturbation, "from_loads", False):  # its release's own sensitivity, not the gradient's
-            return perturbation._sensitivity(self).coordinates
+            return perturbation.release_sensitivity(self).coordinates
         unit = OBJECTIVES[self.objective]
         if not unit.dp_eligible or unit.sensitivity is None:
             return None

@@ -11,7 +11,8 @@ import scipy.sparse.linalg as spla
 from ...engine.consensus.messages import ZoneUpdate
 from ...opf.compiled import QuadraticObjective
 
-__all__ = ["lipschitz_constant", "objective_scaling", "PENALTY_CURVATURE_TARGET", "maybe_leak", "LeakyZoneUpdate"]
+__all__ = ["lipschitz_constant", "objective_scaling", "PENALTY_CURVATURE_TARGET", "maybe_leak", "LeakyZoneUpdate",
+           "load_positions"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,3 +62,10 @@ def objective_scaling(shedding_weight: float | None) -> dict[str, float]:
     if not shedding_weight:
         return {}
     return {"obj_scaling_factor": min(1.0, PENALTY_CURVATURE_TARGET / (2.0 * float(shedding_weight)))}
+
+
+def load_positions(noise_cols: np.ndarray, blocks) -> tuple[np.ndarray, ...]:
+    """Where the own buses' balance entries (``blocks``: yp's columns, then yq's) sit on the noise support
+    ``noise_cols``: one index array per block, in own-bus order (the loads' entries of a released term)."""
+    at = {int(c): j for j, c in enumerate(noise_cols)}
+    return tuple(np.array([at[int(i)] for i in block], dtype=np.int64) for block in blocks)

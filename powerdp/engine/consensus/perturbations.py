@@ -249,7 +249,7 @@ class TotalsPerturbation(Perturbation):
         self.rng = rng
         self.zone = int(zone)
         # the loads' own adjacency (β, one value or one bus): a power-flow run's settings (RunConfig)
-        self.mechanism = _mechanism(config, self._sensitivity(config))
+        self.mechanism = _mechanism(config, self.release_sensitivity(config))
         self.ledger = _ledger(config, self.mechanism, zone)
         self.totals: np.ndarray | None = None  # the release, on the sampler's grid (p.u.)
         self.n_buses = 0
@@ -257,7 +257,7 @@ class TotalsPerturbation(Perturbation):
         self._uncharged = False  # a draw not yet in the ledger
 
     @staticmethod
-    def _sensitivity(config: ConsensusSettings) -> Sensitivity:
+    def release_sensitivity(config: ConsensusSettings) -> Sensitivity:
         return totals_sensitivity(config.beta, config.adjacency)
 
     def _value(self, pd: np.ndarray, qd: np.ndarray) -> np.ndarray:
@@ -320,7 +320,7 @@ class HierarchicalPerturbation(TotalsPerturbation):
                               "of the totals; then the non-private update (the run costs ε once)")
 
     @staticmethod
-    def _sensitivity(config: ConsensusSettings) -> Sensitivity:
+    def release_sensitivity(config: ConsensusSettings) -> Sensitivity:
         return hierarchical_sensitivity(config.beta, config.adjacency)
 
     def _value(self, pd: np.ndarray, qd: np.ndarray) -> np.ndarray:
