@@ -149,3 +149,14 @@ def test_everything_released_is_a_function_of_the_release(monkeypatch):
     pd.testing.assert_frame_equal(a.history[cols], b.history[cols], check_exact=True)
     np.testing.assert_array_equal(a.consensus, b.consensus)
     assert a.history["feasibility"].iloc[-1] > 0  # a real run, not an empty one
+
+
+def test_the_audit_takes_a_shrunk_run_and_passes_its_claim():
+    """``run_audit`` on a run with shrinkage: its noise-free probe used to keep shrink_loads and be refused (nothing to
+    shrink without noise); the shrunk release passes at its claim (post-processing: no channel can gain on it)."""
+    from powerdp.studies.audit import run_audit
+
+    cfg = RunConfig(case="case14", zones=2, algorithm="inpl", objective="shedding", target_epsilon=1.0, rounds=3,
+                    shrink_loads=True, evaluate=False, checkpoint_every=0)
+    res = run_audit(cfg, runs=30, jobs=1)
+    assert res.verdict == "passed" and res.epsilon_lower_bound <= res.epsilon_total == pytest.approx(1.0, rel=1e-9)

@@ -277,7 +277,7 @@ def _probe(config, net, part, zone, jobs, status) -> tuple[int, int, dict[str, A
     (L2 over all rounds; ties: the lowest bus id)."""
     # the audited run's T rounds, as a private run spends them (no stopping rule, and no warning of its round cap)
     probe_cfg = config.replace(algorithm=_nonprivate_name(config.algorithm), target_epsilon=None, target_delta=None,
-                               tolerance=0.0)
+                               tolerance=0.0, shrink_loads=False)  # noise-free: nothing to shrink
     loaded = np.flatnonzero((net.pd != 0) | (net.qd != 0))
     if zone is not None:
         loaded = loaded[part.zone_of_bus[loaded] == zone]
