@@ -89,6 +89,71 @@ def test_implemented_at_the_optimums_boundary_is_the_optimum(case14):
     assert central.objective * (1 - 1e-3) < cost <= central.objective * (1 + 1e-6)
 
 
+def test_a_zone_whose_full_problem_fails_solves_where_its_rounds_do(case14, monkeypatch):
+    """Where Clarabel fails on the zone's problem with its flows as variables (case13659pegase: 6 of 16 zones), the
+    zone re-solves on the problem its rounds solve, the flows eliminated: the same minimiser, the holds met exactly.
+    Checked by making every solve of the full problem fail (the reduced one's name says what it eliminated)."""
+    from powerdp.opf import conic
+    from powerdp.opf.reduction import eliminate
+
+    cfg, part = _setup(case14)
+    central = _central(case14, cfg)
+    by_zone = part.shared_by_zone("variables")
+    d = central.dispatch
+    own = part.own_buses(0)
+    prob = compile_zone(case14, own, objective="cost+shedding", shedding_weight=cfg.shedding_weight)
+    held = held_flows(case14, prob, own, by_zone[0])
+    agreed = np.array([float(getattr(d, k)[i]) if k in ("pf", "pt") else 0.0 for k, i in by_zone[0]])
+    reference = solve_implemented(prob, prob.objective, held, agreed, cfg.shedding_weight)
+    reduction = eliminate(prob, ("ohm",))
+    assert reduction.reduced.n < prob.n
+
+    real = conic.ClarabelSolver._solve
+    tried = []
+
+    def failing_full(self, objective):
+        res = real(self, objective)
+        tried.append(self.problem.name)
+        if "eliminated" not in self.problem.name:
+            return replace(res, outcome="numerical_error", status_name="NumericalError", x=np.full_like(res.x, np.nan))
+        return res
+
+    monkeypatch.setattr(conic.ClarabelSolver, "_solve", failing_full)
+    point = solve_implemented(prob, prob.objective, held, agreed, cfg.shedding_weight, reduction=reduction)
+    assert any("eliminated" in name for name in tried) and any("eliminated" not in name for name in tried)
+    assert point.held == "exact" and point.outcome in ("solved", "solved_inaccurate")
+    assert point.z.shape == (prob.n,) and prob.max_violation(point.z) < 1e-6
+    np.testing.assert_allclose(held.A @ point.z, held.values(agreed), atol=1e-7)
+    assert prob.objective.value(point.z) == pytest.approx(prob.objective.value(reference.z), rel=1e-6)
+    # without the reduction the failure stands (and is reported as one, not as a point)
+    failed = solve_implemented(prob, prob.objective, held, agreed, cfg.shedding_weight)
+    assert failed.outcome == "numerical_error"
+
+
+def test_a_zone_whose_implemented_solve_failed_is_named_and_warned_of(caplog):
+    """A failed re-solve leaves the solver's last iterate as the zone's point: the figures name the zone
+    (``failed_zones``) and the run warns that it is not a dispatch to apply."""
+    import logging
+    from types import SimpleNamespace
+
+    from powerdp.apps.power_flow.implemented import ZoneImplemented
+    from powerdp.apps.power_flow.operator_view import implement_zones, implemented_figures
+
+    def zone(z, outcome):
+        return ZoneImplemented(zone=z, solution={}, shed_mw={}, shedding_mw=0.0, objective=1.0, cost=1.0, held="exact",
+                               outcome=outcome, solver_s=0.0)
+
+    done = {0: zone(0, "solved"), 1: zone(1, "numerical_error"), 2: zone(2, "solved_inaccurate")}
+    assert implemented_figures(done)["failed_zones"] == [1]
+    backend = SimpleNamespace(call=lambda name, msgs: done)
+    result = SimpleNamespace(summary={}, implemented=None)
+    with caplog.at_level(logging.WARNING):
+        implement_zones(backend, SimpleNamespace(agreed=lambda: []), result, lambda line: None)
+    assert result.summary["implemented"]["failed_zones"] == [1]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and "zone 1's implemented dispatch failed" in warned[0]
+
+
 def test_an_impossible_hold_becomes_a_penalty_not_a_failure(case14):
     """Held flows no zone can meet (50 p.u. into a tie-line) turn into a penalty: the zone still returns a point."""
     cfg, part = _setup(case14)

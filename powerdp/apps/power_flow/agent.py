@@ -416,7 +416,8 @@ class ZoneAgent(ZonePersistence):
         if msg.zone != self.zone:
             raise ValueError(f"message for zone {msg.zone} delivered to zone {self.zone}")
         scale = objective_scaling(self.shedding_weight).get("obj_scaling_factor")
-        point = solve_implemented(self.problem, self._f, self._held, msg.w, self.shedding_weight, objective_scale=scale)
+        point = solve_implemented(self.problem, self._f, self._held, msg.w, self.shedding_weight, objective_scale=scale,
+                                  reduction=self.reduction)
         self.z_implemented = point.z
         if not self.config.evaluate:
             return None

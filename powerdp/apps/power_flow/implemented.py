@@ -15,7 +15,9 @@ reactive powers, its interior flows) free; shedding stays the last resort (the p
   11 MW (the relaxation's losses absorb a wrong boundary), own-end active powers 0.004–0.4 %, nothing shed
   (docs/results/utility.md).
 * **How**: the zone's compiled problem (the one its ADMM steps solve, with the true loads in ``f_p``) with one
-  equality row per held flow, solved by Clarabel. Should the held values be infeasible together for the zone (they
+  equality row per held flow, solved by Clarabel; where Clarabel fails on it (case13659pegase: 6 of 16 zones, a
+  NumericalError on the problem with its flows as variables), on the smaller problem its rounds solve, the flows
+  eliminated (z = P r: the same minimiser). Should the held values be infeasible together for the zone (they
   come from two zones' releases), or keepable only by shedding (more than :data:`SHED_BEFORE_SOFT_PU`), the rows
   become a penalty κ‖a·z − v‖² (κ = :data:`SOFT_HOLD_WEIGHT` × ω, below the shedding weight: a zone deviates from
   the schedule before it sheds; kept when it sheds less), and the result says so (``held``).
@@ -37,6 +39,7 @@ from ...grid.network import Network
 from ...opf.compiled import CompiledProblem, QuadraticObjective
 from ...opf.formulation import branch_flow_coefficients
 from ...opf.local_solver import SUCCESS_OUTCOMES
+from ...opf.reduction import Reduction
 
 __all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "ZoneImplemented", "with_loads", "SOFT_HOLD_WEIGHT", "SHED_BEFORE_SOFT_PU",
            "HOLDS"]
@@ -143,32 +146,53 @@ class ImplementedPoint:
 
 
 def solve_implemented(problem: CompiledProblem, objective: QuadraticObjective, held: HeldFlows, agreed: np.ndarray,
-                      shedding_weight: float | None, objective_scale: float | None = None) -> ImplementedPoint:
+                      shedding_weight: float | None, objective_scale: float | None = None,
+                      reduction: Reduction | None = None) -> ImplementedPoint:
     """min ``objective`` (the zone's f_p with its true loads) over W_p with the held flows at their agreed values
-    (module docstring); Clarabel on the zone's full problem. Never raises for a failed solve: a hold that cannot be
-    met becomes a penalty, and a failed soft solve is reported (``outcome``)."""
-    from ...opf.conic import LOCAL_SETTINGS, ClarabelSolver, column_scaling
-
+    (module docstring); Clarabel on the zone's full problem, and, where Clarabel fails on it, on the smaller problem
+    the zone's rounds solve (``reduction``: z = P r, the flows eliminated; the same minimiser). Never raises for a
+    failed solve: a hold that cannot be met becomes a penalty, and a failed soft solve is reported (``outcome``)."""
     if objective_scale is None and shedding_weight:  # the zone's own scaling of a weighted objective (zone_terms.objective_scaling)
         objective_scale = min(1.0, 1e4 / (2.0 * float(shedding_weight)))
     values = held.values(agreed)
-    exact = _with_rows(problem, held.A, values)
-    solver = ClarabelSolver(exact, options=LOCAL_SETTINGS, objective_scale=objective_scale,
-                            column_scale=column_scaling(exact, objective))
-    res = solver.solve(objective)
+    forms = [(problem, objective, held.A, None)]
+    if reduction is not None and reduction.reduced.n < problem.n:
+        forms.append((reduction.reduced, reduction.pull_objective(objective), (held.A @ reduction.P).tocsr(), reduction))
+    res, spent = _solve_in_forms(forms, values, None, objective_scale)
     exact_ok = res.outcome in SUCCESS_OUTCOMES
     if held.n == 0 or (exact_ok and _shed_pu(problem, res.x) <= SHED_BEFORE_SOFT_PU):
-        return ImplementedPoint(z=res.x, held="exact", outcome=res.outcome, solver_s=res.solver_s)
+        return ImplementedPoint(z=res.x, held="exact", outcome=res.outcome, solver_s=spent)
     # the schedule cannot be kept without shedding (or at all): the holds become a penalty below the shedding weight,
     # so the zone leaves the schedule before it sheds; kept when it sheds less than the exact hold
     kappa = SOFT_HOLD_WEIGHT * float(shedding_weight or 1.0)
-    soft = _plus_penalty(objective, held.A, values, kappa)
-    solver = ClarabelSolver(problem, objective_pattern=soft, options=LOCAL_SETTINGS, objective_scale=objective_scale,
-                            column_scale=column_scaling(problem, soft))
-    res2 = solver.solve(soft)
+    res2, spent2 = _solve_in_forms(forms, values, kappa, objective_scale)
     if exact_ok and not (res2.outcome in SUCCESS_OUTCOMES and _shed_pu(problem, res2.x) < _shed_pu(problem, res.x)):
-        return ImplementedPoint(z=res.x, held="exact", outcome=res.outcome, solver_s=res.solver_s + res2.solver_s)
-    return ImplementedPoint(z=res2.x, held="soft", outcome=res2.outcome, solver_s=res.solver_s + res2.solver_s)
+        return ImplementedPoint(z=res.x, held="exact", outcome=res.outcome, solver_s=spent + spent2)
+    return ImplementedPoint(z=res2.x, held="soft", outcome=res2.outcome, solver_s=spent + spent2)
+
+
+def _solve_in_forms(forms, values: np.ndarray, kappa: float | None, objective_scale: float | None):
+    """The held problem (exact rows, or with ``kappa`` the penalty κ‖A z − values‖²) solved in the first of ``forms``
+    (problem, objective, A, reduction or None) where Clarabel succeeds, else the last one's failure; the solution in
+    the zone's own variables z, and the solver seconds of every attempt."""
+    from ...opf.conic import LOCAL_SETTINGS, ClarabelSolver, column_scaling
+
+    spent = 0.0
+    for prob, obj, A, reduction in forms:
+        if kappa is None:
+            prob = _with_rows(prob, A, values)
+        else:
+            obj = _plus_penalty(obj, A, values, kappa)
+        pattern = None if kappa is None and reduction is None else obj  # the full exact form: its own objective's
+        solver = ClarabelSolver(prob, objective_pattern=pattern, options=LOCAL_SETTINGS,
+                                objective_scale=objective_scale, column_scale=column_scaling(prob, obj))
+        res = solver.solve(obj)
+        spent += res.solver_s
+        if reduction is not None:
+            res = dataclasses.replace(res, x=reduction.lift(res.x))
+        if res.outcome in SUCCESS_OUTCOMES:
+            break
+    return res, spent
 
 
 def _shed_pu(problem: CompiledProblem, z: np.ndarray) -> float:
