@@ -154,6 +154,26 @@ def test_a_zone_whose_implemented_solve_failed_is_named_and_warned_of(caplog):
     assert len(warned) == 1 and "zone 1's implemented dispatch failed" in warned[0]
 
 
+def test_a_days_period_names_the_zones_whose_implemented_solve_failed(caplog):
+    """A day's period row (powerdp.apps.dispatch.operator_view) names its failed zones and warns, as a run does."""
+    import logging
+
+    from powerdp.apps.dispatch.operator_view import implemented_row
+    from powerdp.apps.power_flow.implemented import ZoneImplemented
+
+    def zone(z, outcome):
+        return ZoneImplemented(zone=z, solution={}, shed_mw={}, shedding_mw=1.0, objective=1.0, cost=2.0, held="exact",
+                               outcome=outcome, solver_s=0.0)
+
+    with caplog.at_level(logging.WARNING):
+        ok = implemented_row(3, None, {0: zone(0, "solved"), 1: zone(1, "solved_inaccurate")}, {}, None)
+        bad = implemented_row(4, None, {0: zone(0, "iteration_limit"), 1: zone(1, "solved"), 2: zone(2, "failed")}, {}, None)
+    assert ok["implemented_failed_zones"] == "" and bad["implemented_failed_zones"] == "0,2"
+    assert bad["implemented_shedding_mw"] == 3.0 and bad["implemented_generation_cost"] == 6.0
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and warned[0].startswith("period 4: the implemented dispatch of zone(s) 0,2 failed")
+
+
 def test_an_impossible_hold_becomes_a_penalty_not_a_failure(case14):
     """Held flows no zone can meet (50 p.u. into a tie-line) turn into a penalty: the zone still returns a point."""
     cfg, part = _setup(case14)

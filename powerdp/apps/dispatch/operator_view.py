@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import PowerDPError
+from ...opf.local_solver import SUCCESS_OUTCOMES
 
 __all__ = ["AC_COLUMNS", "IMPLEMENTED_COLUMNS", "ac_check_row", "implemented_row", "implemented_summary", "nested"]
 
@@ -66,8 +67,8 @@ IMPLEMENTED_COLUMNS = ("cost", "relative_cost_gap", "shedding_mw", "ac_converged
 def implemented_row(k, horizon, implemented, evaluation, part) -> dict[str, Any]:
     """Period ``k``'s implemented dispatch (the zones' set-points on the period's true loads) as an operator would
     evaluate it, beside the period's centralized dispatch (``evaluation["central_result"]``): ``implemented_*`` and
-    ``implemented_reference_*`` columns. Without ``part`` (no AC evaluation) only the implemented shedding and
-    generation cost."""
+    ``implemented_reference_*`` columns. Without ``part`` (no AC evaluation) only the implemented shedding,
+    generation cost, holds and failed zones (``implemented_failed_zones``, warned of)."""
     from ...opf.ac_evaluation import evaluate_ac
     from ...opf.tables import dispatch_from_zones
 
@@ -75,7 +76,12 @@ def implemented_row(k, horizon, implemented, evaluation, part) -> dict[str, Any]
         "implemented_shedding_mw": float(sum(v.shedding_mw for v in implemented.values())),
         "implemented_generation_cost": float(sum(v.cost for v in implemented.values())),
         "implemented_held": ",".join(sorted({v.held for v in implemented.values()})),
+        # the zones whose re-solve failed: their point is the solver's last iterate, not set-points (empty: none)
+        "implemented_failed_zones": ",".join(str(z) for z, v in sorted(implemented.items()) if v.outcome not in SUCCESS_OUTCOMES),
     }
+    if row["implemented_failed_zones"]:
+        log.warning("period %d: the implemented dispatch of zone(s) %s failed (the solve did not succeed): the period's "
+                    "figures are not a dispatch to apply", k, row["implemented_failed_zones"])
     if part is None or not implemented:
         return row
     t0, c0 = time.perf_counter(), time.process_time()
