@@ -37,6 +37,22 @@ def test_the_socs_reactive_excess_is_restored_with_p_held(case14, case14_opf):
     assert out["restoration"] == "voltage" and out["direct"]["converged"]
 
 
+def test_above_the_size_limit_the_figures_are_the_direct_power_flows(case14, case14_opf, monkeypatch):
+    """Above RESTORATION_MAX_BUSES the restoration (an AC OPF: 86 s a dispatch on case1354_pegase, no end on
+    case13659pegase) is not tried: ``skipped``, the direct power flow's figures; explicit ``restore`` overrides."""
+    from powerdp.opf import ac_evaluation
+
+    assert ac_evaluation.restores(case14) and ac_evaluation.RESTORATION_MAX_BUSES >= 1000  # SimBench's grids ≤ 571
+    ev = evaluate_ac(case14, case14_opf.dispatch, restore=False)
+    assert ev.restoration == "skipped" and ev.max_p_shift_mw is None and ev.ac_converged
+    for field in ("cost", "max_voltage_violation_pu", "max_q_violation_mvar", "slack_mismatch_mw"):
+        assert getattr(ev, field) == ev.direct[field]
+    assert 1.0 < ev.max_q_violation_mvar < 3.0  # the direct point's reactive excess, not restored
+    monkeypatch.setattr(ac_evaluation, "RESTORATION_MAX_BUSES", case14.n_bus - 1)
+    assert evaluate_ac(case14, case14_opf.dispatch).restoration == "skipped"
+    assert evaluate_ac(case14, case14_opf.dispatch, restore=True).restoration == "voltage"
+
+
 def test_shed_load_is_disconnected(case14):
     shed = np.zeros(case14.n_bus)
     shed[3] = 10.0  # MW

@@ -337,6 +337,17 @@ def test_the_summary_of_a_shedding_run_claims_no_ac_result(capsys):
     assert "AC power flow did not converge" in capsys.readouterr().out
 
 
+def test_a_summary_whose_reference_has_no_ac_point_prints(capsys):
+    """Neither dispatch's AC power flow converged (case13659pegase after 20 rounds): the summary printed a traceback
+    at the reference's missing cost (and the --json file, written after it, was lost); now it says so in words."""
+    from powerdp.cli.run_report import _print_implemented
+
+    failed = {"shedding_mw": 0.17, "ac_converged": False, "cost": None, "restoration": "skipped"}
+    _print_implemented({"implemented": dict(failed), "implemented_reference": dict(failed, shedding_mw=0.09)})
+    out = capsys.readouterr().out
+    assert out.count("AC power flow did not converge") == 2 and "shed 0.09 MW" in out and "AC cost" not in out
+
+
 def test_a_private_runs_summary_says_its_objective_is_the_released_points(private_run, capsys):
     """The released points' objective (their noisy shedding penalty) and its gap read as the answer unless labelled:
     a private run with an implemented dispatch says the dispatch to apply is that one; a non-private run says nothing."""

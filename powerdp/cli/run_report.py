@@ -83,6 +83,7 @@ RESTORATION = {
     "voltage": "voltages and reactive powers restored, P held",
     "redispatch": "P moved to meet a limit",
     "failed": "no restoration converged: the direct power flow's figures",
+    "skipped": "the direct power flow's figures: no restoration above 1000 buses",
 }
 
 
@@ -115,7 +116,9 @@ def _print_implemented(s: dict) -> None:
     if "ac_converged" in imp:  # the operator's AC evaluation ran (an objective with a generation cost only)
         print(f"              {_ac_line(imp)}")
     if ref:
-        print(f"reference     the centralized SOC dispatch, evaluated the same way: AC cost {ref['cost']:,.2f} $/h, "
+        ref_cost = ref.get("cost")  # None when no AC point converged
+        ref_cost_txt = f"AC cost {ref_cost:,.2f} $/h, " if ref_cost is not None else ""
+        print(f"reference     the centralized SOC dispatch, evaluated the same way: {ref_cost_txt}"
               f"shed {ref.get('shedding_mw') or 0:.2f} MW")
         print(f"              {_ac_line(ref)}")
 

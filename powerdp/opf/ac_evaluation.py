@@ -47,7 +47,8 @@ from .tables import Dispatch
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ACEvaluation", "evaluate_ac", "HOLD_WINDOW_MW", "REDISPATCH_WEIGHT", "UNRATED_MVA", "EVALUATION_FIELDS"]
+__all__ = ["ACEvaluation", "evaluate_ac", "HOLD_WINDOW_MW", "REDISPATCH_WEIGHT", "UNRATED_MVA", "EVALUATION_FIELDS",
+           "RESTORATION_MAX_BUSES", "restores"]
 
 #: the window (MW) around each generator's set-point within which the restoring AC OPF may move its P (0 makes
 #: pandapower's interior-point method fail; 1e-4 MW on ~100 generators moves the cost by cents)
@@ -60,6 +61,12 @@ REDISPATCH_WEIGHT = 100.0
 UNRATED_MVA = 9900.0
 Q_TOL_MVAR = 1e-3  # a reactive power this close to its limit is not a violation
 RESTORATIONS = ("voltage", "redispatch")
+#: above this many buses the restoration (pandapower's AC OPF, PIPS, without numba) is not tried and the figures are the
+#: direct power flow's (``restoration`` "skipped"): measured 2026-11-29 with `powerdp run CASE --zones 4 --algorithm
+#: nonprivate --objective cost+shedding --rounds 10 --local-solver clarabel`, it failed on PGLib's case300 and
+#: case1354_pegase after 15 s and 86 s a dispatch, and on case13659pegase it ran 7 minutes and 8 GB without an end;
+#: case14, case118 and PGLib's case118 (below) restore in about a second, SimBench's grids (≤ 571 buses) in seconds
+RESTORATION_MAX_BUSES = 1000
 
 #: the figures of an evaluation, as the run's ``implemented`` objects name them (the issue's names)
 EVALUATION_FIELDS = ("cost", "relative_cost_gap", "shedding_mw", "ac_converged", "max_line_loading_percent",
@@ -71,8 +78,9 @@ class ACEvaluation:
     """What an operator gets from a dispatch (module docstring): the figures of the AC operating point.
 
     ``restoration`` names the step that gave the point: ``"voltage"`` (P held at the set-points, voltages and reactive
-    powers restored), ``"redispatch"`` (P had to move: ``max_p_shift_mw``), or ``"failed"`` (neither converged: the
-    figures are the direct power flow's). ``direct`` holds the direct power flow's figures (reactive limits not
+    powers restored), ``"redispatch"`` (P had to move: ``max_p_shift_mw``), ``"failed"`` (neither converged: the
+    figures are the direct power flow's) or ``"skipped"`` (not tried on a network above :data:`RESTORATION_MAX_BUSES`
+    buses: the direct power flow's figures). ``direct`` holds the direct power flow's figures (reactive limits not
     enforced).
     """
 
@@ -116,21 +124,25 @@ def served_network(net: Network, shed_mw: np.ndarray | None) -> Network:
 
 
 def evaluate_ac(net: Network, dispatch: Dispatch, shed_mw: np.ndarray | None = None,
-                held: dict[tuple[str, int], float] | None = None, zone_of_bus: np.ndarray | None = None) -> ACEvaluation:
+                held: dict[tuple[str, int], float] | None = None, zone_of_bus: np.ndarray | None = None,
+                restore: bool | None = None) -> ACEvaluation:
     """The operator's evaluation of ``dispatch`` on ``net``'s loads (module docstring); never raises for a power
     flow or OPF that does not converge (``ac_converged`` False), only for a network pandapower cannot hold.
     ``held``: tie-line flows a schedule holds, (``"pf"`` or ``"pt"``, branch) → MW: the evaluation reports how far
     the AC point's flows at those ends lie from them (``tie_deviation_mw``) and, with ``zone_of_bus``, how far each
-    zone's net export over its held ends does (``exchange_deviation_mw``)."""
+    zone's net export over its held ends does (``exchange_deviation_mw``). ``restore``: try the restoration (None: on
+    networks of at most :data:`RESTORATION_MAX_BUSES` buses; otherwise ``restoration`` is "skipped")."""
     t0 = time.perf_counter()
+    if restore is None:
+        restore = restores(net)
     net = served_network(net, shed_mw)
     if net.pandapower_net is not None:  # the arrays' loads, not a source net's own load table
         net = dataclasses.replace(net, pandapower_net=None, pandapower_gens=None)
     held = (held, zone_of_bus) if held else None
     direct, pdd = _direct(net, dispatch, held)
     point = None
-    restoration = "failed"
-    for mode in RESTORATIONS:
+    restoration = "failed" if restore else "skipped"
+    for mode in RESTORATIONS if restore else ():
         # the direct power flow's network is reused for the first restoration (a conversion takes ~0.3 s)
         point = _restore(net, dispatch, mode, pdd, held)
         pdd = None
@@ -142,13 +154,19 @@ def evaluate_ac(net: Network, dispatch: Dispatch, shed_mw: np.ndarray | None = N
                           max_line_loading_percent=direct.get("max_line_loading_percent"),
                           max_voltage_violation_pu=direct.get("max_voltage_violation_pu"),
                           max_q_violation_mvar=direct.get("max_q_violation_mvar"),
-                          slack_mismatch_mw=direct.get("slack_mismatch_mw"), restoration="failed", max_p_shift_mw=None,
+                          slack_mismatch_mw=direct.get("slack_mismatch_mw"), restoration=restoration, max_p_shift_mw=None,
                           direct=direct, tie_deviation_mw=direct.get("tie_deviation_mw"),
                           exchange_deviation_mw=direct.get("exchange_deviation_mw"))
     else:
         ev = ACEvaluation(ac_converged=True, restoration=restoration, direct=direct, **point)
     ev.wall_s = time.perf_counter() - t0
     return ev
+
+
+def restores(net: Network) -> bool:
+    """Whether :func:`evaluate_ac` tries the restoration on ``net`` by default (at most :data:`RESTORATION_MAX_BUSES`
+    buses)."""
+    return int(net.n_bus) <= RESTORATION_MAX_BUSES
 
 
 # --------------------------------------------------------------------------- the direct power flow

@@ -17,7 +17,7 @@ from ...grid.partition import Partition
 from ...opf.local_solver import SUCCESS_OUTCOMES
 from .result import RunResult
 
-__all__ = ["implement_zones", "evaluate_implemented", "implemented_figures"]
+__all__ = ["implement_zones", "evaluate_implemented", "evaluation_line", "implemented_figures"]
 
 log = logging.getLogger("powerdp.apps.power_flow.runner")  # the run's own logger: its warnings read as the run's
 
@@ -41,6 +41,15 @@ def implement_zones(backend, coordinator, result: RunResult, say: Callable[[str]
     result.summary["implemented_s"] = time.perf_counter() - t_impl  # the zones' solves (evaluation view)
     if result.implemented:  # the zones' own figures; the AC ones join them in evaluate_implemented
         result.summary["implemented"] = implemented_figures(result.implemented)
+
+
+def evaluation_line(net: Network) -> str:
+    """The line a run says before the operator's evaluation (which, above
+    :data:`~powerdp.opf.ac_evaluation.RESTORATION_MAX_BUSES` buses, is the direct power flow only)."""
+    from ...opf.ac_evaluation import RESTORATION_MAX_BUSES, restores
+
+    line = "operator's evaluation: AC power flow of the implemented dispatch and of the centralized one"
+    return line if restores(net) else line + f" (the direct power flow only: no restoration above {RESTORATION_MAX_BUSES} buses)"
 
 
 def evaluate_implemented(result: RunResult, net: Network, part: Partition, central=None) -> None:

@@ -32,7 +32,7 @@ from ...runs.loop import Rounds, run_rounds
 from ...runs.record import RunRecord
 from ...runs.views import EVALUATION_VIEW
 from .config import RunConfig
-from .operator_view import evaluate_implemented, implement_zones
+from .operator_view import evaluate_implemented, evaluation_line, implement_zones
 from .plan import RunPlan, plan_run
 from .result import HISTORY_COLUMNS, LEGACY_FILES, OLD_HISTORY_NAMES, RunResult
 
@@ -268,7 +268,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
     evaluate_ac = bool(ac_evaluation and result.implemented and net.has_costs and OBJECTIVES[config.objective].priced)
     _final_point(result, net, part, out_dir, ac_check, say, more_follows=evaluate_ac)
     if evaluate_ac:
-        say("operator's evaluation: AC power flow of the implemented dispatch and of the centralized one")
+        say(evaluation_line(net))
         try:
             evaluate_implemented(result, net, part, central_solve)
         except PowerDPError as exc:  # a network pandapower cannot hold: the run's results are kept
