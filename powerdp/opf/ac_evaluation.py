@@ -65,7 +65,7 @@ RESTORATIONS = ("voltage", "redispatch")
 #: direct power flow's (``restoration`` "skipped"): measured 2026-11-29 with `powerdp run CASE --zones 4 --algorithm
 #: nonprivate --objective cost+shedding --rounds 10 --local-solver clarabel`, it failed on PGLib's case300 and
 #: case1354_pegase after 15 s and 86 s a dispatch, and on case13659pegase it ran 7 minutes and 8 GB without an end;
-#: case14, case118 and PGLib's case118 (below) restore in about a second, SimBench's grids (≤ 571 buses) in seconds
+#: case14, case118 and PGLib's case118 restore in about a second, SimBench's grids (≤ 571 buses) in seconds
 RESTORATION_MAX_BUSES = 1000
 
 #: the figures of an evaluation, as the run's ``implemented`` objects name them (the issue's names)
