@@ -25,11 +25,11 @@ prints one row per ε: the mean of Σ(estimate − load)² over the draws, divid
 from __future__ import annotations
 
 import argparse
-import math
 
 import numpy as np
 
 import powerdp
+from powerdp.privacy.sampler import staircase_variance
 from powerdp.privacy.shrinkage import shrink_to_mean
 
 BETA = 0.01  # p.u.: the product's default adjacency bound (one load value moves by at most β)
@@ -55,12 +55,6 @@ def sure_soft(x: np.ndarray, variance: float, scale: float) -> np.ndarray:
             + (np.minimum(ax, ts[None, :, None]) ** 2).sum(-1))
     t = ts[np.argmin(risk, axis=1)]
     return np.sign(x) * np.maximum(np.abs(x) - t[:, None], 0.0)
-
-
-def staircase_variance(eps: float) -> float:
-    """The staircase's variance for sensitivity 1 (Geng & Viswanath 2016, Theorem 7)."""
-    b = math.exp(-eps)
-    return (2 ** (-2 / 3) * b ** (2 / 3) * (1 + b) ** (2 / 3) + b) / (1 - b) ** 2
 
 
 def main() -> None:
@@ -94,7 +88,7 @@ def main() -> None:
                    "soft": (sure_soft(pn, variance, scale), sure_soft(qn, variance, scale))}
             for name, (pe, qe) in est.items():
                 err[name] += float(np.mean(((pe - p) ** 2).sum(1) + ((qe - q) ** 2).sum(1)))
-        stair = staircase_variance(eps) * eps * eps  # ×(β/ε)² per value: its ratio to the floor
+        stair = staircase_variance(BETA, eps) / (BETA / eps) ** 2  # per value, over the floor's (β/ε)²
         print(f"{eps:<6g} " + "  ".join(f"{err[k] / floor:6.3f}" for k in err)
               + f"  {stair:9.3f}  {stair * (n - zeros) / n:9.3f}")
 

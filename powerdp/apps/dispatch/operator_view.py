@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import PowerDPError
-from ...opf.local_solver import SUCCESS_OUTCOMES
+from ..power_flow.implemented import failed_zones
 
 __all__ = ["AC_COLUMNS", "IMPLEMENTED_COLUMNS", "ac_check_row", "implemented_row", "implemented_summary", "nested"]
 
@@ -77,7 +77,7 @@ def implemented_row(k, horizon, implemented, evaluation, part) -> dict[str, Any]
         "implemented_generation_cost": float(sum(v.cost for v in implemented.values())),
         "implemented_held": ",".join(sorted({v.held for v in implemented.values()})),
         # the zones whose re-solve failed: their point is the solver's last iterate, not set-points (empty: none)
-        "implemented_failed_zones": ",".join(str(z) for z, v in sorted(implemented.items()) if v.outcome not in SUCCESS_OUTCOMES),
+        "implemented_failed_zones": ",".join(str(z) for z in failed_zones(implemented)),
     }
     if row["implemented_failed_zones"]:
         log.warning("period %d: the implemented dispatch of zone(s) %s failed (the solve did not succeed): the period's "

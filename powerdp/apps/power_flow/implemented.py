@@ -41,7 +41,7 @@ from ...opf.formulation import branch_flow_coefficients
 from ...opf.local_solver import SUCCESS_OUTCOMES
 from ...opf.reduction import Reduction
 
-__all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "ZoneImplemented", "with_loads", "SOFT_HOLD_WEIGHT", "SHED_BEFORE_SOFT_PU",
+__all__ = ["HeldFlows", "held_flows", "solve_implemented", "ImplementedPoint", "ZoneImplemented", "failed_zones", "with_loads", "SOFT_HOLD_WEIGHT", "SHED_BEFORE_SOFT_PU",
            "HOLDS"]
 
 #: the soft hold's penalty κ as a fraction of the shedding weight ω (per p.u.² of deviation from the schedule)
@@ -239,6 +239,12 @@ class ZoneImplemented:
     outcome: str
     solver_s: float
     held_mw: dict[tuple[str, int], float] = dataclasses.field(default_factory=dict)  # the held tie-line flows, MW
+
+
+def failed_zones(zones: dict[int, ZoneImplemented]) -> list[int]:
+    """The zones whose implemented solve did not succeed (their point is the solver's last iterate, not set-points),
+    in order."""
+    return [z for z, imp in sorted(zones.items()) if imp.outcome not in SUCCESS_OUTCOMES]
 
 
 def with_loads(f: QuadraticObjective, y_own: tuple[np.ndarray, np.ndarray], true_loads: tuple[np.ndarray, np.ndarray],

@@ -14,7 +14,7 @@ import numpy as np
 from ...errors import PowerDPError
 from ...grid.network import Network
 from ...grid.partition import Partition
-from ...opf.local_solver import SUCCESS_OUTCOMES
+from .implemented import failed_zones
 from .result import RunResult
 
 __all__ = ["implement_zones", "evaluate_implemented", "evaluation_line", "implemented_figures"]
@@ -34,10 +34,9 @@ def implement_zones(backend, coordinator, result: RunResult, say: Callable[[str]
         result.summary["implemented_error"] = str(exc)
     else:
         result.implemented = {int(z): v for z, v in done.items() if v is not None}
-        for z, imp in sorted(result.implemented.items()):
-            if imp.outcome not in SUCCESS_OUTCOMES:  # its point is the solver's last iterate, not a dispatch
-                log.warning("zone %d's implemented dispatch failed (its solve ended %s): its figures are not a dispatch "
-                            "to apply", z, imp.outcome)
+        for z in failed_zones(result.implemented):  # its point is the solver's last iterate, not a dispatch
+            log.warning("zone %d's implemented dispatch failed (its solve ended %s): its figures are not a dispatch "
+                        "to apply", z, result.implemented[z].outcome)
     result.summary["implemented_s"] = time.perf_counter() - t_impl  # the zones' solves (evaluation view)
     if result.implemented:  # the zones' own figures; the AC ones join them in evaluate_implemented
         result.summary["implemented"] = implemented_figures(result.implemented)
@@ -89,5 +88,5 @@ def implemented_figures(zones: dict) -> dict[str, Any]:
         "shedding_mw": float(sum(imp.shedding_mw for imp in zones.values())),
         "zone_costs": {z: imp.cost for z, imp in sorted(zones.items())},
         "held": {z: imp.held for z, imp in sorted(zones.items())},
-        "failed_zones": [z for z, imp in sorted(zones.items()) if imp.outcome not in SUCCESS_OUTCOMES],
+        "failed_zones": failed_zones(zones),
     }
