@@ -83,7 +83,7 @@ RESTORATION = {
     "voltage": "voltages and reactive powers restored, P held",
     "redispatch": "P moved to meet a limit",
     "failed": "no restoration converged: the direct power flow's figures",
-    "skipped": "the direct power flow's figures: no restoration above 1000 buses",
+    "skipped": "the direct power flow's figures: no restoration above {limit} buses",
 }
 
 
@@ -95,6 +95,10 @@ def _ac_line(e: dict) -> str:
     load_txt = "no rated branch" if load is None else f"worst branch {load:.1f} %"
     shift = e.get("max_p_shift_mw")
     how = RESTORATION.get(e.get("restoration"), e.get("restoration"))
+    if e.get("restoration") == "skipped":
+        from ..opf.ac_evaluation import RESTORATION_MAX_BUSES
+
+        how = how.format(limit=RESTORATION_MAX_BUSES)
     if e.get("restoration") == "redispatch" and shift is not None:
         how += f" (by up to {shift:.2f} MW)"
     return (f"AC converged ({how}); {load_txt}, voltage violation {e.get('max_voltage_violation_pu') or 0:.4f} p.u., "
