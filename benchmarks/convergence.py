@@ -102,6 +102,8 @@ def main() -> None:
     ap.add_argument("--reference-solver", default="ipopt")
     ap.add_argument("--label", default="")
     ap.add_argument("--trace", type=Path)
+    ap.add_argument("--rho-floor", type=float, default=None,
+                    help="an experiment: the balanced rule's ρ of every kind kept at or above this (patched in here)")
     args = ap.parse_args()
     logging.getLogger("pyomo").setLevel(logging.ERROR)
 
@@ -142,6 +144,19 @@ def main() -> None:
         return res
 
     coordinator_module.Coordinator.receive = receive
+    if args.rho_floor is not None:
+        from powerdp.engine.consensus import penalties
+
+        balance = penalties.GroupBalancing.update
+
+        def floored(self, c) -> bool:
+            changed = balance(self, c)
+            if changed:
+                c.rho = np.maximum(c.rho, args.rho_floor)
+            return changed
+
+        penalties.GroupBalancing.update = floored
+        extra["rho_floor (patched)"] = args.rho_floor
     t0 = time.perf_counter()
     marks = {}
 
