@@ -116,7 +116,7 @@ def _warn_privacy(spec) -> None:
     sweep is a seeded experiment (its ``seeds``)."""
     import logging
 
-    from ..apps.power_flow.runner import privacy_labels
+    from ..apps.power_flow.run_summary import privacy_labels
 
     counts: dict[str, int] = {}
     for _, config in spec.configs():
