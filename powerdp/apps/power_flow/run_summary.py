@@ -1,7 +1,7 @@
 """What a distributed run reports after its rounds: the :class:`~.result.RunResult` and its summary figures.
 
 Assembled from the coordinator's released arrays, the zones' diagnostics and the rounds' history (one row per round);
-:func:`_result` is called by :mod:`.runner` when the rounds end, fail or are interrupted.
+:func:`run_result` is called by :mod:`.runner` when the rounds end, fail or are interrupted.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from ...errors import PowerDPError
 from .config import RunConfig
 from .result import HISTORY_COLUMNS, RunResult
 
-__all__ = ["privacy_labels", "consensus_gaps", "zone_time_summary", "ACTIVE_FLOWS", "REACTIVE_FLOWS"]
+__all__ = ["run_result", "privacy_labels", "consensus_gaps", "zone_stats", "add_zone_times", "zone_time_summary", "ACTIVE_FLOWS",
+           "REACTIVE_FLOWS"]
 
 
 def privacy_labels(config: RunConfig) -> dict[str, Any]:
@@ -37,7 +38,7 @@ def privacy_labels(config: RunConfig) -> dict[str, Any]:
     return labels
 
 
-def _zone_stats(diags) -> dict[str, float]:
+def zone_stats(diags) -> dict[str, float]:
     """Σ over zones of their own round statistics (noise magnitude, solver work), as the zones report them
     to the simulation's evaluation; NaN in a deployment-view run (they stay with the zones)."""
     stats = [getattr(d, "stats", None) for d in diags]
@@ -51,7 +52,7 @@ def _zone_stats(diags) -> dict[str, float]:
     }
 
 
-def _add_zone_times(zone_times: dict[int, list[float]], diags) -> None:
+def add_zone_times(zone_times: dict[int, list[float]], diags) -> None:
     """Add each zone's round (time inside its solver, its whole round) to its totals, from the statistics the
     zones report to the simulation's evaluation (none in a deployment-view run: they stay with the zones)."""
     for d in diags:
@@ -106,10 +107,13 @@ def _finite_sum(values: list[float]) -> float | None:
     return float(sum(vals))
 
 
-def _result(
+def run_result(
     config, net, part, keys, coordinator, history, backend, central, setup_s, setup_times, complete,
     run_s=None, stopped="failed", init_s=0.0, last_diags=None, zone_times=None,
-):
+) -> RunResult:
+    """The run's result from its rounds' rows (``history``), the coordinator's arrays and the zones' diagnostics
+    (``last_diags``: each zone's last report, used when a host is lost); ``complete``: the rounds ended without a
+    failure (then a diagnostics error is raised, not absorbed)."""
     frame = pd.DataFrame(history, columns=HISTORY_COLUMNS)
     try:
         diags = backend.diagnostics(with_solution=True) if (history or complete) else []

@@ -34,7 +34,7 @@ from .config import RunConfig
 from .operator_view import evaluate_implemented, evaluation_line, implement_zones
 from .plan import RunPlan, plan_run
 from .result import LEGACY_FILES, OLD_HISTORY_NAMES, RunResult
-from .run_summary import _add_zone_times, _result, _zone_stats, privacy_labels
+from .run_summary import add_zone_times, privacy_labels, run_result, zone_stats
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
 
         def partial(rows, stopped, complete=False):
             run_s = None if stopped == "failed" else time.perf_counter() - run_start
-            return _result(config, net, part, keys, coordinator, rows, backend, central, setup_s, setup_times, complete,
+            return run_result(config, net, part, keys, coordinator, rows, backend, central, setup_s, setup_times, complete,
                            run_s=run_s, stopped=stopped, init_s=init_s, last_diags=last_diags, zone_times=zone_times)
 
         def step(t: int) -> dict[str, Any]:
@@ -219,10 +219,10 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
             res = coordinator.receive(updates)
             diags = backend.diagnostics()
             last_diags.update((int(d.zone), d) for d in diags)
-            _add_zone_times(zone_times, diags)
+            add_zone_times(zone_times, diags)
             return {
                 "round": t,
-                **_zone_stats(diags),  # zone-private statistics: the simulation's evaluation only
+                **zone_stats(diags),  # zone-private statistics: the simulation's evaluation only
                 "objective": float(sum(d.objective for d in diags)),
                 "feasibility": res.primal,
                 "dual_residual": res.dual,
