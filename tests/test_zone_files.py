@@ -248,14 +248,20 @@ def test_learning_clients_keep_their_state_in_client_private_files(tmp_path, ope
     assert state["meta"]["rng"]["stream"] == "aes-256-ctr" and private_tree_problems(tmp_path / "s" / "clients.private") == []
 
 
-def test_only_the_packages_compiled_code_cache_is_not_counted():
-    """The file audit skips the powerdp package's __pycache__ folders (bytecode; numba probes them when a process
-    loads the sampler's kernels), and nothing else: not a __pycache__ elsewhere, not the package's other files."""
+def test_only_the_packages_compiled_code_cache_is_not_counted(tmp_path, monkeypatch):
+    """The file audit skips the powerdp package's __pycache__ folders (bytecode) and the folder of numba's cache of
+    powerdp's kernels (numba probes it when a process loads them), and nothing else: not a __pycache__ elsewhere,
+    not the package's other files, not a file beside the kernel cache."""
     from pathlib import Path
 
     import powerdp
     from powerdp.studies.file_audit import compiled_code_cache
 
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    kernels = tmp_path / "cache" / "powerdp" / "numba"
+    assert compiled_code_cache(str(kernels / "work" / "powerdp" / "opf" / "_active_set_kernel.cone_qp-1.py311.nbi"))
+    assert not compiled_code_cache(str(tmp_path / "cache" / "powerdp" / "zone_0.csv"))
     pkg = Path(powerdp.__file__).resolve().parent
     assert compiled_code_cache(str(pkg / "privacy" / "__pycache__"))
     assert compiled_code_cache(str(pkg / "privacy" / "__pycache__" / "discrete_kernels.fill_laplace-1.py311.nbi"))

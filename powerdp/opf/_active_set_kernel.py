@@ -17,8 +17,9 @@ satisfies every constraint left out of G (a relaxation's optimum that is feasibl
 :func:`working_set_solve` adds the violated blocks and repeats until none is left.
 
 numba's cache does not follow calls into another module: after editing ``_active_set_newton.py`` delete this
-module's cached ``working_set_solve`` (``__pycache__/_active_set_kernel.working_set_solve-*``; touching this file
-was not enough here) and it is rebuilt with the new code (an installed release brings both files and no cache).
+module's cached ``working_set_solve`` (``_active_set_kernel.working_set_solve-*`` under
+:func:`powerdp.files.kernel_cache.kernel_cache_dir`, in the folder mirroring this file's path; touching this file was
+not enough here) and it is rebuilt with the new code (an installed release brings both files and no cache).
 
 Everything here is a deterministic function of its inputs (no fastmath; LAPACK runs in the hosts' BLAS pools,
 which every backend holds to one thread), so a run gives the same bits on every host and after a resume.
@@ -27,8 +28,8 @@ which every backend holds to one thread), so a run gives the same bits on every 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..files.kernel_cache import cached_njit
 from ._active_set_newton import gap as _gap
 from ._active_set_newton import newton_qp
 
@@ -41,7 +42,7 @@ REFINE = 3  # at most this many iterative-refinement steps of each Newton direct
 REFINE_TOL = 1e-13  # … stopping once both equations hold to this (relative to their right-hand sides)
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _max_step(x, dx, boff, bdim):
     """The largest α ≤ 1e30 with x + α dx in the cones (x inside)."""
     alpha = 1e30
@@ -71,7 +72,7 @@ def _max_step(x, dx, boff, bdim):
     return alpha
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _jordan(x, y, boff, bdim, out):
     """out = x ∘ y blockwise (x₀y₀ + x̄ᵀȳ, x₀ȳ + y₀x̄ for a cone, xy for a row)."""
     for b in range(bdim.size):
@@ -84,7 +85,7 @@ def _jordan(x, y, boff, bdim, out):
             out[k] = x[off] * y[k] + y[off] * x[k]
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _jordan_solve(lam, v, boff, bdim, out):
     """out = u with lam ∘ u = v (lam inside the cones)."""
     for b in range(bdim.size):
@@ -104,7 +105,7 @@ def _jordan_solve(lam, v, boff, bdim, out):
             out[k] = (v[k] - lam[k] * u0) / l0
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _scaling(z, s, boff, bdim, woff, W, Winv, lam):
     """Nesterov–Todd scaling of every block: W z = W⁻¹ s = lam (W symmetric, stored block by block)."""
     for b in range(bdim.size):
@@ -153,7 +154,7 @@ def _scaling(z, s, boff, bdim, woff, W, Winv, lam):
             lam[off + i] = acc
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _apply(Wb, x, boff, bdim, woff, out):
     """out = Wb x for a block-diagonal Wb stored block by block."""
     for b in range(bdim.size):
@@ -165,7 +166,7 @@ def _apply(Wb, x, boff, bdim, woff, out):
             out[off + i] = acc
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _chol_solve(L, rhs, out):
     """out = (L Lᵀ)⁻¹ rhs."""
     m = rhs.size
@@ -181,7 +182,7 @@ def _chol_solve(L, rhs, out):
         out[i] = acc / L[i, i]
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _scaled_solve(L, Winv, Wb, ra, rb, boff, bdim, woff, dz, ds, u, v, tmp):
     """dz, ds with M dz − ds = ra and W dz + W⁻¹ ds = rb, through the scaled system: u = W dz solves
     (I + W⁻¹MW⁻¹) u = rb + W⁻¹ ra (L its Cholesky factor), v = W⁻¹ ds = rb − u."""
@@ -193,7 +194,7 @@ def _scaled_solve(L, Winv, Wb, ra, rb, boff, bdim, woff, dz, ds, u, v, tmp):
     _apply(Wb, v, boff, bdim, woff, ds)
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _direction(L, M, Winv, Wb, r, d, boff, bdim, woff, dz, ds, u, v, tmp):
     """The Newton direction: M dz − ds = −r, W dz + W⁻¹ ds = d, solved in the scaled space (I + W⁻¹MW⁻¹ has
     eigenvalues ≥ 1) and refined against these unscaled equations (z and s near the boundary make W and
@@ -229,7 +230,7 @@ def _direction(L, M, Winv, Wb, r, d, boff, bdim, woff, dz, ds, u, v, tmp):
     _apply(Winv, ds, boff, bdim, woff, v)
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def cone_qp(M, h, boff, bdim, tol, loose_tol, max_iter, z, s):
     """min ½ zᵀMz + hᵀz over z in the blocks' cones (module doc); z, s = Mz + h are written in place.
 
@@ -357,7 +358,7 @@ def cone_qp(M, h, boff, bdim, tol, loose_tol, max_iter, z, s):
     return -1
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _slacks(indptr, indices, data, b, x, out):
     """out = b − A x (A in CSR)."""
     for i in range(b.size):
@@ -367,7 +368,7 @@ def _slacks(indptr, indices, data, b, x, out):
         out[i] = acc
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def working_set_solve(Pinv, q, indptr, indices, data, b, boff, bdim, guess, x_start, feas_tol, qp_tol, loose_tol, max_passes,
                       max_iter, newton_iter, x):
     """Minimise ½xᵀPx + qᵀx over b − A x ∈ K by working sets (module doc), starting from the blocks ``guess``
@@ -476,7 +477,7 @@ def working_set_solve(Pinv, q, indptr, indices, data, b, boff, bdim, guess, x_st
     return TOO_MANY_PASSES, max_passes, iters, ipm
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def block_margins(indptr, indices, data, b, boff, bdim, x):
     """Each block's margin at x: its slack (a row) or s₀ − ‖s̄‖ (a cone), s = b − A x."""
     slack = np.empty(b.size)

@@ -23,14 +23,15 @@ Schur system, no convergence) it gives up and the caller runs the interior-point
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..files.kernel_cache import cached_njit
 
 MAX_CHANGES = 12  # changes of the guessed active set before giving up
 SETTLED = 1e-5  # the active set is revised once a step moves s by at most this (relative to max(1, ‖h‖∞))
 GUESS = 1e-6  # the first guess: the blocks whose margin at the start is below GUESS·max(1, ‖h‖∞)
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def gap(x, off, d):
     """x₀ − ‖x̄‖ of a cone block (x itself for a one-row block): ≥ 0 inside the cone."""
     if d == 1:
@@ -41,7 +42,7 @@ def gap(x, off, d):
     return x[off] - np.sqrt(acc)
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _cholesky(A, L):
     """L (lower) with L Lᵀ = A; False when a pivot is not safely positive (A singular or indefinite)."""
     n = A.shape[0]
@@ -63,7 +64,7 @@ def _cholesky(A, L):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _solve(L, B):
     """(L Lᵀ)⁻¹ B for a matrix B (columns solved one by one)."""
     n, c = B.shape
@@ -82,7 +83,7 @@ def _solve(L, B):
     return X
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _xtm(X, lo, hi, M):
     """Xᵀ M for X (m × q) whose column j is zero outside rows lo[j]:hi[j] (q × m)."""
     q, m = X.shape[1], M.shape[1]
@@ -95,7 +96,7 @@ def _xtm(X, lo, hi, M):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _rx(R, X, lo, hi):
     """R X for a dense R (p × m) and X as in :func:`_xtm` (p × q)."""
     p, q = R.shape[0], X.shape[1]
@@ -108,7 +109,7 @@ def _rx(R, X, lo, hi):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _xtv(X, lo, hi, v):
     """Xᵀ v for X as in :func:`_xtm`."""
     q = X.shape[1]
@@ -121,7 +122,7 @@ def _xtv(X, lo, hi, v):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _xw(X, lo, hi, w):
     """X w for X as in :func:`_xtm`."""
     out = np.zeros(X.shape[0])
@@ -131,7 +132,7 @@ def _xw(X, lo, hi, w):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def newton_qp(M, h, boff, bdim, s_start, tol, max_iter, z, s):
     """min ½ ζᵀMζ + hᵀζ over ζ in the blocks' cones by Newton's method on a guessed active set (module doc),
     starting from the slacks ``s_start`` (the blocks guessed active: those with a margin below

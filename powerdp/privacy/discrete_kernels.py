@@ -43,7 +43,8 @@ The batch kernels fill ``out[start:]`` draw after draw; when the buffer runs dry
 and return the position where that draw began, so the caller appends fresh words to the unread tail and the draw
 is taken again from the same words: the draws are a pure function of the word sequence, whatever the buffer sizes.
 
-numba compiles them on the first draw (``cache=True``: once per machine); ``import powerdp`` does not import numba.
+numba compiles them on the first draw (cached: once per machine, in :func:`powerdp.files.kernel_cache.kernel_cache_dir`);
+``import powerdp`` does not import numba.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from ..files.kernel_cache import cached_njit
 
 _TWO_P53 = 2.0**53
 _SHIFT_53 = np.uint64(11)
@@ -65,7 +67,7 @@ _BELOW = 1.0 - 2.0**-40
 _ABOVE = 1.0 + 2.0**-40
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _bernoulli_exp(w, pos, chunk, scale, x):
     """Bernoulli(p), p = exp(−x) (x ≥ 0) the binary64 value, exactly: the uniform U = 0.b₁b₂… has its first m bits
     from ``chunk`` (an integer below scale = 2ᵐ, m ≤ 53) and, only when those equal p's first m bits, 53 more from
@@ -95,14 +97,14 @@ def _bernoulli_exp(w, pos, chunk, scale, x):
         pos += 1
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _lookup(word, col_shift, low, prob, alias):
     """The alias table's entry for one word: column = the top bits, kept if the rest < prob[column]."""
     col = np.int64(word >> col_shift)
     return col if (word & low) < prob[col] else alias[col]
 
 
-@njit(cache=True)
+@cached_njit()
 def fill_laplace(w, out, start, t, block_bits, chunk_bits, col_bits, prob, alias, restart):
     """Discrete Laplace draws of scale t (CKS Algorithm 2, block length T = 2^block_bits, V from the alias table
     prob/alias of 2^col_bits entries, restarted at entry ``restart``) into out[start:] from w: (draws done, position
@@ -148,7 +150,7 @@ def fill_laplace(w, out, start, t, block_bits, chunk_bits, col_bits, prob, alias
     return out.size, pos
 
 
-@njit(cache=True)
+@cached_njit()
 def fill_gaussian(w, out, start, sigma, block_bits, chunk_bits, col_bits, prob, alias, delta):
     """Discrete Gaussian draws (CKS Algorithm 3's rejection from the block proposal of the module docstring,
     T = 2^block_bits, the block from the alias table prob/alias, δ_k in delta) into out[start:] from w:
@@ -186,7 +188,7 @@ def fill_gaussian(w, out, start, sigma, block_bits, chunk_bits, col_bits, prob, 
     return out.size, pos
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _trial_from_next_word(w, pos, x):
     """Bernoulli(exp(−x)) whose uniform starts with the top 53 bits of the word at ``pos`` (and reads more words when
     those tie): (outcome, next position), or (False, −1) when w ran out."""
@@ -195,7 +197,7 @@ def _trial_from_next_word(w, pos, x):
     return _bernoulli_exp(w, pos + 1, w[pos] >> _SHIFT_53, _TWO_P53, x)
 
 
-@njit(cache=True)
+@cached_njit()
 def fill_staircase(w, out, start, d, r, bits, eps):
     """Discrete staircase draws (module docstring of :mod:`.sampler`, ``discrete_staircase``): P(Z = z) ∝ b^L(z),
     b = exp(−eps), L(z) = ⌊|z|/d⌋ + [|z| mod d ≥ r], into out[start:] from w: (draws done, position in w where the
@@ -240,7 +242,7 @@ def fill_staircase(w, out, start, d, r, bits, eps):
     return out.size, pos
 
 
-@njit(cache=True)
+@cached_njit()
 def grid_release(v, gamma, z, out, noise):
     """out = (rint(v/γ) + z)·γ and noise = z·γ in one pass (γ a power of two, so v·(1/γ) is v/γ exactly; rint
     rounds half to even, as numpy's round): the same doubles as the numpy expression, without its temporaries."""

@@ -14,10 +14,11 @@ forked zone processes, so the trace names which process wrote which path. The au
 * the trace saw no zone process at all (it cannot have traced them: e.g. a spawn start method).
 
 The trace covers Python's own file calls (every writer in powerdp goes through them); a C library
-writing on its own is outside it (Ipopt writes no file unless told to). Not counted: the ``__pycache__``
-folders inside the installed powerdp package (:func:`compiled_code_cache`), where Python keeps bytecode and
-numba the sampler's compiled kernels (privacy/discrete_kernels.py; numba probes the folder with an unnamed
-temporary file whenever a process loads them): compiled code, the same for every run, never data.
+writing on its own is outside it (Ipopt writes no file unless told to). Not counted (:func:`compiled_code_cache`):
+the ``__pycache__`` folders inside the installed powerdp package, where Python keeps bytecode, and the folder of
+numba's cache of powerdp's kernels (:func:`powerdp.files.kernel_cache.kernel_cache_dir`: the sampler's and the
+active set's; numba probes it with an unnamed temporary file whenever a process loads them): compiled code, the same
+for every run, never data.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..apps.power_flow.config import RunConfig
+from ..files.kernel_cache import in_kernel_cache
 from ..grid.network import Network
 from ..grid.partition import Partition
 
@@ -46,10 +48,10 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def compiled_code_cache(path: str) -> bool:
-    """Is ``path`` a ``__pycache__`` folder (or inside one) of the installed powerdp package? (bytecode, numba's
-    kernel cache: not counted as a zone's write)"""
+    """Is ``path`` a ``__pycache__`` folder (or inside one) of the installed powerdp package, or inside the folder of
+    numba's cache of its kernels? (bytecode, compiled kernels: not counted as a zone's write)"""
     p = Path(os.path.realpath(path))  # resolved: ".." or a symlink cannot smuggle another target past the check
-    return "__pycache__" in p.parts and p.is_relative_to(_PACKAGE)
+    return ("__pycache__" in p.parts and p.is_relative_to(_PACKAGE)) or in_kernel_cache(p)
 
 
 _HOOKED = False
