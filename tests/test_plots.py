@@ -254,3 +254,29 @@ def test_every_figure_powerdp_plot_makes_is_finished(tmp_path, monkeypatch):
             panels = [ax for ax in fig.axes if ax.axison]
             assert all(ax.get_title() for ax in panels)
             assert all(ax.get_yscale() == "log" for ax in panels if "ε" not in ax.get_title())
+
+
+def test_trajectory_panels_say_each_runs_privacy(tmp_path):
+    """A new user's report: `powerdp plot` titled a non-private run and a run at a budget "ε = 0.1" (the unused
+    --epsilon default). The panels now follow the runs' own privacy: ε per step, a budget, or none."""
+    rounds = fake_rounds()
+    rounds["privacy"] = np.where(rounds["epsilon"] == 0.1, "ε = 0.1 per step", "ε = 1 in total")
+    extra = rounds[rounds["epsilon"] == 0.1].assign(privacy="non-private", algorithm="nonprivate")
+    fig = plot_trajectories(pd.concat([extra, rounds]), "t")
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["ε = 0.1 per step", "ε = 1 in total", "non-private"]
+    runs = fake_runs().assign(privacy=lambda f: [f"ε = {e:g} per step" for e in f["epsilon"]])
+    fig = plot_partition_sensitivity(runs, "p")
+    assert [fig.axes[3 * i].get_title() for i in range(3)] == ["ε = 0.1 per step", "ε = 0.5 per step", "ε = 1 per step"]
+
+
+def test_a_runs_table_labels_its_privacy(tmp_path):
+    from powerdp.cli import main
+    from powerdp.studies.sweep import sweep_tables
+
+    for name, argv in {"np": ["--algorithm", "nonprivate"], "budget": ["--algorithm", "objl", "--target-epsilon", "1"],
+                       "step": ["--algorithm", "objl", "--epsilon", "0.5"]}.items():
+        assert main(["-q", "run", "case14", "--zones", "2", "--rounds", "3", *argv, "--out", str(tmp_path / "runs" / name)]) == 0
+    rounds, runs = sweep_tables(tmp_path)
+    assert dict(zip(runs["run"], runs["privacy"])) == {"np": "non-private", "budget": "ε = 1 in total",
+                                                       "step": "ε = 0.5 per step"}
+    assert set(rounds["privacy"]) == {"non-private", "ε = 1 in total", "ε = 0.5 per step"}

@@ -68,17 +68,38 @@ def _positive(values: pd.Series) -> bool:
     return bool((values > 0).all())
 
 
+def _privacy_panels(frame: pd.DataFrame) -> tuple[str, list]:
+    """The column that says each run's privacy and its values in panel order: the ``privacy`` labels
+    (:func:`powerdp.studies.sweep.privacy_label`: per-step ε ascending, then budgets ascending, then non-private), or the
+    per-step ``epsilon`` of a table without them."""
+    if "privacy" not in frame:
+        return "epsilon", sorted(frame["epsilon"].unique())
+
+    def order(label: str) -> tuple[int, float]:
+        if label == "non-private":
+            return 2, 0.0
+        value = float(label.split("=", 1)[1].split()[0])
+        return (1 if label.endswith("in total") else 0), value
+
+    return "privacy", sorted(frame["privacy"].unique(), key=order)
+
+
+def _panel_title(column: str, value) -> str:
+    return str(value) if column == "privacy" else f"ε = {value:g}"
+
+
 def plot_trajectories(rounds: pd.DataFrame, title: str = "") -> Any:
-    """Metrics against rounds: rows = metrics, columns = ε, lines = algorithms (mean; min–max shaded). A metric no run
-    has (a deployment keeps its objective and noise in the zones) gets no row."""
+    """Metrics against rounds: rows = metrics, columns = the runs' privacy (ε per step, a budget, or none), lines =
+    algorithms (mean; min–max shaded). A metric no run has (a deployment keeps its objective and noise in the zones)
+    gets no row."""
     plt = _plt()
-    eps_values = sorted(rounds["epsilon"].unique())
+    column, eps_values = _privacy_panels(rounds)
     metrics = [(m, label) for m, label in METRICS if m in rounds and _has_data(rounds[m])] or METRICS[-1:]
     width = max(6.0, 3.8 * len(eps_values))
     fig, axes = plt.subplots(len(metrics), len(eps_values), figsize=(width, 1.0 + 2.8 * len(metrics)), squeeze=False,
                              sharex=True)
     for j, eps in enumerate(eps_values):
-        sub = rounds[rounds["epsilon"] == eps]
+        sub = rounds[rounds[column] == eps]
         for i, (metric, label) in enumerate(metrics):
             ax = axes[i, j]
             for (alg, E), g in sub.groupby(["algorithm", "local_updates"]):
@@ -87,7 +108,7 @@ def plot_trajectories(rounds: pd.DataFrame, title: str = "") -> Any:
             if _positive(sub[metric]):
                 ax.set_yscale("log")
             if i == 0:
-                ax.set_title(f"ε = {eps:g}")
+                ax.set_title(_panel_title(column, eps))
             if j == 0:
                 ax.set_ylabel(label)
             if i == len(metrics) - 1:
@@ -200,21 +221,22 @@ def _budget_ticks(ax, budgets: pd.Series) -> None:
 def plot_partition_sensitivity(runs: pd.DataFrame, title: str = "") -> Any:
     """Final objective, feasibility and wall time against the number of zones, per method and algorithm.
 
-    One row of panels per ε: runs at different privacy levels are never averaged together.
+    One row of panels per privacy level (ε per step, a budget, or none): runs at different levels are never averaged
+    together.
     """
     plt = _plt()
-    eps_values = sorted(runs["epsilon"].unique()) if "epsilon" in runs else [None]
+    column, eps_values = _privacy_panels(runs) if ("privacy" in runs or "epsilon" in runs) else (None, [None])
     fig, axes = plt.subplots(len(eps_values), 3, figsize=(14, 4.2 * len(eps_values)), squeeze=False)
     cols = [("final_objective", "final objective (p.u.²)"), ("final_feasibility", "final feasibility (p.u.)"), ("wall_s", "wall time (s)")]
     for i, eps in enumerate(eps_values):
-        sub = runs if eps is None else runs[runs["epsilon"] == eps]
+        sub = runs if eps is None else runs[runs[column] == eps]
         for ax, (metric, label) in zip(axes[i], cols):
             for (method, alg), g in sub.groupby(["partition_method", "algorithm"]):
                 _band(ax, g, "n_zones", metric, f"{method}, {alg}", marker="o")
             _label_axis(ax, sub[metric], "number of zones", label)
             ax.xaxis.get_major_locator().set_params(integer=True)
             if eps is not None:
-                ax.set_title(f"ε = {eps:g}")
+                ax.set_title(_panel_title(column, eps))
         axes[i, 0].legend(title="method, algorithm", fontsize="small")
     suptitle(fig, title or "partition sensitivity (one row per ε; mean over seeds, min–max shaded)")
     fig.tight_layout()

@@ -388,7 +388,7 @@ def run_dirs(out: str | Path) -> list[Path]:
 
 
 PARAM_COLUMNS = [
-    "run", "case", "zones", "partition", "partition_method", "algorithm", "epsilon", "target_epsilon", "local_updates", "seed", "sensitivity", "eta",
+    "run", "case", "zones", "partition", "partition_method", "algorithm", "epsilon", "target_epsilon", "privacy", "local_updates", "seed", "sensitivity", "eta",
 ]
 
 
@@ -412,6 +412,16 @@ def implemented_columns(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def privacy_label(cfg) -> str:
+    """What a run's ε is, for a figure's panel: "non-private", "ε = 1 in total" (a budget) or "ε = 0.1 per step"
+    (``--epsilon``; a non-private or budgeted run never used it)."""
+    if not cfg.private:
+        return "non-private"
+    if cfg.target_epsilon is not None:
+        return f"ε = {cfg.target_epsilon:g} in total"
+    return f"ε = {cfg.epsilon:g} per step"
+
+
 def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The tidy tables of a sweep directory: (rounds, runs)."""
     from ..apps.power_flow.result import RunResult
@@ -430,6 +440,7 @@ def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.Dat
             # a given partition (a file, a bundled one, area/zone columns) is labelled by its name
             "partition_method": cfg.partition_method if cfg.partition is None else Path(str(cfg.partition)).stem,
             "algorithm": cfg.algorithm, "epsilon": cfg.epsilon, "target_epsilon": cfg.target_epsilon,
+            "privacy": privacy_label(cfg),
             "local_updates": cfg.local_updates, "seed": cfg.seed, "sensitivity": cfg.sensitivity, "eta": str(cfg.eta),
         }
         h = res.history.copy()
