@@ -44,9 +44,11 @@ DESCRIPTION = textwrap.dedent(
     powerdp - privacy-preserving distributed optimal power flow.
 
     A network case is split into zones. Each zone (an agent) solves its part of
-    the second-order-cone (SOC) relaxation of AC optimal power flow with Ipopt
-    (or Clarabel), and a coordinator drives the zones to agreement on the variables they share
-    with a differentially private ADMM, so no zone reveals its loads.
+    the second-order-cone (SOC) relaxation of AC optimal power flow with its own
+    solver (by default the fastest certified one that applies: a compiled active set
+    or Clarabel; Ipopt on request), and a coordinator drives the zones to agreement
+    on the variables they share with a differentially private ADMM, so no zone
+    reveals its loads.
 
     CASES are bundled names (case14, case118), paths to MATPOWER .m files
     (format version 2), or pandapower:NAME for a network of pandapower.networks.

@@ -36,8 +36,8 @@ from .run_report import ROUND_LEGEND, STOPPED, _print_summary, _progress_printer
 RUN_DESCRIPTION = textwrap.dedent(
     """\
     Split CASE into zones and run the consensus ADMM of docs/algorithm.md: every zone
-    (agent) solves its local SOC-relaxed problem (with Ipopt, or Clarabel with
-    --local-solver clarabel) and releases only the
+    (agent) solves its local SOC-relaxed problem (--local-solver: by default the fastest
+    certified solver that applies, the compiled active set or Clarabel; or Ipopt) and releases only the
     values of the variables it shares with its neighbours; a coordinator averages
     them. Differentially private algorithms perturb each local step. "The paper" below is
     Ryu and Kim, "Differentially Private Distributed Convex Optimization"; "the inexact-ADMM
