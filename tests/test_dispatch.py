@@ -641,3 +641,19 @@ def test_the_adjacency_is_stated_in_the_summary_and_the_receipt(profile, tmp_pat
     with pytest.raises(SystemExit) as stop:
         main(["dispatch", "case14", "--profiles", str(profile), "--periods", "2", "--adjacency", "row", "-q"])
     assert stop.value.code == 2
+
+
+def test_resume_reads_the_runs_own_files_from_any_folder(profile, tmp_path, monkeypatch):
+    """A new user's report: `powerdp dispatch --resume DIR` from another folder than the run's read the profile file
+    by the relative path typed at the start (exit 2, "no such file"); it reopens the recorded absolute path, as
+    `powerdp run --resume` does."""
+    import shutil
+
+    start = tmp_path / "start"
+    start.mkdir()
+    shutil.copy(profile, start / "day.csv")
+    monkeypatch.chdir(start)
+    assert main(["dispatch", "case14", "--profiles", "day.csv", "--periods", "2", "--zones", "3", "--algorithm",
+                 "exact", "--max-rounds", "3", "--out", "d", "-q", "--no-reference"]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["dispatch", "--resume", "start/d", "-q", "--no-reference"]) == 0

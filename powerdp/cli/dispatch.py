@@ -200,8 +200,16 @@ def cmd_dispatch(args) -> int:
     say = _status_printer(args)
     if say is not None:
         say(f"loading {config.source} ({config.periods} periods from {config.start})")
-    horizon = load_horizon(config.source, periods=config.periods, start=config.start, profiles=config.profiles,
-                           costs=config.costs, base_mva=config.base_mva)
+    source, profiles, costs = config.source, config.profiles, config.costs
+    if args.resume is not None:  # the files the run was made with, by their recorded absolute paths (as run --resume)
+        from ..runs.inputs import case_source, read_inputs
+
+        records = read_inputs(args.resume)
+        source = source if source.startswith("simbench:") else case_source(records, source)
+        profiles = records.get("profiles", {}).get("path", profiles) if profiles else None
+        costs = records.get("costs", {}).get("path", costs) if costs else None
+    horizon = load_horizon(source, periods=config.periods, start=config.start, profiles=profiles, costs=costs,
+                           base_mva=config.base_mva)
     progress, bar = _progress(config, args.quiet)
     out = args.resume if args.resume is not None else args.out
     try:
