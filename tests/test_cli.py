@@ -427,3 +427,11 @@ def test_learn_prints_its_legend_only_after_reading_its_input(capsys, tmp_path):
     assert main(["learn", str(bad), "--label", "y"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "no label column 'y'" in err
+
+
+def test_a_one_release_run_says_its_epsilon_is_for_that_release(capsys):
+    """A new user's report: totl (the default at a budget) printed "ε 1 per local step" for the zone's one release."""
+    assert main(["run", "case14", "--zones", "2", "--target-epsilon", "1", "--rounds", "3"]) == 0
+    out = capsys.readouterr().out
+    privacy = next(line for line in out.splitlines() if line.startswith("privacy"))
+    assert "ε 1 for the zone's one release" in privacy and "per local step" not in privacy

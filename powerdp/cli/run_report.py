@@ -28,7 +28,13 @@ def _per_step_text(cfg: RunConfig) -> str:
     else:
         eps, delta = budget["epsilon"], 0.0
     calibrated = "" if budget is None else f", calibrated to the budget ε {cfg.target_epsilon:g}"
-    return f"ε {eps:.4g} per local step, δ {delta:g}{calibrated}"
+    return f"ε {eps:.4g} {_step_unit(cfg)}, δ {delta:g}{calibrated}"
+
+
+def _step_unit(cfg: RunConfig) -> str:
+    """What one ε figure of a run is spent on: each local step, or the zone's one release (input perturbation,
+    the totals: the data crosses once for the whole run)."""
+    return "for the zone's one release" if cfg.releases_once else "per local step"
 
 
 def _round_legend(cfg: RunConfig) -> str:
@@ -168,9 +174,9 @@ def _print_summary(s: dict, cfg: RunConfig, out, privacy: dict) -> None:
         per_step = f"{next(iter(steps.values())):.4g}" if steps else f"{cfg.epsilon:g}"
         if cfg.target_epsilon is not None:
             target = f"budget ε {cfg.target_epsilon:g}" + (f", δ {cfg.target_delta:g}" if cfg.target_delta else "")
-            per_step = f"{per_step} per local step, calibrated to the {target}"
+            per_step = f"{per_step} {_step_unit(cfg)}, calibrated to the {target}"
         else:
-            per_step = f"{per_step} per local step"
+            per_step = f"{per_step} {_step_unit(cfg)}"
         flag = "" if s.get("private", True) else " [NOT A GUARANTEE]"
         print(f"privacy       total spent per zone over the whole run (ε {per_step}{how}){flag}: " + "; ".join(parts))
         print(f"noise         {s.get('noise_source', cfg.noise_source)}" + (

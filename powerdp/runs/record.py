@@ -176,6 +176,8 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
+        if not path.parent.is_dir():
+            raise ConfigError(f"{path.parent}: no such directory (give the --out folder of a run)") from None
         raise ConfigError(f"{path.parent} holds no run (missing {path.name})") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"{path}: not a readable run configuration ({exc})") from None

@@ -338,10 +338,16 @@ class RunConfig(AlgorithmChoices):
         return bool(self.ipopt_options) or str(self.ipopt_profile) != "default" or str(self.ipopt_warm_profile) != "warm"
 
     @property
+    def releases_once(self) -> bool:
+        """Whether the perturbation releases each zone's data once for the whole run (input perturbation, the
+        totals): its ε is then spent by that one release, not per local step."""
+        return bool(PERTURBATIONS[self.spec.perturbation].once)
+
+    @property
     def private_steps(self) -> int:
         """Private releases per zone over the whole run: rounds × local updates, or one when the
         perturbation releases the zone's data once (input perturbation)."""
-        if PERTURBATIONS[self.spec.perturbation].once:
+        if self.releases_once:
             return 1
         return int(self.rounds) * int(self.local_updates)
 

@@ -457,7 +457,10 @@ class NetBackend(Backend):
         return [wire.RemoteZoneReport(zone=z, epsilon_spent=self.spent.get(z, 0.0), privacy=self.privacy.get(z)) for z in zones]
 
     def call(self, method: str, by_zone: dict[int, Any]) -> dict[int, Any]:
-        raise ConfigError("the net backend hosts power-flow zones (powerdp run --deployment); this application needs another backend")
+        # the zone servers answer the rounds' requests only (net_server.py): an application's own agent method (the
+        # implemented dispatch's "implement", a day's next period) has no request on the wire yet
+        raise ConfigError(f"the net backend does not carry {method!r} to its zone servers (they answer the rounds only): "
+                          "use the serial, process or MPI backend for it; the rounds and their releases are unaffected")
 
     def save_checkpoint(self, folders) -> None:
         self.run_id = folders.run
