@@ -21,8 +21,12 @@ NOTEBOOKS = ("quickstart", "paper_reproduction", "zone_partition_study", "federa
 
 def execute(name: str, small: bool = False, timeout: int = 1800):
     """Run ``examples/NAME.ipynb`` top to bottom in a fresh python3 kernel; returns the executed notebook."""
-    import nbclient
-    import nbformat
+    try:
+        import nbclient
+        import nbformat
+    except ImportError as exc:
+        raise SystemExit(f"run_notebooks.py needs nbclient and ipykernel ({exc.name} is missing): "
+                         'pip install -e ".[dev]"') from None
 
     if small:
         os.environ["POWERDP_NOTEBOOK_SMALL"] = "1"

@@ -187,7 +187,11 @@ def load_dataset(
     else:
         path = Path(source)
         if not path.is_file():
-            raise ConfigError(f"data set {source!r}: neither a bundled one ({', '.join(BUNDLED)}) nor an existing .csv/.npz file")
+            other = {"breast_cancer": "powerdp learn breast_cancer --vertical", "gisette_like": "powerdp learn gisette_like --vertical",
+                     "elastic-net": "powerdp learn elastic-net --algorithm noisy-admm"}.get(source)
+            hint = f" ({source} is a data set of {other})" if other else ""
+            raise ConfigError(f"data set {source!r}: neither a bundled one ({', '.join(BUNDLED)}) nor an existing .csv/.npz "
+                              f"file{hint}")
         if path.suffix.lower() == ".csv":
             X, y, names = _read_csv(path, label)
         elif path.suffix.lower() == ".npz":
