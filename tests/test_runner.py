@@ -423,3 +423,22 @@ def test_per_zone_solve_times_name_the_straggler_in_the_evaluation_only(tmp_path
     es = json.loads((tmp_path / "r" / "simulation_evaluation" / "summary.json").read_text())["summary"]
     for key in ("zone_solver_s", "zone_round_s", "straggler_zone"):
         assert key in es and key not in cs
+
+
+def test_a_ctrl_c_after_the_last_round_says_the_run_resumes(tmp_path, monkeypatch):
+    """A new user's report: Ctrl-C during the implemented dispatch (after the last round, before the run's final files)
+    printed only "interrupted". It says what the directory holds and how to continue, and the resume completes."""
+    from powerdp.apps.power_flow import runner
+    from powerdp.errors import Interrupted
+
+    cfg = RunConfig(case="case14", zones=2, algorithm="nonprivate", rounds=3, checkpoint_every=1)
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "implement_zones", ctrl_c)
+    with pytest.raises(Interrupted, match=r"before the run's final files.*--resume .* continues"):
+        run_distributed(cfg, out=tmp_path / "r")
+    monkeypatch.undo()
+    done = run_distributed(cfg, out=tmp_path / "r", resume=True)
+    assert done.summary["rounds"] == 3 and "implemented" in done.summary

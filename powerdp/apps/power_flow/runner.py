@@ -20,7 +20,7 @@ import numpy as np
 from ...engine.backends import launch, make_backend
 from ...engine.consensus.coordinator import Coordinator
 from ...engine.consensus.messages import ZoneUpdate
-from ...errors import ConfigError, PowerDPError
+from ...errors import ConfigError, Interrupted, PowerDPError
 from ...files.atomic import atomic_write
 from ...grid.network import Network
 from ...grid.partition import Partition
@@ -133,8 +133,15 @@ def _locked_run(
     ensure_dir(out_dir)
     with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
-        return _run(plan_run(config, network, partition, out_dir, resume, reference, status, zone_layout), progress, status,
-                    ac_check, observe, ac_evaluation)
+        plan = plan_run(config, network, partition, out_dir, resume, reference, status, zone_layout)
+        try:
+            return _run(plan, progress, status, ac_check, observe, ac_evaluation)
+        except KeyboardInterrupt:
+            # a Ctrl-C between rounds is Interrupted already (runs/loop.py); one after the last round (the implemented
+            # dispatch, the evaluation, the final files) or in the set-up says what the directory holds
+            if plan.record is not None and plan.record.has_checkpoint():
+                raise Interrupted(f"interrupted before the run's final files were written; {plan.record.kept()}") from None
+            raise
 
 
 def _checked(observe):
