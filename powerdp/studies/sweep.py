@@ -413,13 +413,14 @@ def implemented_columns(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def privacy_label(cfg) -> str:
-    """What a run's ε is, for a figure's panel: "non-private", "ε = 1 in total" (a budget) or "ε = 0.1 per step"
-    (``--epsilon``; a non-private or budgeted run never used it)."""
+    """What a run's ε is, for a figure's panel: "non-private", "ε = 1 in total" (a budget), "ε = 0.1 per step"
+    (``--epsilon``; a non-private or budgeted run never used it) or "ε = 0.1 for one release" (``--epsilon`` of a run
+    that releases its data once: input perturbation, the totals)."""
     if not cfg.private:
         return "non-private"
     if cfg.target_epsilon is not None:
         return f"ε = {cfg.target_epsilon:g} in total"
-    return f"ε = {cfg.epsilon:g} per step"
+    return f"ε = {cfg.epsilon:g} " + ("for one release" if cfg.releases_once else "per step")
 
 
 def sweep_tables(out: str | Path, spec: SweepSpec | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
