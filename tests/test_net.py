@@ -221,7 +221,6 @@ def test_three_zone_servers_and_the_coordinator_equal_the_serial_simulation(tmp_
     assert summary["backend"] == "net" and summary["noise_source"] == "seeded"
     net = summary["network"]
     assert net["sent"]["STEP"]["messages"] == 15 and net["received"]["UPDATES"]["messages"] == 18  # init + 5 rounds, 3 servers
-    assert "implemented dispatch failed" not in done.stderr, done.stderr[-2000:]
     assert main(["-q", "privacy", "verify", str(out)]) == 0  # the receipt, written like every backend's, re-accounts
     evaluation = json.loads((out / "simulation_evaluation" / "summary.json").read_text())["summary"]
     assert evaluation["setup_times"] == {} and evaluation["host_peak_rss_mb"] == []  # a zone's own figures stay with it
@@ -242,8 +241,6 @@ def test_three_zone_servers_and_the_coordinator_equal_the_serial_simulation(tmp_
     for z in range(3):
         mine = dep / f"zone_{z}.private" / "runs" / runs[0].name
         sol = pd.read_csv(mine / "solution.csv", float_precision="round_trip")
-        implemented = pd.read_csv(mine / "implemented.csv", float_precision="round_trip")  # the zone's own set-points
-        sol = pd.concat([sol, implemented], ignore_index=True)
         stats = pd.read_csv(mine / "stats.csv", float_precision="round_trip")
         assert stats["round"].tolist() == [0, 1, 2, 3, 4, 5]
         shared = ("pf", "qf", "pt", "qt", "w", "wr", "wi")
@@ -499,36 +496,3 @@ def test_a_secret_noise_zone_killed_after_journaling_resumes_from_its_checkpoint
     files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert files <= COORDINATOR_FILES, files - COORDINATOR_FILES
     assert sorted(p.relative_to(dep).parts[0] for p in dep.rglob(JOURNAL_FILE)) == [f"zone_{z}.private" for z in range(3)]
-
-
-def test_a_zone_server_answers_implement_once_and_with_an_ack_only(tmp_path):
-    """IMPLEMENT (the implemented dispatch): the zones' points stay on the server (the answer is ACK whatever the
-    agents return), and a second IMPLEMENT in one run is refused: a coordinator cannot probe the zones' problems
-    with holds of its choosing."""
-    import numpy as np
-
-    from powerdp.engine.backends import net_server
-    from powerdp.engine.backends import net_wire as wire
-    from powerdp.engine.consensus.messages import ConsensusMessage
-
-    calls = []
-
-    class Host:
-        zone = None
-
-        def run(self, cmd, arg):
-            calls.append((cmd, arg))
-            return {z: f"zone {z}'s private point" for z in arg[1]}
-
-    said = []
-    server = SimpleNamespace(zones=[0, 1], deployment=tmp_path, say=said.append)
-    session = net_server._Session(server)
-    session.host, session.shared, session.round = Host(), {0: 2, 1: 3}, 5
-    request = wire.encode("IMPLEMENT", messages=[ConsensusMessage(round=5, zone=0, w=np.array([1.0, 2.0]), rho=1.0),
-                                                 ConsensusMessage(round=5, zone=1, w=np.zeros(3), rho=25.0)])
-    answer, ends = session.handle(request)
-    assert wire.decode(answer)[0] == "ACK" and not ends and b"private point" not in answer
-    assert [(c, a[0], sorted(a[1])) for c, a in calls] == [("call", "implement", [0, 1])]
-    answer, ends = session.handle(request)
-    kind, fields = wire.decode(answer)
-    assert kind == "FAILED" and fields["code"] == "invalid-request" and ends and len(calls) == 1

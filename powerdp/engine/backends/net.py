@@ -457,20 +457,10 @@ class NetBackend(Backend):
         return [wire.RemoteZoneReport(zone=z, epsilon_spent=self.spent.get(z, 0.0), privacy=self.privacy.get(z)) for z in zones]
 
     def call(self, method: str, by_zone: dict[int, Any]) -> dict[int, Any]:
-        """The implemented dispatch (``implement``: each zone re-solves at the agreed values, the IMPLEMENT request)
-        is the one agent method the zone servers answer: they keep their points (nothing returns but ACK), so every
-        zone's answer here is None, as a deployment's zone answers on every backend."""
-        if method != "implement":  # a day's next period and the other applications' methods have no request
-            raise ConfigError(f"the net backend does not carry {method!r} to its zone servers: use the serial, process "
-                              "or MPI backend for it")
-
-        def message(z: int) -> ConsensusMessage:  # ρ plays no part in the implemented dispatch; the wire takes one
-            m = by_zone[z]
-            rho = float(m.rho) if np.ndim(m.rho) == 0 else float(np.max(m.rho))
-            return ConsensusMessage(round=m.round, zone=m.zone, w=m.w, rho=rho)
-
-        self._acks("IMPLEMENT", lambda s: {"messages": [message(z) for z in s.zones]}, "the implemented dispatch")
-        return {z: None for z in by_zone}
+        # the zone servers answer the rounds' requests only (net_server.py): an application's own agent method (the
+        # implemented dispatch's "implement", a day's next period) has no request on the wire yet
+        raise ConfigError(f"the net backend does not carry {method!r} to its zone servers (they answer the rounds only): "
+                          "use the serial, process or MPI backend for it; the rounds and their releases are unaffected")
 
     def save_checkpoint(self, folders) -> None:
         self.run_id = folders.run

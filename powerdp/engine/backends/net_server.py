@@ -72,7 +72,6 @@ class _Session:
         self.host: HostCommands | None = None
         self.shared: dict[int, int] = {}
         self.round: int | None = None
-        self.implemented = False  # the run's IMPLEMENT came (one per run)
         self.closed = False
         self.limits = None
 
@@ -142,7 +141,6 @@ class _Session:
         self.host = HostCommands(agents)
         self.shared = shared
         self.round = None
-        self.implemented = False
         srv.say(f"run set up by the coordinator: {words}")
         return wire.encode("READY", zones=np.asarray(zones, dtype=np.int64),
                            shared=np.asarray([shared[z] for z in zones], dtype=np.int64))
@@ -238,17 +236,6 @@ class _Session:
             return wire.encode("ACK"), False
         if kind == "SOLUTIONS":
             host.run("solutions", self._folders(f["run"]))
-            return wire.encode("ACK"), False
-        if kind == "IMPLEMENT":  # each zone's implemented dispatch at the agreed values (functions of the releases)
-            if self.round is None:
-                raise _BadRequest("IMPLEMENT before the initial projection or a restored checkpoint")
-            if self.implemented:  # one per run: a coordinator cannot probe the zones' problems with chosen holds
-                raise _BadRequest("a second IMPLEMENT in one run")
-            msgs = self._messages(f["messages"], None)
-            self.implemented = True
-            # the zones keep their points (SOLUTIONS writes them into their private folders): nothing returns but ACK,
-            # whatever the agents answer
-            host.run("call", ("implement", {m.zone: m for m in msgs}))
             return wire.encode("ACK"), False
         raise _BadRequest(f"{kind} is not a request")  # pragma: no cover - decode() admits requests only
 

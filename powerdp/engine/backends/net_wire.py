@@ -74,7 +74,6 @@ SCHEMA: dict[int, tuple[str, tuple]] = {
     9: ("SOLUTIONS", (("run", "str"),)),
     10: ("CLOSE", ()),
     11: ("JOURNAL", (("run", "str"),)),
-    12: ("IMPLEMENT", (("messages", MESSAGE_RECORD),)),
     # a zone server's answers
     20: ("READY", (("zones", "i64[]"), ("shared", "i64[]"))),
     21: ("UPDATES", (("updates", UPDATE_RECORD), ("spent", _list(("zone", "i64"), ("epsilon", "f64"))))),
