@@ -437,7 +437,7 @@ def test_a_ctrl_c_after_the_last_round_says_the_run_resumes(tmp_path, monkeypatc
         raise KeyboardInterrupt
 
     monkeypatch.setattr(runner, "implement_zones", ctrl_c)
-    with pytest.raises(Interrupted, match=r"before the run's final files.*--resume .* continues"):
+    with pytest.raises(Interrupted, match=r"after the last round, before the run.s final files.*--resume .* continues"):
         run_distributed(cfg, out=tmp_path / "r")
     monkeypatch.undo()
     done = run_distributed(cfg, out=tmp_path / "r", resume=True)

@@ -134,13 +134,15 @@ def _locked_run(
     with DirectoryLock(out_dir):  # checked under the lock: a run that just finished there is seen
         prepare_run_dir(out_dir, overwrite=overwrite, resume=resume)
         plan = plan_run(config, network, partition, out_dir, resume, reference, status, zone_layout)
+        phase = {"rounds_done": False}
         try:
-            return _run(plan, progress, status, ac_check, observe, ac_evaluation)
+            return _run(plan, progress, status, ac_check, observe, ac_evaluation, phase)
         except KeyboardInterrupt:
             # a Ctrl-C between rounds is Interrupted already (runs/loop.py); one after the last round (the implemented
-            # dispatch, the evaluation, the final files) or in the set-up says what the directory holds
-            if plan.record is not None and plan.record.has_checkpoint():
-                raise Interrupted(f"interrupted before the run's final files were written; {plan.record.kept()}") from None
+            # dispatch, the evaluation, the final files) says what the directory holds and how the run continues
+            if phase["rounds_done"] and plan.record.has_checkpoint():
+                raise Interrupted(f"interrupted after the last round, before the run's final files were written; "
+                                  f"{plan.record.kept()}") from None
             raise
 
 
@@ -160,7 +162,7 @@ def _checked(observe):
     return seen
 
 
-def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evaluation=True) -> RunResult:
+def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evaluation=True, phase=None) -> RunResult:
     """Execute ``plan``: the reference solve, the agents on their backend, the rounds, the final point."""
     say = status or (lambda msg: None)
     seen = observe or (lambda updates: None)
@@ -255,6 +257,8 @@ def _run(plan: RunPlan, progress, status, ac_check=False, observe=None, ac_evalu
         rounds = Rounds(step=step, partial=partial, failed=failed, checkpoint=checkpoint,
                         checkpoint_first=config.private, converged=stopping_rule(config))
         stopped = run_rounds(rounds, start_round, config.rounds, history, record, config.checkpoint_every, progress, plan.resume)
+        if phase is not None:
+            phase["rounds_done"] = True  # what follows (the implemented dispatch, the final files) resumes from there
         result = partial(history, stopped, complete=True)
         if stopped == "rounds" and config.tolerance > 0 and history and not config.private:  # a private run spends its T rounds
             log.warning("the run reached its round cap (%d) before both relative residuals met the tolerance %g "
